@@ -1,0 +1,17 @@
+// Command veritygen builds a dm-verity hash tree for an image, byte for byte
+// as `veritysetup format` does.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+const prog = "veritygen"
+
+const usage = `Usage: veritygen [flags] DATA [HASH]
+
+Builds the dm-verity hash tree of DATA and writes it to HASH (default:
+DATA.verity), byte for byte as 'veritysetup format DATA HASH' would, then
+prints the parameters and the root hash. The flags have veritysetup's names
+and meanings.
+
+HASH is written under a temporary name and renamed when complete, so an
+interrupted run never leaves a partial tree under HASH. DATA is only read,
+except when HASH is DATA itself: then the tree is written into DATA at
+--hash-offset, past the data (the only case where veritygen writes to DATA).
+
+Examples:
+  veritygen system.img                       tree in system.img.verity
+  veritygen --root-hash-file=root.hex system.img system.verity
+  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
+  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
+  veritygen --json system.img | jq -r .root_hash
+
+Flags:
+`
+
+const exitCodes = `
+Exit codes:
+  0  success
+  2  anything else: bad usage, unreadable or bad input, I/O error
+  (1 is veritycheck's: the data is not as expected)
+`
+
+type options struct {
+	tree         cli.TreeFlags
+	rootHashFile string
+	json         bool
+	jobs         int
+	noProgress   bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
+	var o options
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	o.tree.Register(fs)
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		cli.Report(stderr, prog, cli.WithHint(err, "see veritygen --help"))
+		return cli.ExitError
+	}
+	if *help {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		return cli.ExitOK
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		cli.Report(stderr, prog, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
+			"expected DATA and optionally HASH, got %d arguments", fs.NArg()))
+		return cli.ExitError
+	}
+	if o.jobs < 1 {
+		cli.Report(stderr, prog, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
+		return cli.ExitError
+	}
+	data := fs.Arg(0)
+	hash := data + ".verity"
+	if fs.NArg() == 2 {
+		hash = fs.Arg(1)
+	}
+	showProgress := false
+	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
+		showProgress = cli.IsTerminal(f)
+	}
+	res, err := generate(ctx, &o, data, hash, stderr, showProgress)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errors.New("interrupted; nothing was written under HASH")
+		}
+		cli.Report(stderr, prog, err)
+		return cli.ExitError
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		printReport(stdout, res)
+	}
+	return cli.ExitOK
+}
+
+// result is the report, also printed as JSON.
+type result struct {
+	RootHash       string `json:"root_hash"`
+	Salt           string `json:"salt"`
+	HashAlgorithm  string `json:"hash_algorithm"`
+	Format         int    `json:"format"`
+	DataBlocks     uint64 `json:"data_blocks"`
+	DataBlockSize  int    `json:"data_block_size"`
+	HashBlocks     uint64 `json:"hash_blocks"`
+	HashBlockSize  int    `json:"hash_block_size"`
+	HashOffset     uint64 `json:"hash_offset"`
+	HashStartBlock uint64 `json:"hash_start_block"`
+	HashEnd        uint64 `json:"hash_end"`
+	Superblock     bool   `json:"superblock"`
+	UUID           string `json:"uuid"`
+	DataFile       string `json:"data_file"`
+	HashFile       string `json:"hash_file"`
+	// UncoveredBytes counts the bytes of DATA after the last covered block
+	// that the tree does not protect.
+	UncoveredBytes uint64 `json:"uncovered_bytes"`
+	separate       bool
+}
+
+func printReport(w io.Writer, r *result) {
+	fmt.Fprintf(w, "VERITY header information for %s\n", r.HashFile)
+	fmt.Fprintf(w, "UUID:            \t%s\n", r.UUID)
+	fmt.Fprintf(w, "Hash type:       \t%d\n", r.Format)
+	fmt.Fprintf(w, "Data blocks:     \t%d\n", r.DataBlocks)
+	fmt.Fprintf(w, "Data block size: \t%d\n", r.DataBlockSize)
+	fmt.Fprintf(w, "Hash blocks:     \t%d\n", r.HashBlocks)
+	fmt.Fprintf(w, "Hash block size: \t%d\n", r.HashBlockSize)
+	fmt.Fprintf(w, "Hash algorithm:  \t%s\n", r.HashAlgorithm)
+	fmt.Fprintf(w, "Salt:            \t%s\n", r.Salt)
+	fmt.Fprintf(w, "Root hash:      \t%s\n", r.RootHash)
+	if r.separate {
+		fmt.Fprintf(w, "Hash device size: \t%d [bytes]\n", r.HashEnd)
+	}
+}
+
+func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr io.Writer, showProgress bool) (*result, error) {
+	p, err := o.tree.Params()
+	if err != nil {
+		return nil, err
+	}
+
+	dataFile, dataSize, err := openData(dataPath)
+	if err != nil {
+		return nil, err
+	}
+	defer dataFile.Close()
+
+	hashInfo, err := os.Stat(hashPath)
+	hashExists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, cli.Errorf("", "HASH %s: %v", hashPath, unwrapPath(err))
+	case hashExists && hashInfo.IsDir():
+		return nil, cli.Errorf("name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
+			"HASH %s is a directory", hashPath)
+	}
+	dataInfo, _ := dataFile.Stat()
+	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
+
+	dbs := uint64(p.DataBlockSize)
+	if inPlace {
+		if !o.tree.Changed("hash-offset") {
+			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to 4096)", roundUp(uint64(dataSize), 4096)),
+				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
+		}
+		if !o.tree.Changed("data-blocks") {
+			// The tree's own area is not data: cover the blocks before it.
+			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
+		}
+	} else if !o.tree.Changed("data-blocks") {
+		p.DataBlocks = uint64(dataSize) / dbs
+	}
+	if p.DataBlocks == 0 {
+		if dataSize == 0 {
+			return nil, cli.Errorf("", "DATA %s is empty", dataPath)
+		}
+		return nil, cli.Errorf(fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
+			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
+	}
+	if p.DataBlocks*dbs > uint64(dataSize) {
+		return nil, cli.Errorf(fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
+			"--data-blocks %d needs %d bytes, but DATA %s has only %d", p.DataBlocks, p.DataBlocks*dbs, dataPath, dataSize)
+	}
+	if inPlace && p.DataBlocks*dbs > p.HashOffset {
+		return nil, cli.Errorf(fmt.Sprintf("put the tree past the data: --hash-offset=%d, or cover fewer blocks: --data-blocks=%d", roundUp(p.DataBlocks*dbs, 4096), p.HashOffset/dbs),
+			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
+	}
+
+	if p.Salt == nil {
+		p.Salt = make([]byte, 32)
+		if _, err := rand.Read(p.Salt); err != nil {
+			return nil, err
+		}
+	}
+	if p.Superblock && !o.tree.Changed("uuid") {
+		if p.UUID, err = cli.RandomUUID(); err != nil {
+			return nil, err
+		}
+	}
+	if !p.Superblock && o.tree.Changed("uuid") {
+		cli.Warn(stderr, prog, "--uuid is ignored with --no-superblock: only a superblock stores it")
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return nil, err
+	}
+	if p.DataBlockSize > 4096 {
+		cli.Warn(stderr, prog, "Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
+	}
+	covered := g.DataSize()
+	uncovered := uint64(dataSize) - covered
+	if inPlace {
+		uncovered = min(uint64(dataSize), p.HashOffset) - covered
+	}
+	if uncovered > 0 && !o.tree.Changed("data-blocks") {
+		cli.Warn(stderr, prog, "the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", uncovered, dbs)
+	}
+
+	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
+	opts := &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update}
+	var root []byte
+	if inPlace {
+		root, err = buildInPlace(ctx, g, dataPath, dataFile, opts)
+	} else {
+		root, err = buildToFile(ctx, g, dataFile, hashPath, hashInfo, opts)
+	}
+	bar.Finish()
+	if err != nil {
+		return nil, err
+	}
+	rootHex := hex.EncodeToString(root)
+	if o.rootHashFile != "" {
+		if err := writeFileAtomic(o.rootHashFile, []byte(rootHex)); err != nil {
+			return nil, cli.Errorf("", "writing --root-hash-file: %v", err)
+		}
+	}
+	res := &result{
+		RootHash:       rootHex,
+		Salt:           cli.FormatSalt(g.Salt),
+		HashAlgorithm:  g.Hash.Name(),
+		Format:         g.Format,
+		DataBlocks:     g.DataBlocks,
+		DataBlockSize:  g.DataBlockSize,
+		HashBlocks:     g.HashBlocks,
+		HashBlockSize:  g.HashBlockSize,
+		HashOffset:     g.HashOffset,
+		HashStartBlock: g.HashStartBlock,
+		HashEnd:        g.HashEnd(),
+		Superblock:     g.Superblock,
+		DataFile:       dataPath,
+		HashFile:       hashPath,
+		UncoveredBytes: uncovered,
+		separate:       !inPlace,
+	}
+	if g.Superblock {
+		res.UUID = cli.FormatUUID(g.UUID)
+	}
+	return res, nil
+}
+
+// openData opens DATA for reading and returns its size.
+func openData(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, cli.Errorf("", "DATA %s does not exist", path)
+		}
+		return nil, 0, cli.Errorf("", "cannot open DATA %s: %v", path, unwrapPath(err))
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, cli.Errorf("", "DATA %s: %v", path, unwrapPath(err))
+	}
+	if info.IsDir() {
+		f.Close()
+		return nil, 0, cli.Errorf("give the image file, not its directory", "DATA %s is a directory", path)
+	}
+	// Seek works for block devices too, whose Stat size is 0.
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return nil, 0, cli.Errorf("", "DATA %s: %v", path, unwrapPath(err))
+	}
+	return f, size, nil
+}
+
+// buildInPlace writes the tree into DATA itself at the hash offset.
+func buildInPlace(ctx context.Context, g *merkle.Geometry, path string, ro *os.File, opts *merkle.BuildOptions) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, cli.Errorf("", "cannot open DATA %s for writing the tree into it: %v", path, unwrapPath(err))
+	}
+	root, err := merkle.Build(ctx, g, ro, f, opts)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return root, err
+}
+
+// buildToFile writes the tree to a temporary file beside HASH and renames
+// it over HASH when complete. An existing HASH with a non-zero hash offset
+// keeps its bytes outside the tree (as veritysetup leaves them); a device
+// is written in place.
+func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPath string, existing fs.FileInfo, opts *merkle.BuildOptions) ([]byte, error) {
+	if existing != nil && !existing.Mode().IsRegular() {
+		f, err := os.OpenFile(hashPath, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, cli.Errorf("", "cannot open HASH %s: %v", hashPath, unwrapPath(err))
+		}
+		root, err := merkle.Build(ctx, g, data, f, opts)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return root, err
+	}
+
+	dir, base := filepath.Split(hashPath)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return nil, cli.Errorf("", "cannot create the tree beside HASH: %v", unwrapPath(err))
+	}
+	tmpName := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	mode := fs.FileMode(0o644)
+	if existing != nil {
+		mode = existing.Mode().Perm()
+		if g.HashOffset > 0 {
+			if err := copyFile(tmp, hashPath); err != nil {
+				return nil, err
+			}
+		}
+	}
+	root, err := merkle.Build(ctx, g, data, tmp, opts)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := tmp.Stat(); err == nil && uint64(info.Size()) < g.HashEnd() {
+		// Without superblock, a one-block image has an empty tree; the file
+		// still spans the offset, as veritysetup's does.
+		if err := tmp.Truncate(int64(g.HashEnd())); err != nil {
+			return nil, err
+		}
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, cli.Errorf("", "writing the tree: %v", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, cli.Errorf("", "writing the tree: %v", err)
+	}
+	if err := os.Rename(tmpName, hashPath); err != nil {
+		return nil, cli.Errorf("", "cannot rename the tree to HASH: %v", err)
+	}
+	ok = true
+	return root, nil
+}
+
+func copyFile(dst *os.File, src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return cli.Errorf("", "cannot read HASH %s: %v", src, unwrapPath(err))
+	}
+	defer f.Close()
+	if _, err := io.Copy(dst, f); err != nil {
+		return cli.Errorf("", "copying HASH %s: %v", src, err)
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// unwrapPath drops the "op path:" prefix of a *fs.PathError, since our
+// messages name the path themselves.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }

@@ -1,0 +1,10 @@
+module github.com/veritytree/veritytree
+
+go 1.26.0
+
+require (
+	github.com/dustin/go-humanize v1.1.0
+	github.com/spf13/pflag v1.1.0
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
+)

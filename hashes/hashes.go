@@ -1,0 +1,239 @@
+// Package hashes provides the digest algorithms of dm-verity by their kernel
+// names (sha1, sha256, sha512, blake2b-256), each as a streaming hash.Hash and
+// as a bulk call that hashes many equal-sized salted blocks at once.
+//
+// The bulk call, BlockHasher.HashBlocks, is the one seam between the tree code
+// and everything that makes hashing fast: implementations behind it may hash
+// several blocks at once (multi-buffer SIMD) without the callers changing.
+package hashes
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"fmt"
+	"hash"
+	"os"
+	"strings"
+)
+
+// Algorithm is one supported digest algorithm. The zero value is not usable;
+// get one from Lookup or one of the package variables.
+type Algorithm struct {
+	name    string
+	size    int
+	newHash func() hash.Hash
+	// impls lists the bulk implementations, fastest first; the last is
+	// always the portable one ("generic").
+	impls []*implementation
+}
+
+var (
+	SHA1       = &Algorithm{name: "sha1", size: sha1.Size, newHash: sha1.New}
+	SHA256     = &Algorithm{name: "sha256", size: sha256.Size, newHash: sha256.New}
+	SHA512     = &Algorithm{name: "sha512", size: sha512.Size, newHash: sha512.New}
+	BLAKE2b256 = &Algorithm{name: "blake2b-256", size: 32, newHash: NewBLAKE2b256}
+)
+
+// all lists the algorithms in the order they are shown to users.
+var all = []*Algorithm{SHA1, SHA256, SHA512, BLAKE2b256}
+
+// Names returns the canonical names of the supported algorithms.
+func Names() []string {
+	names := make([]string, len(all))
+	for i, a := range all {
+		names[i] = a.name
+	}
+	return names
+}
+
+// UnknownAlgorithmError is returned by Lookup for a name it does not know.
+type UnknownAlgorithmError struct{ Name string }
+
+func (e *UnknownAlgorithmError) Error() string {
+	return fmt.Sprintf("unknown hash algorithm %q (supported: %s)", e.Name, strings.Join(Names(), ", "))
+}
+
+// Lookup returns the algorithm with the given kernel name, ignoring case.
+// An unknown name is an error listing the supported ones; there is no
+// fallback.
+func Lookup(name string) (*Algorithm, error) {
+	for _, a := range all {
+		if strings.EqualFold(name, a.name) {
+			return a, nil
+		}
+	}
+	return nil, &UnknownAlgorithmError{Name: name}
+}
+
+// Name returns the canonical (kernel) name, in lower case.
+func (a *Algorithm) Name() string { return a.name }
+
+// String returns the canonical name.
+func (a *Algorithm) String() string { return a.name }
+
+// Size returns the digest size in bytes.
+func (a *Algorithm) Size() int { return a.size }
+
+// New returns a new streaming hash.
+func (a *Algorithm) New() hash.Hash { return a.newHash() }
+
+// SaltPosition says where the salt goes relative to each block.
+type SaltPosition uint8
+
+const (
+	// SaltBefore hashes salt || block: dm-verity format (hash type) 1.
+	SaltBefore SaltPosition = iota
+	// SaltAfter hashes block || salt: dm-verity format 0 (Chrome OS).
+	SaltAfter
+)
+
+// BlockHasher hashes equal-sized blocks, each with the same salt. It is not
+// safe for concurrent use: give each goroutine its own.
+type BlockHasher struct {
+	alg       *Algorithm
+	blockSize int
+	impl      string
+	bulk      bulkHasher
+}
+
+// bulkHasher is what an implementation provides: hash len(blocks)/blockSize
+// blocks, digest i at dst[i*stride:].
+type bulkHasher interface {
+	hashBlocks(dst []byte, stride int, blocks []byte)
+}
+
+type implementation struct {
+	name string
+	// available reports whether this machine can run it.
+	available func() bool
+	new       func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher
+}
+
+// generic works everywhere: one streaming hash, reset per block.
+var generic = &implementation{
+	name:      "generic",
+	available: func() bool { return true },
+	new:       newStreamingBulk,
+}
+
+// ImplEnv is the environment variable that forces a bulk implementation by
+// name (for example VERITYTREE_HASH_IMPL=generic), for tests and for users
+// who want to compare. An implementation the machine cannot run, or a name
+// an algorithm does not have, falls back to that algorithm's default.
+const ImplEnv = "VERITYTREE_HASH_IMPL"
+
+// Implementations returns the names of the bulk implementations of a that
+// this machine can run, the default first.
+func (a *Algorithm) Implementations() []string {
+	var names []string
+	for _, im := range a.implementations() {
+		if im.available() {
+			names = append(names, im.name)
+		}
+	}
+	return names
+}
+
+func (a *Algorithm) implementations() []*implementation {
+	return append(a.impls[:len(a.impls):len(a.impls)], generic)
+}
+
+func (a *Algorithm) pick(name string) *implementation {
+	for _, im := range a.implementations() {
+		if im.available() && (name == "" || im.name == name) {
+			return im
+		}
+	}
+	return nil
+}
+
+// NewBlockHasher returns a BlockHasher for blocks of blockSize bytes salted
+// with salt at pos, using the fastest implementation this machine runs (or
+// the one named by the ImplEnv environment variable). The salt is copied.
+func (a *Algorithm) NewBlockHasher(blockSize int, salt []byte, pos SaltPosition) *BlockHasher {
+	im := a.pick(os.Getenv(ImplEnv))
+	if im == nil {
+		im = a.pick("")
+	}
+	return a.newBlockHasher(im, blockSize, salt, pos)
+}
+
+// NewBlockHasherImpl is NewBlockHasher with the implementation named; it
+// fails if the machine cannot run it.
+func (a *Algorithm) NewBlockHasherImpl(impl string, blockSize int, salt []byte, pos SaltPosition) (*BlockHasher, error) {
+	im := a.pick(impl)
+	if im == nil {
+		return nil, fmt.Errorf("hashes: %s has no implementation %q that runs here (available: %s)",
+			a.name, impl, strings.Join(a.Implementations(), ", "))
+	}
+	return a.newBlockHasher(im, blockSize, salt, pos), nil
+}
+
+func (a *Algorithm) newBlockHasher(im *implementation, blockSize int, salt []byte, pos SaltPosition) *BlockHasher {
+	if blockSize <= 0 {
+		panic("hashes: block size must be positive")
+	}
+	salt = append([]byte(nil), salt...)
+	return &BlockHasher{alg: a, blockSize: blockSize, impl: im.name, bulk: im.new(a, blockSize, salt, pos)}
+}
+
+// Algorithm returns the algorithm.
+func (b *BlockHasher) Algorithm() *Algorithm { return b.alg }
+
+// Implementation returns the name of the implementation in use.
+func (b *BlockHasher) Implementation() string { return b.impl }
+
+// BlockSize returns the size of the blocks it hashes.
+func (b *BlockHasher) BlockSize() int { return b.blockSize }
+
+// HashBlocks hashes each of the len(blocks)/BlockSize() blocks and writes the
+// digest of block i to dst[i*stride : i*stride+Size()]. Bytes of dst between
+// digests are left as they are. len(blocks) must be a multiple of the block
+// size, stride at least the digest size and dst long enough; anything else
+// panics, as it is a programming error.
+func (b *BlockHasher) HashBlocks(dst []byte, stride int, blocks []byte) {
+	n := len(blocks) / b.blockSize
+	if n*b.blockSize != len(blocks) {
+		panic("hashes: blocks is not a whole number of blocks")
+	}
+	if stride < b.alg.size {
+		panic("hashes: stride shorter than the digest")
+	}
+	if n == 0 {
+		return
+	}
+	if len(dst) < (n-1)*stride+b.alg.size {
+		panic("hashes: dst too short")
+	}
+	b.bulk.hashBlocks(dst, stride, blocks)
+}
+
+// streamingBulk hashes one block at a time with a reused streaming hash.
+type streamingBulk struct {
+	h         hash.Hash
+	blockSize int
+	salt      []byte
+	pos       SaltPosition
+}
+
+func newStreamingBulk(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
+	return &streamingBulk{h: a.newHash(), blockSize: blockSize, salt: salt, pos: pos}
+}
+
+func (s *streamingBulk) hashBlocks(dst []byte, stride int, blocks []byte) {
+	for i := 0; len(blocks) > 0; i++ {
+		block := blocks[:s.blockSize]
+		blocks = blocks[s.blockSize:]
+		s.h.Reset()
+		if s.pos == SaltBefore {
+			s.h.Write(s.salt)
+			s.h.Write(block)
+		} else {
+			s.h.Write(block)
+			s.h.Write(s.salt)
+		}
+		// Sum appends into dst's own array: dst[o:o] has the capacity.
+		s.h.Sum(dst[i*stride : i*stride])
+	}
+}

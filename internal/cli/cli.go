@@ -1,0 +1,124 @@
+// Package cli holds what veritygen and veritycheck share: exit codes, error
+// and hint printing, the tree-parameter flags, and the progress bar.
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes, the same for both commands.
+const (
+	ExitOK = 0
+	// ExitCorrupt: the data is not as the root hash says (checker only).
+	ExitCorrupt = 1
+	// ExitError: anything else, bad usage or an I/O error.
+	ExitError = 2
+)
+
+// Error is an error to show the user, with an optional hint saying what to
+// type instead.
+type Error struct {
+	Err  error
+	Hint string
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a message and a hint ("" for none).
+func Errorf(hint, format string, args ...any) error {
+	return &Error{Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
+// WithHint adds a hint to err.
+func WithHint(err error, hint string) error {
+	return &Error{Err: err, Hint: hint}
+}
+
+// Report prints err as "prog: error: ..." and its hint, if any, to w.
+func Report(w io.Writer, prog string, err error) {
+	fmt.Fprintf(w, "%s: error: %v\n", prog, err)
+	var e *Error
+	if errors.As(err, &e) && e.Hint != "" {
+		for _, line := range strings.Split(e.Hint, "\n") {
+			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
+		}
+	}
+}
+
+// Warn prints "prog: warning: ..." to w.
+func Warn(w io.Writer, prog, format string, args ...any) {
+	fmt.Fprintf(w, "%s: warning: %s\n", prog, fmt.Sprintf(format, args...))
+}
+
+// ParseHex decodes a hex string; what names the value in errors.
+func ParseHex(what, s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		var ie hex.InvalidByteError
+		switch {
+		case errors.As(err, &ie):
+			return nil, fmt.Errorf("%s %q is not hexadecimal: bad character %q", what, s, rune(ie))
+		case errors.Is(err, hex.ErrLength):
+			return nil, fmt.Errorf("%s %q has an odd number of hex digits", what, s)
+		}
+		return nil, fmt.Errorf("%s %q: %v", what, s, err)
+	}
+	return b, nil
+}
+
+// ParseUUID parses the text form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+func ParseUUID(s string) ([16]byte, error) {
+	var u [16]byte
+	bad := fmt.Errorf("UUID %q is not of the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (hex digits)", s)
+	if len(s) != 36 {
+		return u, bad
+	}
+	for _, i := range []int{8, 13, 18, 23} {
+		if s[i] != '-' {
+			return u, bad
+		}
+	}
+	b, err := hex.DecodeString(s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:])
+	if err != nil {
+		return u, bad
+	}
+	copy(u[:], b)
+	return u, nil
+}
+
+// FormatUUID returns the text form of u, in lower case.
+func FormatUUID(u [16]byte) string {
+	h := hex.EncodeToString(u[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// RandomUUID returns a random (version 4) UUID.
+func RandomUUID() ([16]byte, error) {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return u, err
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u, nil
+}
+
+// FormatSalt returns the salt as veritysetup shows it: hex, or "-" if empty.
+func FormatSalt(s []byte) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return hex.EncodeToString(s)
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	return isTerminal(int(f.Fd()))
+}

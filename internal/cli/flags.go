@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// TreeFlags are the tree-parameter flags, with veritysetup's names and
+// meanings so that scripts port unchanged.
+type TreeFlags struct {
+	Hash          string
+	Salt          string
+	UUID          string
+	Format        int
+	DataBlockSize int
+	HashBlockSize int
+	DataBlocks    uint64
+	HashOffset    uint64
+	NoSuperblock  bool
+
+	fs *pflag.FlagSet
+}
+
+// Register adds the flags to fs.
+func (t *TreeFlags) Register(fs *pflag.FlagSet) {
+	t.fs = fs
+	fs.StringVar(&t.Hash, "hash", "sha256", "hash `algorithm`: "+strings.Join(hashes.Names(), ", "))
+	fs.StringVar(&t.Salt, "salt", "", "salt as `hex`, or - for none (default: 32 random bytes)")
+	fs.StringVar(&t.UUID, "uuid", "", "`UUID` stored in the superblock (default: random)")
+	fs.IntVar(&t.Format, "format", 1, "hash `type`: 1 (normal) or 0 (original Chrome OS)")
+	fs.IntVar(&t.DataBlockSize, "data-block-size", 4096, "data block size in `bytes`")
+	fs.IntVar(&t.HashBlockSize, "hash-block-size", 4096, "hash block size in `bytes`")
+	fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks to cover (default: all whole blocks of DATA)")
+	fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`bytes` into HASH where the superblock (or tree) starts")
+	fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "write no superblock (the parameters must then be given again to check)")
+}
+
+// Changed reports whether the named flag was given.
+func (t *TreeFlags) Changed(name string) bool { return t.fs.Changed(name) }
+
+// Params checks the flags that need no file and returns the parameters
+// they give. DataBlocks is left for the caller when --data-blocks is absent;
+// Salt and UUID are left empty when not given.
+func (t *TreeFlags) Params() (merkle.Params, error) {
+	var p merkle.Params
+	alg, err := hashes.Lookup(t.Hash)
+	if err != nil {
+		return p, WithHint(err, "choose one with --hash, e.g. --hash=sha256")
+	}
+	p.Hash = alg
+	if t.Format != 0 && t.Format != 1 {
+		return p, Errorf("use --format=1 (the default) or --format=0 for Chrome OS trees", "--format %d is not 0 or 1", t.Format)
+	}
+	p.Format = t.Format
+	if t.Changed("salt") && t.Salt != "-" {
+		salt, err := ParseHex("salt", t.Salt)
+		if err != nil {
+			return p, WithHint(err, "give the salt as hex digits, e.g. --salt=4f2a..., or --salt=- for none")
+		}
+		if len(salt) > merkle.MaxSaltSize {
+			return p, Errorf("", "salt is %d bytes; at most %d are allowed", len(salt), merkle.MaxSaltSize)
+		}
+		p.Salt = salt
+	}
+	if t.Changed("salt") && t.Salt == "-" {
+		p.Salt = []byte{}
+	}
+	if t.Changed("uuid") {
+		u, err := ParseUUID(t.UUID)
+		if err != nil {
+			return p, WithHint(err, "e.g. --uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033, or leave it out for a random one")
+		}
+		p.UUID = u
+	}
+	for _, bs := range []struct {
+		flag string
+		v    int
+	}{{"data-block-size", t.DataBlockSize}, {"hash-block-size", t.HashBlockSize}} {
+		if err := merkle.CheckBlockSize(bs.v); err != nil {
+			return p, Errorf(fmt.Sprintf("e.g. --%s=4096", bs.flag), "--%s: %v", bs.flag, err)
+		}
+	}
+	p.DataBlockSize = t.DataBlockSize
+	p.HashBlockSize = t.HashBlockSize
+	if t.Changed("data-blocks") && t.DataBlocks == 0 {
+		return p, Errorf("leave --data-blocks out to cover every whole block of DATA", "--data-blocks must be at least 1")
+	}
+	p.DataBlocks = t.DataBlocks
+	p.HashOffset = t.HashOffset
+	p.Superblock = !t.NoSuperblock
+	if p.HashOffset%merkle.SuperblockSize != 0 {
+		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, merkle.SuperblockSize)),
+			"--hash-offset %d is not a multiple of 512", p.HashOffset)
+	}
+	if !p.Superblock && p.HashOffset%uint64(p.HashBlockSize) != 0 {
+		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, uint64(p.HashBlockSize))),
+			"--hash-offset %d is not a multiple of the hash block size %d, which a tree without superblock needs", p.HashOffset, p.HashBlockSize)
+	}
+	return p, nil
+}
+
+func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }

@@ -1,0 +1,64 @@
+// Package testtool finds what tests need outside Go: peer tools such as
+// veritysetup, and the project's shared folder. Outside CI a missing tool
+// skips the test; in CI (CI=true) it fails it, so a green run means the
+// peers were really there.
+package testtool
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Require returns the path of the named program, or skips the test (fails
+// it in CI) when it is not installed.
+func Require(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "%s is not installed (.ci/run installs it): %v", name, err)
+	}
+	return path
+}
+
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// ModuleRoot returns the directory holding go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// Shared returns the path of a file under the project's shared folder,
+// which lies beside the repository (../shared), or skips (fails in CI).
+func Shared(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(ModuleRoot(t), "..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "shared file %s not found: %v", rel, err)
+	}
+	return p
+}

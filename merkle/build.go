@@ -1,0 +1,326 @@
+package merkle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/veritytree/veritytree/hashes"
+)
+
+// BuildOptions tune Build. The zero value is ready to use.
+type BuildOptions struct {
+	// Jobs is how many goroutines hash data blocks; 0 means one per CPU.
+	// The output is the same for every value.
+	Jobs int
+	// Progress, if set, is called from one goroutine with the number of
+	// data bytes hashed so far.
+	Progress func(done uint64)
+}
+
+// chunkBytes is how much data one job reads and hashes: large reads, and
+// enough blocks for multi-buffer hashing to fill its lanes.
+const chunkBytes = 1 << 20
+
+// levelBatchBytes bounds the hash blocks buffered per level before they are
+// hashed into the level above and written out.
+const levelBatchBytes = 1 << 20
+
+// Build reads the g.DataBlocks data blocks from data, writes the superblock
+// (if g.Superblock) and the tree to hash at the places g gives, and returns
+// the root hash. Memory use is bounded by the number of jobs and the block
+// sizes, not by the image size. Nothing outside the superblock and the tree
+// (from g.HashOffset to g.HashEnd()) is written.
+func Build(ctx context.Context, g *Geometry, data io.ReaderAt, hash io.WriterAt, opts *BuildOptions) ([]byte, error) {
+	if opts == nil {
+		opts = &BuildOptions{}
+	}
+	if g.Superblock {
+		if err := writeSuperblock(g, hash); err != nil {
+			return nil, err
+		}
+	}
+	t := newTreeWriter(g, hash)
+	err := forEachDataChunk(ctx, g, data, opts.Jobs, func(c *dataChunk) error {
+		if err := t.add(0, c.digests[:c.n*g.DigestSlot], c.n); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress((c.first + uint64(c.n)) * uint64(g.DataBlockSize))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.finish()
+}
+
+// writeSuperblock writes the superblock and zeroes the bytes between it and
+// the tree, so a tree written into an existing file reads as veritysetup's.
+func writeSuperblock(g *Geometry, w io.WriterAt) error {
+	gap := g.TreeOffset() - g.HashOffset
+	b := make([]byte, gap)
+	copy(b, EncodeSuperblock(g))
+	if _, err := w.WriteAt(b, int64(g.HashOffset)); err != nil {
+		return fmt.Errorf("writing superblock: %w", err)
+	}
+	return nil
+}
+
+// dataChunk is one job: consecutive data blocks and their digests, at
+// DigestSlot stride.
+type dataChunk struct {
+	first   uint64 // index of the first data block
+	n       int
+	data    []byte
+	digests []byte
+	err     error
+	done    chan struct{}
+}
+
+// chunkBlocks returns how many data blocks one job takes.
+func chunkBlocks(g *Geometry) int {
+	n := max(1, chunkBytes/g.DataBlockSize)
+	if uint64(n) > g.DataBlocks {
+		n = int(g.DataBlocks)
+	}
+	return n
+}
+
+// hashChunk reads and hashes the blocks of c.
+func hashChunk(g *Geometry, data io.ReaderAt, h *hashes.BlockHasher, c *dataChunk) {
+	dbs := g.DataBlockSize
+	buf := c.data[:c.n*dbs]
+	off := int64(c.first) * int64(dbs)
+	if n, err := data.ReadAt(buf, off); n < len(buf) {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("%w: the data ends at byte %d, but the tree covers %d blocks of %d bytes (%d bytes)",
+				io.ErrUnexpectedEOF, off+int64(n), g.DataBlocks, dbs, g.DataSize())
+		}
+		c.err = fmt.Errorf("reading data block %d: %w", c.first+uint64(n/dbs), err)
+		return
+	}
+	h.HashBlocks(c.digests, g.DigestSlot, buf)
+}
+
+// forEachDataChunk hashes all data blocks of g in chunks on jobs goroutines
+// and calls fn with each chunk, in order, from the calling goroutine. The
+// chunk is reused after fn returns.
+func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs int, fn func(*dataChunk) error) error {
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	per := chunkBlocks(g)
+	nchunks := (g.DataBlocks + uint64(per) - 1) / uint64(per)
+	if uint64(jobs) > nchunks {
+		jobs = int(nchunks)
+	}
+	newChunk := func() *dataChunk {
+		return &dataChunk{
+			data:    make([]byte, per*g.DataBlockSize),
+			digests: make([]byte, per*g.DigestSlot),
+			done:    make(chan struct{}, 1),
+		}
+	}
+	setup := func(c *dataChunk, i uint64) {
+		c.first = i * uint64(per)
+		c.n = int(min(uint64(per), g.DataBlocks-c.first))
+		c.err = nil
+	}
+	newHasher := func() *hashes.BlockHasher {
+		return g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
+	}
+
+	if jobs == 1 {
+		c, h := newChunk(), newHasher()
+		for i := range nchunks {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			setup(c, i)
+			hashChunk(g, data, h, c)
+			if c.err != nil {
+				return c.err
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	// Ordered pipeline: the dispatcher queues chunks in order to inflight
+	// and hands them to the workers; this goroutine waits for each in turn.
+	// 2*jobs chunks circulate, which bounds memory.
+	nbuf := 2 * jobs
+	free := make(chan *dataChunk, nbuf)
+	for range nbuf {
+		free <- newChunk()
+	}
+	inflight := make(chan *dataChunk, nbuf)
+	work := make(chan *dataChunk, nbuf)
+	stop := make(chan struct{})
+	go func() {
+		defer close(inflight)
+		defer close(work)
+		for i := range nchunks {
+			var c *dataChunk
+			select {
+			case c = <-free:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+			setup(c, i)
+			inflight <- c // never blocks: at most nbuf chunks exist
+			work <- c
+		}
+	}()
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := newHasher()
+			for c := range work {
+				hashChunk(g, data, h, c)
+				c.done <- struct{}{}
+			}
+		}()
+	}
+
+	var err error
+	var seen uint64
+	for c := range inflight {
+		<-c.done
+		if err == nil {
+			err = c.err
+			if err == nil {
+				err = fn(c)
+			}
+			if err != nil {
+				close(stop)
+			}
+			seen++
+		}
+		free <- c
+	}
+	wg.Wait()
+	if err == nil && seen != nchunks {
+		err = ctx.Err()
+		if err == nil {
+			err = errors.New("merkle: internal error: chunks missing")
+		}
+	}
+	return err
+}
+
+// treeWriter receives digests level by level, fills hash blocks, writes
+// them, and pushes their digests to the level above. It keeps at most
+// levelBatchBytes of hash blocks per level.
+type treeWriter struct {
+	g      *Geometry
+	w      io.WriterAt
+	levels []*levelBuffer
+	h      *hashes.BlockHasher
+	root   []byte
+}
+
+type levelBuffer struct {
+	buf    []byte // batch hash blocks
+	batch  uint64 // capacity in blocks
+	first  uint64 // index in the level of buf's first block
+	filled uint64 // digests received so far for this level
+	next   []byte // digests of buf's blocks, for the level above
+}
+
+func newTreeWriter(g *Geometry, w io.WriterAt) *treeWriter {
+	t := &treeWriter{g: g, w: w}
+	t.h = g.Hash.NewBlockHasher(g.HashBlockSize, g.Salt, g.SaltPosition())
+	perBatch := uint64(max(1, levelBatchBytes/g.HashBlockSize))
+	for i := range g.Levels {
+		batch := min(perBatch, g.LevelBlocks[i])
+		t.levels = append(t.levels, &levelBuffer{
+			buf:   make([]byte, batch*uint64(g.HashBlockSize)),
+			batch: batch,
+			next:  make([]byte, batch*uint64(g.DigestSlot)),
+		})
+	}
+	return t
+}
+
+// add appends n digests (at DigestSlot stride) to level; level == Levels
+// means the digest is the root.
+func (t *treeWriter) add(level int, digests []byte, n int) error {
+	g := t.g
+	if level == g.Levels {
+		if n != 1 || t.root != nil {
+			return errors.New("merkle: internal error: more than one root")
+		}
+		t.root = append([]byte(nil), digests[:g.DigestSize]...)
+		return nil
+	}
+	lb := t.levels[level]
+	hpb := uint64(g.HashesPerBlock)
+	slot := g.DigestSlot
+	for n > 0 {
+		block, idx := lb.filled/hpb, lb.filled%hpb
+		if block >= lb.first+lb.batch {
+			if err := t.flush(level); err != nil {
+				return err
+			}
+		}
+		take := min(uint64(n), hpb-idx)
+		off := (block-lb.first)*uint64(g.HashBlockSize) + idx*uint64(slot)
+		copy(lb.buf[off:off+take*uint64(slot)], digests)
+		digests = digests[take*uint64(slot):]
+		n -= int(take)
+		lb.filled += take
+	}
+	return nil
+}
+
+// flush hashes and writes the blocks buffered for level (all that have
+// received a digest), passes their digests up and empties the buffer.
+func (t *treeWriter) flush(level int) error {
+	g := t.g
+	lb := t.levels[level]
+	hpb := uint64(g.HashesPerBlock)
+	count := (lb.filled+hpb-1)/hpb - lb.first
+	if count == 0 {
+		return nil
+	}
+	blocks := lb.buf[:count*uint64(g.HashBlockSize)]
+	t.h.HashBlocks(lb.next, g.DigestSlot, blocks)
+	if _, err := t.w.WriteAt(blocks, int64(g.BlockOffset(level, lb.first))); err != nil {
+		return fmt.Errorf("writing hash level %d: %w", level, err)
+	}
+	clear(blocks)
+	lb.first += count
+	return t.add(level+1, lb.next[:count*uint64(g.DigestSlot)], int(count))
+}
+
+// finish flushes every level from the bottom up and returns the root.
+func (t *treeWriter) finish() ([]byte, error) {
+	for level := range t.levels {
+		lb := t.levels[level]
+		if want := t.g.LevelBlocks[level] * uint64(t.g.HashesPerBlock); lb.filled > want {
+			return nil, errors.New("merkle: internal error: level overfilled")
+		}
+		if err := t.flush(level); err != nil {
+			return nil, err
+		}
+		if lb.first != t.g.LevelBlocks[level] {
+			return nil, fmt.Errorf("merkle: internal error: level %d has %d blocks, want %d", level, lb.first, t.g.LevelBlocks[level])
+		}
+	}
+	if t.root == nil {
+		return nil, errors.New("merkle: internal error: no root")
+	}
+	return t.root, nil
+}

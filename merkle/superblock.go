@@ -1,0 +1,148 @@
+package merkle
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/veritytree/veritytree/hashes"
+)
+
+// Superblock layout (little-endian, 512 bytes); see FORMAT.md.
+const (
+	sbSignature     = "verity\x00\x00"
+	sbVersion       = 1
+	sbOffVersion    = 8
+	sbOffHashType   = 12
+	sbOffUUID       = 16
+	sbOffAlgorithm  = 32
+	sbAlgorithmLen  = 32
+	sbOffDataBlock  = 64
+	sbOffHashBlock  = 68
+	sbOffDataBlocks = 72
+	sbOffSaltSize   = 80
+	sbOffPad1       = 82
+	sbOffSalt       = 88
+	sbOffPad2       = sbOffSalt + MaxSaltSize
+)
+
+// ErrBadSuperblock is wrapped by every error ParseSuperblock returns.
+var ErrBadSuperblock = errors.New("bad verity superblock")
+
+// SuperblockError says which field of a superblock is wrong.
+type SuperblockError struct {
+	Field  string
+	Offset int // byte offset of the field in the superblock
+	Reason string
+}
+
+func (e *SuperblockError) Error() string {
+	return fmt.Sprintf("bad verity superblock: %s (at byte %d): %s", e.Field, e.Offset, e.Reason)
+}
+
+func (e *SuperblockError) Unwrap() error { return ErrBadSuperblock }
+
+// EncodeSuperblock returns the 512-byte superblock describing g.
+func EncodeSuperblock(g *Geometry) []byte {
+	b := make([]byte, SuperblockSize)
+	copy(b, sbSignature)
+	le := binary.LittleEndian
+	le.PutUint32(b[sbOffVersion:], sbVersion)
+	le.PutUint32(b[sbOffHashType:], uint32(g.Format))
+	copy(b[sbOffUUID:], g.UUID[:])
+	copy(b[sbOffAlgorithm:sbOffAlgorithm+sbAlgorithmLen-1], g.Hash.Name())
+	le.PutUint32(b[sbOffDataBlock:], uint32(g.DataBlockSize))
+	le.PutUint32(b[sbOffHashBlock:], uint32(g.HashBlockSize))
+	le.PutUint64(b[sbOffDataBlocks:], g.DataBlocks)
+	le.PutUint16(b[sbOffSaltSize:], uint16(len(g.Salt)))
+	copy(b[sbOffSalt:], g.Salt)
+	return b
+}
+
+// ParseSuperblock decodes and strictly validates a superblock: signature,
+// version, hash type, a known algorithm, block sizes, salt size, and that
+// every reserved and padding byte is zero. It returns the parameters it
+// describes, with HashOffset 0 and Superblock true; the caller sets the
+// offset it read the superblock from.
+func ParseSuperblock(b []byte) (Params, error) {
+	bad := func(field string, off int, format string, args ...any) (Params, error) {
+		return Params{}, &SuperblockError{Field: field, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(b) < SuperblockSize {
+		return bad("length", 0, "%d bytes, need %d", len(b), SuperblockSize)
+	}
+	b = b[:SuperblockSize]
+	le := binary.LittleEndian
+	if string(b[:8]) != sbSignature {
+		return bad("signature", 0, "%q is not %q", b[:8], sbSignature)
+	}
+	if v := le.Uint32(b[sbOffVersion:]); v != sbVersion {
+		return bad("version", sbOffVersion, "%d, only version 1 exists", v)
+	}
+	p := Params{Superblock: true}
+	ht := le.Uint32(b[sbOffHashType:])
+	if ht > 1 {
+		return bad("hash type", sbOffHashType, "%d is not 0 or 1", ht)
+	}
+	p.Format = int(ht)
+	copy(p.UUID[:], b[sbOffUUID:])
+
+	algField := b[sbOffAlgorithm : sbOffAlgorithm+sbAlgorithmLen]
+	name, pad, _ := bytes.Cut(algField, []byte{0})
+	if len(name) == sbAlgorithmLen {
+		return bad("algorithm", sbOffAlgorithm, "name is not NUL-terminated")
+	}
+	if i := firstNonZero(pad); i >= 0 {
+		return bad("algorithm", sbOffAlgorithm+len(name)+1+i, "non-zero byte after the name's NUL")
+	}
+	alg, err := hashes.Lookup(string(name))
+	if err != nil {
+		return bad("algorithm", sbOffAlgorithm, "%v", err)
+	}
+	if alg.Name() != string(name) {
+		return bad("algorithm", sbOffAlgorithm, "%q is not in lower case", name)
+	}
+	p.Hash = alg
+
+	p.DataBlockSize = int(le.Uint32(b[sbOffDataBlock:]))
+	if err := CheckBlockSize(p.DataBlockSize); err != nil {
+		return bad("data block size", sbOffDataBlock, "%v", err)
+	}
+	p.HashBlockSize = int(le.Uint32(b[sbOffHashBlock:]))
+	if err := CheckBlockSize(p.HashBlockSize); err != nil {
+		return bad("hash block size", sbOffHashBlock, "%v", err)
+	}
+	p.DataBlocks = le.Uint64(b[sbOffDataBlocks:])
+	if p.DataBlocks == 0 {
+		return bad("data blocks", sbOffDataBlocks, "zero")
+	}
+	if p.DataBlocks > (1<<63)/uint64(p.DataBlockSize) {
+		return bad("data blocks", sbOffDataBlocks, "%d blocks of %d bytes overflow", p.DataBlocks, p.DataBlockSize)
+	}
+	saltSize := int(le.Uint16(b[sbOffSaltSize:]))
+	if saltSize > MaxSaltSize {
+		return bad("salt size", sbOffSaltSize, "%d is more than %d", saltSize, MaxSaltSize)
+	}
+	if i := firstNonZero(b[sbOffPad1:sbOffSalt]); i >= 0 {
+		return bad("reserved", sbOffPad1+i, "non-zero reserved byte")
+	}
+	p.Salt = append([]byte{}, b[sbOffSalt:sbOffSalt+saltSize]...)
+	if i := firstNonZero(b[sbOffSalt+saltSize : sbOffPad2]); i >= 0 {
+		return bad("salt", sbOffSalt+saltSize+i, "non-zero byte past the salt's %d bytes", saltSize)
+	}
+	if i := firstNonZero(b[sbOffPad2:]); i >= 0 {
+		return bad("reserved", sbOffPad2+i, "non-zero reserved byte")
+	}
+	return p, nil
+}
+
+// firstNonZero returns the index of the first non-zero byte of b, or -1.
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}
