@@ -29,6 +29,11 @@ const chunkBytes = 1 << 20
 // hashed into the level above and written out.
 const levelBatchBytes = 1 << 20
 
+// levelBatchBlocks is how many hash blocks of one level are handled at once.
+func levelBatchBlocks(g *Geometry) uint64 {
+	return uint64(max(1, levelBatchBytes/g.HashBlockSize))
+}
+
 // Build reads the g.DataBlocks data blocks from data, writes the superblock
 // (if g.Superblock) and the tree to hash at the places g gives, and returns
 // the root hash. Memory use is bounded by the number of jobs and the block
@@ -242,7 +247,7 @@ type levelBuffer struct {
 func newTreeWriter(g *Geometry, w io.WriterAt) *treeWriter {
 	t := &treeWriter{g: g, w: w}
 	t.h = g.Hash.NewBlockHasher(g.HashBlockSize, g.Salt, g.SaltPosition())
-	perBatch := uint64(max(1, levelBatchBytes/g.HashBlockSize))
+	perBatch := levelBatchBlocks(g)
 	for i := range g.Levels {
 		batch := min(perBatch, g.LevelBlocks[i])
 		t.levels = append(t.levels, &levelBuffer{

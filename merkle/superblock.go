@@ -44,7 +44,9 @@ func (e *SuperblockError) Error() string {
 func (e *SuperblockError) Unwrap() error { return ErrBadSuperblock }
 
 // EncodeSuperblock returns the 512-byte superblock describing g.
-func EncodeSuperblock(g *Geometry) []byte {
+func EncodeSuperblock(g *Geometry) []byte { return encodeParams(g.Params) }
+
+func encodeParams(g Params) []byte {
 	b := make([]byte, SuperblockSize)
 	copy(b, sbSignature)
 	le := binary.LittleEndian
@@ -66,6 +68,55 @@ func EncodeSuperblock(g *Geometry) []byte {
 // describes, with HashOffset 0 and Superblock true; the caller sets the
 // offset it read the superblock from.
 func ParseSuperblock(b []byte) (Params, error) {
+	p, err := DecodeSuperblock(b)
+	if err != nil {
+		return p, err
+	}
+	if bad := paddingDiffs(b[:SuperblockSize], p, 1); bad != nil {
+		i := bad[0]
+		field := "reserved"
+		switch {
+		case i >= sbOffAlgorithm && i < sbOffAlgorithm+sbAlgorithmLen:
+			field = "algorithm"
+		case i >= sbOffSalt && i < sbOffPad2:
+			field = "salt"
+		}
+		return Params{}, &SuperblockError{Field: field, Offset: i, Reason: "non-zero padding byte"}
+	}
+	return p, nil
+}
+
+// paddingDiffs returns the offsets (at most limit of them; all if limit < 0)
+// of the bytes of b that differ from the canonical encoding of p. Once the
+// fields have decoded, only reserved and padding bytes can differ.
+func paddingDiffs(b []byte, p Params, limit int) []int {
+	want := encodeParams(p)
+	var bad []int
+	for i := range want {
+		if b[i] != want[i] {
+			if bad = append(bad, i); len(bad) == limit {
+				break
+			}
+		}
+	}
+	return bad
+}
+
+// SuperblockPaddingErrors lists the offset of every reserved or padding
+// byte of a superblock that is not zero. It returns nil if b does not
+// decode with DecodeSuperblock.
+func SuperblockPaddingErrors(b []byte) []int {
+	p, err := DecodeSuperblock(b)
+	if err != nil {
+		return nil
+	}
+	return paddingDiffs(b[:SuperblockSize], p, -1)
+}
+
+// DecodeSuperblock is ParseSuperblock without the checks of reserved and
+// padding bytes: it fails only when the fields that define the tree are
+// unusable, so a checker can still verify, and report, the rest.
+func DecodeSuperblock(b []byte) (Params, error) {
 	bad := func(field string, off int, format string, args ...any) (Params, error) {
 		return Params{}, &SuperblockError{Field: field, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -89,12 +140,9 @@ func ParseSuperblock(b []byte) (Params, error) {
 	copy(p.UUID[:], b[sbOffUUID:])
 
 	algField := b[sbOffAlgorithm : sbOffAlgorithm+sbAlgorithmLen]
-	name, pad, _ := bytes.Cut(algField, []byte{0})
+	name, _, _ := bytes.Cut(algField, []byte{0})
 	if len(name) == sbAlgorithmLen {
 		return bad("algorithm", sbOffAlgorithm, "name is not NUL-terminated")
-	}
-	if i := firstNonZero(pad); i >= 0 {
-		return bad("algorithm", sbOffAlgorithm+len(name)+1+i, "non-zero byte after the name's NUL")
 	}
 	alg, err := hashes.Lookup(string(name))
 	if err != nil {
@@ -124,16 +172,7 @@ func ParseSuperblock(b []byte) (Params, error) {
 	if saltSize > MaxSaltSize {
 		return bad("salt size", sbOffSaltSize, "%d is more than %d", saltSize, MaxSaltSize)
 	}
-	if i := firstNonZero(b[sbOffPad1:sbOffSalt]); i >= 0 {
-		return bad("reserved", sbOffPad1+i, "non-zero reserved byte")
-	}
 	p.Salt = append([]byte{}, b[sbOffSalt:sbOffSalt+saltSize]...)
-	if i := firstNonZero(b[sbOffSalt+saltSize : sbOffPad2]); i >= 0 {
-		return bad("salt", sbOffSalt+saltSize+i, "non-zero byte past the salt's %d bytes", saltSize)
-	}
-	if i := firstNonZero(b[sbOffPad2:]); i >= 0 {
-		return bad("reserved", sbOffPad2+i, "non-zero reserved byte")
-	}
 	return p, nil
 }
 

@@ -1,0 +1,188 @@
+package merkle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// builtTree is a random image and its tree, in memory.
+type builtTree struct {
+	g          *Geometry
+	data, hash *memFile
+	root       []byte
+}
+
+func buildRandom(t testing.TB, rng *rand.Rand, p Params) *builtTree {
+	g, err := NewGeometry(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, g.DataSize())
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	hash := &memFile{b: make([]byte, p.HashOffset)}
+	root, err := Build(context.Background(), g, &memFile{b: data}, hash, &BuildOptions{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash.b = append(hash.b, make([]byte, int(g.HashEnd())-len(hash.b))...)
+	return &builtTree{g: g, data: &memFile{b: data}, hash: hash, root: root}
+}
+
+func TestVerifyIntact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 40 {
+		p := randomParams(rng)
+		bt := buildRandom(t, rng, p)
+		for _, jobs := range []int{1, 2} {
+			rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: jobs})
+			if err != nil {
+				t.Fatalf("%d: %v", i, err)
+			}
+			if !rep.OK() || len(rep.Problems) != 0 || rep.RootMismatch || rep.UncheckedDataBlocks != 0 {
+				t.Fatalf("%d: intact image reported: %+v %v", i, rep, rep.Problems)
+			}
+		}
+	}
+}
+
+// target is where a campaign flips a byte and what Verify must then name.
+type target struct {
+	kind   string
+	offset uint64 // in its file
+	want   CorruptionError
+}
+
+// pickTarget chooses a byte in the data, in a used digest slot or in the
+// padding of a random hash block of a random level, or in the superblock
+// area, and says which block Verify must report.
+func pickTarget(rng *rand.Rand, bt *builtTree) target {
+	g := bt.g
+	hbs := uint64(g.HashBlockSize)
+	for {
+		switch rng.IntN(4) {
+		case 0:
+			i := rng.Uint64N(g.DataBlocks)
+			off := i*uint64(g.DataBlockSize) + rng.Uint64N(uint64(g.DataBlockSize))
+			return target{"data", off, CorruptionError{Level: DataLevel, Index: i, Offset: i * uint64(g.DataBlockSize)}}
+		case 1, 2:
+			if g.Levels == 0 {
+				continue
+			}
+			level := rng.IntN(g.Levels)
+			i := rng.Uint64N(g.LevelBlocks[level])
+			off := g.BlockOffset(level, i) + rng.Uint64N(hbs)
+			return target{fmt.Sprintf("hash level %d", level), off, CorruptionError{Level: level, Index: i, Offset: g.BlockOffset(level, i)}}
+		case 3:
+			if !g.Superblock {
+				continue
+			}
+			// Reserved bytes, salt padding and the gap up to the tree: bytes
+			// that are zero whatever the parameters.
+			area := g.TreeOffset() - g.HashOffset
+			for {
+				o := rng.Uint64N(area)
+				if o >= SuperblockSize || (o >= 82 && o < 88) || (o >= 88+uint64(len(g.Salt))) {
+					return target{"superblock area", g.HashOffset + o, CorruptionError{Level: HeaderLevel, Offset: g.HashOffset + o}}
+				}
+			}
+		}
+	}
+}
+
+// TestVerifyCorruptionCampaign flips one random byte at a time, everywhere,
+// and checks that Verify finds exactly that block, then restores it.
+func TestVerifyCorruptionCampaign(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	images, flips := 40, 60
+	if testing.Short() {
+		images = 10
+	}
+	counts := map[string]int{}
+	for img := range images {
+		p := randomParams(rng)
+		bt := buildRandom(t, rng, p)
+		for range flips {
+			tg := pickTarget(rng, bt)
+			file := bt.hash
+			if tg.kind == "data" {
+				file = bt.data
+			}
+			orig := file.b[tg.offset]
+			file.b[tg.offset] ^= byte(1 + rng.IntN(255))
+			rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: 1 + rng.IntN(3)})
+			file.b[tg.offset] = orig
+			if err != nil {
+				t.Fatalf("image %d, %s: %v", img, tg.kind, err)
+			}
+			if rep.OK() || len(rep.Problems) != 1 {
+				t.Fatalf("image %d (%+v): flip in %s at %d: want one problem, got %d: %v", img, p, tg.kind, tg.offset, len(rep.Problems), rep.Problems)
+			}
+			got := rep.Problems[0]
+			if got.Level != tg.want.Level || got.Index != tg.want.Index || got.Offset != tg.want.Offset {
+				t.Fatalf("image %d: flip in %s at %d: reported %v, want level %d index %d offset %d",
+					img, tg.kind, tg.offset, got, tg.want.Level, tg.want.Index, tg.want.Offset)
+			}
+			if !errors.Is(got, ErrCorrupt) {
+				t.Fatal("problem does not wrap ErrCorrupt")
+			}
+			counts[tg.kind]++
+		}
+		// Restored: clean again.
+		if rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, nil); err != nil || !rep.OK() {
+			t.Fatalf("image %d after restoring: %v %v", img, err, rep.Problems)
+		}
+	}
+	t.Logf("single-byte flips found and located: %v", counts)
+}
+
+func TestVerifyWrongRootAndManyProblems(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	p := Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 512, HashBlockSize: 512, DataBlocks: 1000, Superblock: true}
+	bt := buildRandom(t, rng, p)
+	wrong := bytes.Clone(bt.root)
+	wrong[0] ^= 1
+	rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, wrong, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := bt.g.Levels - 1
+	if !rep.RootMismatch || len(rep.Problems) != 1 || rep.Problems[0].Level != top || rep.UncheckedDataBlocks != 1000 {
+		t.Fatalf("wrong root: %+v %v", rep, rep.Problems)
+	}
+	// Every data block corrupted: all counted, the list capped.
+	for i := uint64(0); i < 1000; i++ {
+		bt.data.b[i*512+7] ^= 0x40
+	}
+	rep, err = Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{MaxProblems: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CorruptDataBlocks != 1000 || len(rep.Problems) != 10 || !rep.Truncated {
+		t.Fatalf("1000 corrupted blocks: count %d, listed %d, truncated %v", rep.CorruptDataBlocks, len(rep.Problems), rep.Truncated)
+	}
+	for i, pr := range rep.Problems {
+		if pr.Level != DataLevel || pr.Index != uint64(i) {
+			t.Fatalf("problem %d is %v", i, pr)
+		}
+	}
+}
+
+func TestVerifyShortHashDevice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	bt := buildRandom(t, rng, Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 300, Superblock: true})
+	short := &memFile{b: bt.hash.b[:len(bt.hash.b)-100]}
+	_, err := Verify(context.Background(), bt.g, bt.data, short, bt.root, nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("short hash device: %v", err)
+	}
+	if _, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root[:5], nil); err == nil {
+		t.Fatal("short root accepted")
+	}
+}
