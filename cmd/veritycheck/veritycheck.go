@@ -1,0 +1,441 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+const prog = "veritycheck"
+
+const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
+       veritycheck --dump [--hash-offset BYTES] HASH
+
+Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
+against a root hash, as 'veritysetup verify' does, but finds every
+corrupted block, not just the first: each data block against the tree, each
+hash block against its parent, the top block against the root hash, and the
+zero padding of hash blocks and superblock. DATA and HASH are only read.
+
+The tree's parameters come from the superblock at --hash-offset in HASH; a
+tree made with --no-superblock needs them given again (same flags as
+veritygen, and --salt is then required).
+
+--dump prints the superblock as 'veritysetup dump' does.
+
+Examples:
+  veritycheck --root-hash=$(cat root.hex) system.img
+  veritycheck --root-hash-file=root.hex system.img system.verity
+  veritycheck --no-superblock --hash=blake2b-256 --salt=- --root-hash-file=root.hex system.img tree.bin
+  veritycheck --hash-offset=1073741824 --root-hash-file=root.hex disk.img disk.img
+  veritycheck --json --root-hash-file=root.hex system.img | jq .problems
+  veritycheck --dump system.img.verity
+
+Flags:
+`
+
+const exitCodes = `
+Exit codes:
+  0  verified: DATA and HASH are exactly what the root hash vouches for
+  1  corruption found, or the root hash is not this tree's
+  2  anything else: bad usage, unreadable or malformed input, I/O error
+`
+
+type options struct {
+	tree         cli.TreeFlags
+	rootHex      string
+	rootHashFile string
+	dump         bool
+	json         bool
+	jobs         int
+	maxProblems  int
+	noProgress   bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
+	var o options
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex)")
+	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
+	o.tree.Register(fs)
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		cli.Report(stderr, prog, cli.WithHint(err, "see veritycheck --help"))
+		return cli.ExitError
+	}
+	if *help {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		return cli.ExitOK
+	}
+	var err error
+	code := cli.ExitOK
+	if o.dump {
+		err = dump(&o, fs.Args(), stdout)
+	} else {
+		showProgress := false
+		if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
+			showProgress = cli.IsTerminal(f)
+		}
+		code, err = check(ctx, &o, fs.Args(), stdout, stderr, showProgress)
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errors.New("interrupted")
+		}
+		cli.Report(stderr, prog, err)
+		if code == cli.ExitOK {
+			code = cli.ExitError
+		}
+	}
+	return code
+}
+
+// treeFlagNames are the flags that give the parameters a superblock holds.
+var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
+
+// readSuperblock reads and decodes the superblock at the hash offset.
+func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.Params, error) {
+	b := make([]byte, merkle.SuperblockSize)
+	if n, err := hashFile.ReadAt(b, int64(offset)); n < len(b) {
+		if err == nil || err == io.EOF {
+			return merkle.Params{}, cli.Errorf("if the tree has no superblock, add --no-superblock and its parameters",
+				"HASH %s ends before a superblock at byte %d", hashPath, offset)
+		}
+		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s: %v", hashPath, err)
+	}
+	p, err := merkle.DecodeSuperblock(b)
+	if err != nil {
+		hint := "if the tree was made with --no-superblock, add --no-superblock and its parameters (--hash, --salt, ...)"
+		if offset == 0 {
+			hint += "\nif the tree is inside the image, give its place with --hash-offset"
+		}
+		return merkle.Params{}, cli.Errorf(hint, "HASH %s has no valid verity superblock at byte %d: %v", hashPath, offset, err)
+	}
+	p.HashOffset = offset
+	return p, nil
+}
+
+func dump(o *options, args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
+	}
+	hashPath := args[0]
+	f, _, err := cli.OpenImage("HASH", hashPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, err := readSuperblock(f, hashPath, o.tree.HashOffset)
+	if err != nil {
+		return err
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return cli.Errorf("", "HASH %s: the superblock describes an impossible tree: %v", hashPath, err)
+	}
+	if o.json {
+		return writeJSON(stdout, paramsJSON(g, "", hashPath))
+	}
+	h := header(g, hashPath)
+	h.HashDeviceSize = g.HashEnd()
+	h.Print(stdout)
+	return nil
+}
+
+func header(g *merkle.Geometry, hashPath string) *cli.Header {
+	h := &cli.Header{HashFile: hashPath, HashType: g.Format, DataBlocks: g.DataBlocks, DataBlockSize: g.DataBlockSize,
+		HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, Algorithm: g.Hash.Name(), Salt: cli.FormatSalt(g.Salt)}
+	if g.Superblock {
+		h.UUID = cli.FormatUUID(g.UUID)
+	}
+	return h
+}
+
+// params is the JSON form of a tree's parameters, as veritygen prints them.
+type params struct {
+	HashAlgorithm  string `json:"hash_algorithm"`
+	Format         int    `json:"format"`
+	Salt           string `json:"salt"`
+	DataBlocks     uint64 `json:"data_blocks"`
+	DataBlockSize  int    `json:"data_block_size"`
+	HashBlocks     uint64 `json:"hash_blocks"`
+	HashBlockSize  int    `json:"hash_block_size"`
+	HashOffset     uint64 `json:"hash_offset"`
+	HashStartBlock uint64 `json:"hash_start_block"`
+	HashEnd        uint64 `json:"hash_end"`
+	Superblock     bool   `json:"superblock"`
+	UUID           string `json:"uuid"`
+	DataFile       string `json:"data_file,omitempty"`
+	HashFile       string `json:"hash_file"`
+}
+
+func paramsJSON(g *merkle.Geometry, dataPath, hashPath string) *params {
+	p := &params{HashAlgorithm: g.Hash.Name(), Format: g.Format, Salt: cli.FormatSalt(g.Salt), DataBlocks: g.DataBlocks,
+		DataBlockSize: g.DataBlockSize, HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, HashOffset: g.HashOffset,
+		HashStartBlock: g.HashStartBlock, HashEnd: g.HashEnd(), Superblock: g.Superblock, DataFile: dataPath, HashFile: hashPath}
+	if g.Superblock {
+		p.UUID = cli.FormatUUID(g.UUID)
+	}
+	return p
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// rootHash reads the expected root hash from --root-hash or --root-hash-file.
+func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
+	given, fromFile := fs.Changed("root-hash"), fs.Changed("root-hash-file")
+	switch {
+	case given && fromFile:
+		return nil, cli.Errorf("keep one of them", "--root-hash and --root-hash-file both given")
+	case !given && !fromFile:
+		return nil, cli.Errorf("e.g. --root-hash-file=root.hex (as written by veritygen --root-hash-file), or --root-hash=HEX",
+			"no root hash: give --root-hash or --root-hash-file")
+	}
+	text := o.rootHex
+	what := "--root-hash"
+	if fromFile {
+		b, err := os.ReadFile(o.rootHashFile)
+		if err != nil {
+			return nil, cli.Errorf("", "reading --root-hash-file: %v", err)
+		}
+		text = strings.TrimSpace(string(b))
+		what = "root hash in " + o.rootHashFile
+	}
+	root, err := cli.ParseHex(what, text)
+	if err != nil {
+		return nil, cli.WithHint(err, "the root hash is the hex string veritygen prints as \"Root hash\"")
+	}
+	if len(root) == 0 {
+		return nil, cli.Errorf("", "%s is empty", what)
+	}
+	return root, nil
+}
+
+// result is the JSON report of a check.
+type result struct {
+	Verified bool `json:"verified"`
+	*params
+	RootHash            string    `json:"root_hash"`
+	RootMismatch        bool      `json:"root_mismatch"`
+	CorruptDataBlocks   uint64    `json:"corrupt_data_blocks"`
+	CorruptHashBlocks   uint64    `json:"corrupt_hash_blocks"`
+	CorruptHeaderBytes  uint64    `json:"corrupt_superblock_bytes"`
+	UncheckedDataBlocks uint64    `json:"unchecked_data_blocks"`
+	UncheckedHashBlocks uint64    `json:"unchecked_hash_blocks"`
+	Problems            []problem `json:"problems"`
+	ProblemsTruncated   bool      `json:"problems_truncated"`
+}
+
+type problem struct {
+	Where  string `json:"where"` // data, hash or superblock
+	Level  *int   `json:"level,omitempty"`
+	Index  uint64 `json:"index"`
+	Offset uint64 `json:"offset"`
+	Reason string `json:"reason"`
+}
+
+func check(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
+			"expected DATA and optionally HASH, got %d arguments", len(args))
+	}
+	if o.jobs < 1 {
+		return cli.ExitError, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	dataPath := args[0]
+	hashPath := dataPath + ".verity"
+	if len(args) == 2 {
+		hashPath = args[1]
+	}
+	root, err := rootHash(o, &o.tree)
+	if err != nil {
+		return cli.ExitError, err
+	}
+
+	var p merkle.Params
+	if o.tree.NoSuperblock {
+		if p, err = o.tree.Params(); err != nil {
+			return cli.ExitError, err
+		}
+		if !o.tree.Changed("salt") {
+			return cli.ExitError, cli.Errorf("give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
+				"--no-superblock needs --salt: without a superblock nothing records it")
+		}
+	} else {
+		for _, name := range treeFlagNames {
+			if o.tree.Changed(name) {
+				return cli.ExitError, cli.Errorf("leave --"+name+" out, or add --no-superblock to give all parameters yourself",
+					"--%s given, but the parameters come from HASH's superblock", name)
+			}
+		}
+		if o.tree.HashOffset%merkle.SuperblockSize != 0 {
+			return cli.ExitError, cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+		}
+	}
+
+	dataFile, dataSize, err := cli.OpenImage("DATA", dataPath)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	defer dataFile.Close()
+	hashFile, hashSize, err := cli.OpenImage("HASH", hashPath)
+	if err != nil {
+		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil {
+			err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
+		}
+		return cli.ExitError, err
+	}
+	defer hashFile.Close()
+	dataInfo, _ := dataFile.Stat()
+	hashInfo, _ := hashFile.Stat()
+	inPlace := os.SameFile(dataInfo, hashInfo)
+	if inPlace && !o.tree.Changed("hash-offset") {
+		return cli.ExitError, cli.Errorf("give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
+	}
+
+	if !o.tree.NoSuperblock {
+		if p, err = readSuperblock(hashFile, hashPath, o.tree.HashOffset); err != nil {
+			return cli.ExitError, err
+		}
+	} else if !o.tree.Changed("data-blocks") {
+		avail := uint64(dataSize)
+		if inPlace {
+			avail = min(avail, p.HashOffset)
+		}
+		p.DataBlocks = avail / uint64(p.DataBlockSize)
+		if p.DataBlocks == 0 {
+			return cli.ExitError, cli.Errorf("", "DATA %s holds no whole %d-byte block", dataPath, p.DataBlockSize)
+		}
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return cli.ExitError, cli.Errorf("", "%v", err)
+	}
+	if len(root) != g.DigestSize {
+		return cli.ExitError, cli.Errorf(fmt.Sprintf("a %s root hash is %d hex digits", g.Hash.Name(), 2*g.DigestSize),
+			"the root hash is %d bytes, but %s digests are %d bytes", len(root), g.Hash.Name(), g.DigestSize)
+	}
+	if g.DataSize() > uint64(dataSize) {
+		return cli.ExitError, cli.Errorf("", "DATA %s is %d bytes, shorter than the %d blocks of %d bytes the tree covers (%d bytes): truncated?",
+			dataPath, dataSize, g.DataBlocks, g.DataBlockSize, g.DataSize())
+	}
+	if inPlace && g.DataSize() > g.HashOffset {
+		return cli.ExitError, cli.Errorf("", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
+	}
+	if g.HashEnd() > uint64(hashSize) {
+		return cli.ExitError, cli.Errorf("", "HASH %s is %d bytes, but the tree ends at byte %d: truncated, or not this tree's hash file?",
+			hashPath, hashSize, g.HashEnd())
+	}
+
+	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
+	rep, err := merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
+		Jobs: o.jobs, Progress: bar.Update, MaxProblems: o.maxProblems})
+	bar.Finish()
+	if err != nil {
+		return cli.ExitError, err
+	}
+
+	if o.json {
+		res := &result{Verified: rep.OK(), params: paramsJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
+			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
+			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
+			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
+		for _, pr := range rep.Problems {
+			res.Problems = append(res.Problems, toProblem(pr))
+		}
+		if err := writeJSON(stdout, res); err != nil {
+			return cli.ExitError, err
+		}
+	} else {
+		printProblems(stdout, rep, dataPath, hashPath)
+	}
+	if rep.OK() {
+		if !o.json {
+			fmt.Fprintf(stdout, "verified: %d data blocks of %d bytes and %d hash blocks match root hash %x\n",
+				g.DataBlocks, g.DataBlockSize, g.HashBlocks, root)
+		}
+		return cli.ExitOK, nil
+	}
+	return cli.ExitCorrupt, summary(rep)
+}
+
+func toProblem(pr *merkle.CorruptionError) problem {
+	out := problem{Index: pr.Index, Offset: pr.Offset, Reason: pr.Reason}
+	switch pr.Level {
+	case merkle.DataLevel:
+		out.Where = "data"
+	case merkle.HeaderLevel:
+		out.Where = "superblock"
+	default:
+		out.Where = "hash"
+		level := pr.Level
+		out.Level = &level
+	}
+	return out
+}
+
+func printProblems(w io.Writer, rep *merkle.VerifyReport, dataPath, hashPath string) {
+	for _, pr := range rep.Problems {
+		switch pr.Level {
+		case merkle.DataLevel:
+			fmt.Fprintf(w, "corrupted: data block %d (byte %d of %s): %s\n", pr.Index, pr.Offset, dataPath, pr.Reason)
+		case merkle.HeaderLevel:
+			fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
+		default:
+			fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
+		}
+	}
+	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
+	if rep.Truncated {
+		fmt.Fprintf(w, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(len(rep.Problems)), total)
+	}
+}
+
+// summary is the one-line error for a failed check.
+func summary(rep *merkle.VerifyReport) error {
+	var parts []string
+	plural := func(n uint64, what string) {
+		if n > 0 {
+			s := "s"
+			if n == 1 {
+				s = ""
+			}
+			parts = append(parts, fmt.Sprintf("%d %s%s", n, what, s))
+		}
+	}
+	plural(rep.CorruptDataBlocks, "corrupted data block")
+	plural(rep.CorruptHashBlocks, "corrupted hash block")
+	plural(rep.CorruptHeaderBytes, "corrupted superblock byte")
+	msg := "verification failed: " + strings.Join(parts, ", ")
+	if rep.UncheckedDataBlocks+rep.UncheckedHashBlocks > 0 {
+		msg += fmt.Sprintf("; %d data and %d hash blocks under corrupted hash blocks could not be checked",
+			rep.UncheckedDataBlocks, rep.UncheckedHashBlocks)
+	}
+	hint := ""
+	if rep.RootMismatch {
+		hint = "the top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
+	}
+	return cli.Errorf(hint, "%s", msg)
+}

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// OpenImage opens an image for reading and returns its size; role names it
+// in errors ("DATA", "HASH"). Directories are refused.
+func OpenImage(role, path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, Errorf("", "%s %s does not exist", role, path)
+		}
+		return nil, 0, Errorf("", "cannot open %s %s: %v", role, path, UnwrapPath(err))
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, Errorf("", "%s %s: %v", role, path, UnwrapPath(err))
+	}
+	if info.IsDir() {
+		f.Close()
+		return nil, 0, Errorf("give the image file, not its directory", "%s %s is a directory", role, path)
+	}
+	// Seek works for block devices too, whose Stat size is 0.
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return nil, 0, Errorf("", "%s %s: %v", role, path, UnwrapPath(err))
+	}
+	return f, size, nil
+}
+
+// UnwrapPath drops the "op path:" prefix of a *fs.PathError, for messages
+// that name the path themselves.
+func UnwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+)
+
+// Header is what veritysetup prints for a tree ("VERITY header information").
+type Header struct {
+	HashFile      string
+	UUID          string
+	HashType      int
+	DataBlocks    uint64
+	DataBlockSize int
+	HashBlocks    uint64
+	HashBlockSize int
+	Algorithm     string
+	Salt          string
+	// RootHash is printed when not empty.
+	RootHash string
+	// HashDeviceSize is printed when not zero.
+	HashDeviceSize uint64
+}
+
+// Print writes h in veritysetup's layout (its labels, tab before values),
+// so that scripts parsing veritysetup's output parse ours.
+func (h *Header) Print(w io.Writer) {
+	fmt.Fprintf(w, "VERITY header information for %s\n", h.HashFile)
+	fmt.Fprintf(w, "UUID:            \t%s\n", h.UUID)
+	fmt.Fprintf(w, "Hash type:       \t%d\n", h.HashType)
+	fmt.Fprintf(w, "Data blocks:     \t%d\n", h.DataBlocks)
+	fmt.Fprintf(w, "Data block size: \t%d\n", h.DataBlockSize)
+	fmt.Fprintf(w, "Hash blocks:     \t%d\n", h.HashBlocks)
+	fmt.Fprintf(w, "Hash block size: \t%d\n", h.HashBlockSize)
+	fmt.Fprintf(w, "Hash algorithm:  \t%s\n", h.Algorithm)
+	fmt.Fprintf(w, "Salt:            \t%s\n", h.Salt)
+	if h.RootHash != "" {
+		fmt.Fprintf(w, "Root hash:      \t%s\n", h.RootHash)
+	}
+	if h.HashDeviceSize != 0 {
+		fmt.Fprintf(w, "Hash device size: \t%d [bytes]\n", h.HashDeviceSize)
+	}
+}
