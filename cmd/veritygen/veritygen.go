@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -175,11 +176,20 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	}
 	dataInfo, _ := dataFile.Stat()
 	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
+	if err := checkRootHashFile(o.rootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+		return nil, err
+	}
 
 	dbs := uint64(p.DataBlockSize)
+	// Where hints put the tree: 4096-aligned, and on a hash block without
+	// superblock, as --hash-offset must then be.
+	align := uint64(4096)
+	if !p.Superblock {
+		align = max(align, uint64(p.HashBlockSize))
+	}
 	if inPlace {
 		if !o.tree.Changed("hash-offset") {
-			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to 4096)", roundUp(uint64(dataSize), 4096)),
+			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d)", roundUp(uint64(dataSize), align), align),
 				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
 		}
 		if !o.tree.Changed("data-blocks") {
@@ -193,15 +203,27 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		if dataSize == 0 {
 			return nil, cli.Errorf("", "DATA %s is empty", dataPath)
 		}
+		if inPlace && uint64(dataSize) >= dbs {
+			return nil, cli.Errorf(fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
+				"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
+		}
 		return nil, cli.Errorf(fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
 			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
 	}
-	if p.DataBlocks*dbs > uint64(dataSize) {
+	if p.DataBlocks > uint64(dataSize)/dbs { // not DataBlocks*dbs, which may overflow
+		need := fmt.Sprint(p.DataBlocks * dbs)
+		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
+			need = "more than 2^64"
+		}
 		return nil, cli.Errorf(fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
-			"--data-blocks %d needs %d bytes, but DATA %s has only %d", p.DataBlocks, p.DataBlocks*dbs, dataPath, dataSize)
+			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
 	}
 	if inPlace && p.DataBlocks*dbs > p.HashOffset {
-		return nil, cli.Errorf(fmt.Sprintf("put the tree past the data: --hash-offset=%d, or cover fewer blocks: --data-blocks=%d", roundUp(p.DataBlocks*dbs, 4096), p.HashOffset/dbs),
+		hint := fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(p.DataBlocks*dbs, align))
+		if p.HashOffset/dbs > 0 {
+			hint += fmt.Sprintf(", or cover fewer blocks: --data-blocks=%d", p.HashOffset/dbs)
+		}
+		return nil, cli.Errorf(hint,
 			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
 	}
 
@@ -235,6 +257,12 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		cli.Warn(stderr, prog, "the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", uncovered, dbs)
 	}
 
+	// merkle.Build writes the superblock before it first looks at ctx, and
+	// with several jobs may not notice a cancellation at all: an already
+	// canceled run must stop here, before anything is written.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
 	opts := &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update}
 	var root []byte
@@ -245,12 +273,17 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	}
 	bar.Finish()
 	if err != nil {
+		if (inPlace || hashExists && !hashInfo.Mode().IsRegular()) && errors.Is(err, context.Canceled) {
+			// Written in place, not through a temporary file.
+			return nil, cli.Errorf("run veritygen again to write the whole tree",
+				"interrupted; the tree in %s from byte %d is incomplete", hashPath, g.HashOffset)
+		}
 		return nil, err
 	}
 	rootHex := hex.EncodeToString(root)
 	if o.rootHashFile != "" {
 		if err := writeFileAtomic(o.rootHashFile, []byte(rootHex)); err != nil {
-			return nil, cli.Errorf("", "writing --root-hash-file: %v", err)
+			return nil, cli.Errorf("", "writing --root-hash-file %s: %v", o.rootHashFile, err)
 		}
 	}
 	res := &result{
@@ -275,6 +308,27 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		res.UUID = cli.FormatUUID(g.UUID)
 	}
 	return res, nil
+}
+
+// checkRootHashFile refuses a --root-hash-file that would replace DATA or
+// HASH (written over by the root hash after the tree) or is a directory.
+// hashInfo is nil when HASH does not exist yet.
+func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
+	if path == "" {
+		return nil
+	}
+	hint := "name another file, e.g. --root-hash-file=" + dataPath + ".roothash"
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return cli.Errorf(hint, "--root-hash-file %s is a directory", path)
+	case err == nil && dataInfo != nil && os.SameFile(info, dataInfo):
+		return cli.Errorf(hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
+	case err == nil && hashInfo != nil && os.SameFile(info, hashInfo),
+		filepath.Clean(path) == filepath.Clean(hashPath):
+		return cli.Errorf(hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
+	}
+	return nil
 }
 
 // openData opens DATA for reading and returns its size.
@@ -346,7 +400,7 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
 	if err != nil {
-		return nil, cli.Errorf("", "cannot create the tree beside HASH: %v", unwrapPath(err))
+		return nil, cli.Errorf("", "cannot create the tree beside HASH %s: %v", hashPath, unwrapPath(err))
 	}
 	tmpName := tmp.Name()
 	ok := false

@@ -93,6 +93,10 @@ func (t *TreeFlags) Params() (merkle.Params, error) {
 	p.DataBlocks = t.DataBlocks
 	p.HashOffset = t.HashOffset
 	p.Superblock = !t.NoSuperblock
+	// Files end before 2^63; past that, offset arithmetic would wrap.
+	if maxOffset := uint64(1<<63) - uint64(p.HashBlockSize) - merkle.SuperblockSize; p.HashOffset > maxOffset {
+		return p, Errorf("", "--hash-offset %d is too large: at most %d", p.HashOffset, maxOffset)
+	}
 	if p.HashOffset%merkle.SuperblockSize != 0 {
 		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, merkle.SuperblockSize)),
 			"--hash-offset %d is not a multiple of 512", p.HashOffset)
