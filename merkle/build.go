@@ -43,6 +43,9 @@ func Build(ctx context.Context, g *Geometry, data io.ReaderAt, hash io.WriterAt,
 	if opts == nil {
 		opts = &BuildOptions{}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if g.Superblock {
 		if err := writeSuperblock(g, hash); err != nil {
 			return nil, err
@@ -173,6 +176,11 @@ func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs i
 		defer close(inflight)
 		defer close(work)
 		for i := range nchunks {
+			// select picks at random among ready cases: look at ctx first
+			// so that a cancellation is not outrun by free chunks.
+			if ctx.Err() != nil {
+				return
+			}
 			var c *dataChunk
 			select {
 			case c = <-free:

@@ -85,7 +85,7 @@ func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 // CheckBlockSize returns an error unless n is a valid block size.
 func CheckBlockSize(n int) error {
 	if !isPow2(n) || n < MinBlockSize || n > MaxBlockSize {
-		return fmt.Errorf("block size %d is not a power of two from %d to %d", n, MinBlockSize, MaxBlockSize)
+		return fmt.Errorf("block size %d: must be a power of two from %d to %d", n, MinBlockSize, MaxBlockSize)
 	}
 	return nil
 }
@@ -113,6 +113,9 @@ func NewGeometry(p Params) (*Geometry, error) {
 	}
 	if p.DataBlocks > (1<<63)/uint64(p.DataBlockSize) {
 		return nil, invalid("%d data blocks of %d bytes do not fit in 63 bits", p.DataBlocks, p.DataBlockSize)
+	}
+	if p.HashOffset > 1<<62 {
+		return nil, invalid("hash offset %d is beyond any device", p.HashOffset)
 	}
 	if p.HashOffset%SuperblockSize != 0 {
 		return nil, invalid("hash offset %d is not a multiple of 512", p.HashOffset)

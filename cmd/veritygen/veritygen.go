@@ -107,9 +107,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			cli.Report(stderr, prog, fmt.Errorf("writing the report: %w", err))
+			return cli.ExitError
+		}
 	} else {
-		printReport(stdout, res)
+		h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
+			DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
+			Algorithm: res.HashAlgorithm, Salt: res.Salt, RootHash: res.RootHash}
+		if res.separate && res.HashOffset == 0 {
+			// veritysetup prints the size only for a hash device of its own.
+			h.HashDeviceSize = res.HashEnd
+		}
+		h.Print(stdout)
 	}
 	return cli.ExitOK
 }
@@ -137,29 +147,13 @@ type result struct {
 	separate       bool
 }
 
-func printReport(w io.Writer, r *result) {
-	fmt.Fprintf(w, "VERITY header information for %s\n", r.HashFile)
-	fmt.Fprintf(w, "UUID:            \t%s\n", r.UUID)
-	fmt.Fprintf(w, "Hash type:       \t%d\n", r.Format)
-	fmt.Fprintf(w, "Data blocks:     \t%d\n", r.DataBlocks)
-	fmt.Fprintf(w, "Data block size: \t%d\n", r.DataBlockSize)
-	fmt.Fprintf(w, "Hash blocks:     \t%d\n", r.HashBlocks)
-	fmt.Fprintf(w, "Hash block size: \t%d\n", r.HashBlockSize)
-	fmt.Fprintf(w, "Hash algorithm:  \t%s\n", r.HashAlgorithm)
-	fmt.Fprintf(w, "Salt:            \t%s\n", r.Salt)
-	fmt.Fprintf(w, "Root hash:      \t%s\n", r.RootHash)
-	if r.separate {
-		fmt.Fprintf(w, "Hash device size: \t%d [bytes]\n", r.HashEnd)
-	}
-}
-
 func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr io.Writer, showProgress bool) (*result, error) {
 	p, err := o.tree.Params()
 	if err != nil {
 		return nil, err
 	}
 
-	dataFile, dataSize, err := openData(dataPath)
+	dataFile, dataSize, err := cli.OpenImage("DATA", dataPath)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +163,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	hashExists := err == nil
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, cli.Errorf("", "HASH %s: %v", hashPath, unwrapPath(err))
+		return nil, cli.Errorf("", "HASH %s: %v", hashPath, cli.UnwrapPath(err))
 	case hashExists && hashInfo.IsDir():
 		return nil, cli.Errorf("name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
 			"HASH %s is a directory", hashPath)
@@ -282,7 +276,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	}
 	rootHex := hex.EncodeToString(root)
 	if o.rootHashFile != "" {
-		if err := writeFileAtomic(o.rootHashFile, []byte(rootHex)); err != nil {
+		if err := cli.WriteFileAtomic(o.rootHashFile, []byte(rootHex), 0o666); err != nil {
 			return nil, cli.Errorf("", "writing --root-hash-file %s: %v", o.rootHashFile, err)
 		}
 	}
@@ -328,41 +322,18 @@ func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath str
 		filepath.Clean(path) == filepath.Clean(hashPath):
 		return cli.Errorf(hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
 	}
+	// Fail before the build, not after it.
+	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+		return cli.Errorf("", "--root-hash-file %s: its directory %s does not exist", path, filepath.Dir(path))
+	}
 	return nil
-}
-
-// openData opens DATA for reading and returns its size.
-func openData(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, cli.Errorf("", "DATA %s does not exist", path)
-		}
-		return nil, 0, cli.Errorf("", "cannot open DATA %s: %v", path, unwrapPath(err))
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, cli.Errorf("", "DATA %s: %v", path, unwrapPath(err))
-	}
-	if info.IsDir() {
-		f.Close()
-		return nil, 0, cli.Errorf("give the image file, not its directory", "DATA %s is a directory", path)
-	}
-	// Seek works for block devices too, whose Stat size is 0.
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		f.Close()
-		return nil, 0, cli.Errorf("", "DATA %s: %v", path, unwrapPath(err))
-	}
-	return f, size, nil
 }
 
 // buildInPlace writes the tree into DATA itself at the hash offset.
 func buildInPlace(ctx context.Context, g *merkle.Geometry, path string, ro *os.File, opts *merkle.BuildOptions) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, cli.Errorf("", "cannot open DATA %s for writing the tree into it: %v", path, unwrapPath(err))
+		return nil, cli.Errorf("", "cannot open DATA %s for writing the tree into it: %v", path, cli.UnwrapPath(err))
 	}
 	root, err := merkle.Build(ctx, g, ro, f, opts)
 	if err == nil {
@@ -382,7 +353,7 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 	if existing != nil && !existing.Mode().IsRegular() {
 		f, err := os.OpenFile(hashPath, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, cli.Errorf("", "cannot open HASH %s: %v", hashPath, unwrapPath(err))
+			return nil, cli.Errorf("", "cannot open HASH %s: %v", hashPath, cli.UnwrapPath(err))
 		}
 		root, err := merkle.Build(ctx, g, data, f, opts)
 		if err == nil {
@@ -394,13 +365,15 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 		return root, err
 	}
 
-	dir, base := filepath.Split(hashPath)
-	if dir == "" {
-		dir = "."
+	// A link is written through: its target is what gets replaced.
+	hashPath = cli.ResolveLink(hashPath)
+	mode := fs.FileMode(0o666) // filtered by the umask
+	if existing != nil {
+		mode = existing.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	tmp, err := cli.CreateTempBeside(hashPath, mode)
 	if err != nil {
-		return nil, cli.Errorf("", "cannot create the tree beside HASH %s: %v", hashPath, unwrapPath(err))
+		return nil, cli.Errorf("", "cannot create the tree beside HASH %s: %v", hashPath, cli.UnwrapPath(err))
 	}
 	tmpName := tmp.Name()
 	ok := false
@@ -410,13 +383,9 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 			os.Remove(tmpName)
 		}
 	}()
-	mode := fs.FileMode(0o644)
-	if existing != nil {
-		mode = existing.Mode().Perm()
-		if g.HashOffset > 0 {
-			if err := copyFile(tmp, hashPath); err != nil {
-				return nil, err
-			}
+	if existing != nil && g.HashOffset > 0 {
+		if err := copyFile(tmp, hashPath); err != nil {
+			return nil, err
 		}
 	}
 	root, err := merkle.Build(ctx, g, data, tmp, opts)
@@ -430,8 +399,11 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 			return nil, err
 		}
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		return nil, err
+	if existing != nil {
+		// Keep the mode of the file replaced, whatever the umask.
+		if err := tmp.Chmod(mode); err != nil {
+			return nil, err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		return nil, cli.Errorf("", "writing the tree: %v", err)
@@ -449,48 +421,13 @@ func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPat
 func copyFile(dst *os.File, src string) error {
 	f, err := os.Open(src)
 	if err != nil {
-		return cli.Errorf("", "cannot read HASH %s: %v", src, unwrapPath(err))
+		return cli.Errorf("", "cannot read HASH %s: %v", src, cli.UnwrapPath(err))
 	}
 	defer f.Close()
 	if _, err := io.Copy(dst, f); err != nil {
 		return cli.Errorf("", "copying HASH %s: %v", src, err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return unwrapPath(err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
-// unwrapPath drops the "op path:" prefix of a *fs.PathError, since our
-// messages name the path themselves.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
