@@ -126,7 +126,7 @@ func DecodeSuperblock(b []byte) (Params, error) {
 	b = b[:SuperblockSize]
 	le := binary.LittleEndian
 	if string(b[:8]) != sbSignature {
-		return bad("signature", 0, "%q is not %q", b[:8], sbSignature)
+		return bad("signature", 0, "%x is not %x (\"verity\" and two NULs)", b[:8], sbSignature)
 	}
 	if v := le.Uint32(b[sbOffVersion:]); v != sbVersion {
 		return bad("version", sbOffVersion, "%d, only version 1 exists", v)

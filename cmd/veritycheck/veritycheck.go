@@ -137,6 +137,14 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
 	}
+	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file") {
+		if o.tree.Changed(name) {
+			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
+		}
+	}
+	if o.tree.HashOffset%merkle.SuperblockSize != 0 {
+		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+	}
 	hashPath := args[0]
 	f, _, err := cli.OpenImage("HASH", hashPath)
 	if err != nil {
@@ -155,7 +163,11 @@ func dump(o *options, args []string, stdout io.Writer) error {
 		return writeJSON(stdout, paramsJSON(g, "", hashPath))
 	}
 	h := header(g, hashPath)
-	h.HashDeviceSize = g.HashEnd()
+	// veritysetup prints the hash device size only for a tree at offset 0:
+	// past an offset it cannot know what else the device holds.
+	if g.HashOffset == 0 {
+		h.HashDeviceSize = g.HashEnd()
+	}
 	h.Print(stdout)
 	return nil
 }
@@ -325,6 +337,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			avail = min(avail, p.HashOffset)
 		}
 		p.DataBlocks = avail / uint64(p.DataBlockSize)
+		if p.DataBlocks == 0 && inPlace {
+			return cli.ExitError, cli.Errorf("", "--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, p.DataBlockSize, dataPath)
+		}
 		if p.DataBlocks == 0 {
 			return cli.ExitError, cli.Errorf("", "DATA %s holds no whole %d-byte block", dataPath, p.DataBlockSize)
 		}
@@ -349,12 +364,20 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			hashPath, hashSize, g.HashEnd())
 	}
 
+	// Verify takes 0 to mean its default; here it means list none.
+	maxProblems := o.maxProblems
+	if maxProblems == 0 {
+		maxProblems = 1
+	}
 	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
 	rep, err := merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
-		Jobs: o.jobs, Progress: bar.Update, MaxProblems: o.maxProblems})
+		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems})
 	bar.Finish()
 	if err != nil {
 		return cli.ExitError, err
+	}
+	if o.maxProblems >= 0 && len(rep.Problems) > o.maxProblems {
+		rep.Problems, rep.Truncated = rep.Problems[:o.maxProblems], true
 	}
 
 	if o.json {
