@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -53,11 +54,16 @@ Exit codes:
 
 type options struct {
 	tree         cli.TreeFlags
+	fecDevice    string
+	fecOffset    uint64
+	fecRoots     int
 	rootHashFile string
 	json         bool
 	jobs         int
 	noProgress   bool
 }
+
+func (o *options) changed(name string) bool { return o.tree.Changed(name) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
 	var o options
@@ -65,6 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.tree.Register(fs)
+	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
@@ -119,6 +128,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			// veritysetup prints the size only for a hash device of its own.
 			h.HashDeviceSize = res.HashEnd
 		}
+		if f := res.fecResult; f != nil {
+			h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
+			switch {
+			case f.inHash && h.HashDeviceSize != 0:
+				h.HashDeviceSize += f.Size // as veritysetup counts it
+			case !f.inHash && f.Offset == 0:
+				h.FECDeviceSize = f.Size
+			}
+		}
 		h.Print(stdout)
 	}
 	return cli.ExitOK
@@ -144,7 +162,8 @@ type result struct {
 	// UncoveredBytes counts the bytes of DATA after the last covered block
 	// that the tree does not protect.
 	UncoveredBytes uint64 `json:"uncovered_bytes"`
-	separate       bool
+	*fecResult
+	separate bool
 }
 
 func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr io.Writer, showProgress bool) (*result, error) {
@@ -239,6 +258,10 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	if err != nil {
 		return nil, err
 	}
+	fl, err := planFEC(o, g, dataPath, dataInfo, hashPath, hashInfo, inPlace)
+	if err != nil {
+		return nil, err
+	}
 	if p.DataBlockSize > 4096 {
 		cli.Warn(stderr, prog, "Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
 	}
@@ -258,16 +281,37 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		return nil, err
 	}
 	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
-	opts := &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update}
-	var root []byte
+	var hashOut *output
 	if inPlace {
-		root, err = buildInPlace(ctx, g, dataPath, dataFile, opts)
+		hashOut, err = openInPlace(dataPath, "DATA")
 	} else {
-		root, err = buildToFile(ctx, g, dataFile, hashPath, hashInfo, opts)
+		// Bytes of an existing HASH outside the tree are kept, as
+		// veritysetup, which writes in place, keeps them: those before an
+		// offset, and all of them when the parity goes into HASH too.
+		keepFrom := g.HashOffset
+		if fl != nil && fl.inHash {
+			keepFrom = 1
+		}
+		hashOut, err = openReplacement(hashPath, "HASH", hashInfo, keepFrom)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer hashOut.abort()
+	root, err := merkle.Build(ctx, g, dataFile, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update})
+	if err == nil {
+		err = hashOut.extend(g.HashEnd())
+	}
+	var fecRes *fecResult
+	if err == nil && fl != nil {
+		fecRes, err = writeFEC(ctx, g, fl, dataPath, dataFile, hashOut, o.jobs)
+	}
+	if err == nil {
+		err = hashOut.commit()
 	}
 	bar.Finish()
 	if err != nil {
-		if (inPlace || hashExists && !hashInfo.Mode().IsRegular()) && errors.Is(err, context.Canceled) {
+		if hashOut.tmp == "" && errors.Is(err, context.Canceled) {
 			// Written in place, not through a temporary file.
 			return nil, cli.Errorf("run veritygen again to write the whole tree",
 				"interrupted; the tree in %s from byte %d is incomplete", hashPath, g.HashOffset)
@@ -297,6 +341,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		HashFile:       hashPath,
 		UncoveredBytes: uncovered,
 		separate:       !inPlace,
+		fecResult:      fecRes,
 	}
 	if g.Superblock {
 		res.UUID = cli.FormatUUID(g.UUID)
@@ -325,107 +370,6 @@ func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath str
 	// Fail before the build, not after it.
 	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
 		return cli.Errorf("", "--root-hash-file %s: its directory %s does not exist", path, filepath.Dir(path))
-	}
-	return nil
-}
-
-// buildInPlace writes the tree into DATA itself at the hash offset.
-func buildInPlace(ctx context.Context, g *merkle.Geometry, path string, ro *os.File, opts *merkle.BuildOptions) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, cli.Errorf("", "cannot open DATA %s for writing the tree into it: %v", path, cli.UnwrapPath(err))
-	}
-	root, err := merkle.Build(ctx, g, ro, f, opts)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return root, err
-}
-
-// buildToFile writes the tree to a temporary file beside HASH and renames
-// it over HASH when complete. An existing HASH with a non-zero hash offset
-// keeps its bytes outside the tree (as veritysetup leaves them); a device
-// is written in place.
-func buildToFile(ctx context.Context, g *merkle.Geometry, data *os.File, hashPath string, existing fs.FileInfo, opts *merkle.BuildOptions) ([]byte, error) {
-	if existing != nil && !existing.Mode().IsRegular() {
-		f, err := os.OpenFile(hashPath, os.O_WRONLY, 0)
-		if err != nil {
-			return nil, cli.Errorf("", "cannot open HASH %s: %v", hashPath, cli.UnwrapPath(err))
-		}
-		root, err := merkle.Build(ctx, g, data, f, opts)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return root, err
-	}
-
-	// A link is written through: its target is what gets replaced.
-	hashPath = cli.ResolveLink(hashPath)
-	mode := fs.FileMode(0o666) // filtered by the umask
-	if existing != nil {
-		mode = existing.Mode().Perm()
-	}
-	tmp, err := cli.CreateTempBeside(hashPath, mode)
-	if err != nil {
-		return nil, cli.Errorf("", "cannot create the tree beside HASH %s: %v", hashPath, cli.UnwrapPath(err))
-	}
-	tmpName := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	if existing != nil && g.HashOffset > 0 {
-		if err := copyFile(tmp, hashPath); err != nil {
-			return nil, err
-		}
-	}
-	root, err := merkle.Build(ctx, g, data, tmp, opts)
-	if err != nil {
-		return nil, err
-	}
-	if info, err := tmp.Stat(); err == nil && uint64(info.Size()) < g.HashEnd() {
-		// Without superblock, a one-block image has an empty tree; the file
-		// still spans the offset, as veritysetup's does.
-		if err := tmp.Truncate(int64(g.HashEnd())); err != nil {
-			return nil, err
-		}
-	}
-	if existing != nil {
-		// Keep the mode of the file replaced, whatever the umask.
-		if err := tmp.Chmod(mode); err != nil {
-			return nil, err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return nil, cli.Errorf("", "writing the tree: %v", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, cli.Errorf("", "writing the tree: %v", err)
-	}
-	if err := os.Rename(tmpName, hashPath); err != nil {
-		return nil, cli.Errorf("", "cannot rename the tree to HASH: %v", err)
-	}
-	ok = true
-	return root, nil
-}
-
-func copyFile(dst *os.File, src string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return cli.Errorf("", "cannot read HASH %s: %v", src, cli.UnwrapPath(err))
-	}
-	defer f.Close()
-	if _, err := io.Copy(dst, f); err != nil {
-		return cli.Errorf("", "copying HASH %s: %v", src, err)
 	}
 	return nil
 }

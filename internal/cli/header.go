@@ -16,10 +16,14 @@ type Header struct {
 	HashBlockSize int
 	Algorithm     string
 	Salt          string
+	// FECRoots and FECBlocks (parity blocks) are printed when FECRoots > 0.
+	FECRoots  int
+	FECBlocks uint64
 	// RootHash is printed when not empty.
 	RootHash string
-	// HashDeviceSize is printed when not zero.
+	// HashDeviceSize and FECDeviceSize are printed when not zero.
 	HashDeviceSize uint64
+	FECDeviceSize  uint64
 }
 
 // Print writes h in veritysetup's layout (its labels, tab before values),
@@ -33,11 +37,18 @@ func (h *Header) Print(w io.Writer) {
 	fmt.Fprintf(w, "Hash blocks:     \t%d\n", h.HashBlocks)
 	fmt.Fprintf(w, "Hash block size: \t%d\n", h.HashBlockSize)
 	fmt.Fprintf(w, "Hash algorithm:  \t%s\n", h.Algorithm)
+	if h.FECRoots > 0 {
+		fmt.Fprintf(w, "FEC RS roots:   \t%d\n", h.FECRoots)
+		fmt.Fprintf(w, "FEC blocks:     \t%d\n", h.FECBlocks)
+	}
 	fmt.Fprintf(w, "Salt:            \t%s\n", h.Salt)
 	if h.RootHash != "" {
 		fmt.Fprintf(w, "Root hash:      \t%s\n", h.RootHash)
 	}
 	if h.HashDeviceSize != 0 {
 		fmt.Fprintf(w, "Hash device size: \t%d [bytes]\n", h.HashDeviceSize)
+	}
+	if h.FECDeviceSize != 0 {
+		fmt.Fprintf(w, "FEC device size: \t%d [bytes]\n", h.FECDeviceSize)
 	}
 }

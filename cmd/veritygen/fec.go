@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// fecPlan is where the error-correction parity goes.
+type fecPlan struct {
+	path   string
+	roots  int
+	offset uint64
+	// inHash: the parity goes into the hash device (or into DATA when the
+	// tree is there), past the tree; it then covers the hash device up to
+	// offset. inData: into DATA while the tree is elsewhere.
+	inHash, inData bool
+	existing       fs.FileInfo
+}
+
+// fecResult is what the report says of the parity.
+type fecResult struct {
+	Device       string `json:"fec_device"`
+	Roots        int    `json:"fec_roots"`
+	Blocks       uint64 `json:"fec_blocks"`        // message blocks: the kernel table's fec_blocks
+	ParityBlocks uint64 `json:"fec_parity_blocks"` // what veritysetup prints as "FEC blocks"
+	Offset       uint64 `json:"fec_offset"`
+	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
+	Size         uint64 `json:"fec_size"`
+	inHash       bool
+}
+
+// planFEC checks the --fec-* flags against the tree; nil without FEC.
+func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo, inPlace bool) (*fecPlan, error) {
+	if o.fecDevice == "" {
+		for _, name := range []string{"fec-roots", "fec-offset"} {
+			if o.changed(name) {
+				return nil, cli.Errorf("e.g. --fec-device="+hashPath+".fec", "--%s needs --fec-device", name)
+			}
+		}
+		return nil, nil
+	}
+	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
+		return nil, cli.Errorf("2 (the default) corrects one lost byte in 253, 24 one in ten",
+			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
+	}
+	bs := uint64(g.DataBlockSize)
+	if g.DataBlockSize != g.HashBlockSize {
+		return nil, cli.Errorf("use the same --data-block-size and --hash-block-size",
+			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
+	}
+	if o.fecOffset%bs != 0 {
+		return nil, cli.Errorf(fmt.Sprintf("round it up: --fec-offset=%d", roundUp(o.fecOffset, bs)),
+			"--fec-offset %d is not a multiple of the block size %d", o.fecOffset, bs)
+	}
+	pl := &fecPlan{path: o.fecDevice, roots: o.fecRoots, offset: o.fecOffset}
+	info, err := os.Stat(o.fecDevice)
+	if err == nil {
+		if info.IsDir() {
+			return nil, cli.Errorf("", "--fec-device %s is a directory", o.fecDevice)
+		}
+		pl.existing = info
+	}
+	sameAsHash := err == nil && hashInfo != nil && os.SameFile(info, hashInfo) ||
+		filepath.Clean(o.fecDevice) == filepath.Clean(hashPath)
+	switch {
+	case sameAsHash:
+		pl.inHash = true
+		if pl.offset < g.HashEnd() {
+			return nil, cli.Errorf(fmt.Sprintf("put it past the tree: --fec-offset=%d", g.HashEnd()),
+				"--fec-offset %d would overwrite the tree, which ends at byte %d of HASH", pl.offset, g.HashEnd())
+		}
+	case err == nil && os.SameFile(info, dataInfo):
+		pl.inData = true
+		if pl.offset < g.DataSize() {
+			return nil, cli.Errorf(fmt.Sprintf("put it past the data: --fec-offset=%d", roundUp(g.DataSize(), bs)),
+				"--fec-offset %d would overwrite the data, which ends at byte %d of DATA", pl.offset, g.DataSize())
+		}
+	}
+	if filepath.Clean(o.fecDevice) == filepath.Clean(o.rootHashFile) {
+		return nil, cli.Errorf("", "--fec-device and --root-hash-file are the same file")
+	}
+	return pl, nil
+}
+
+// writeFEC computes the parity of the data and the tree just written to
+// hashOut and writes it where the plan says.
+func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath string, data *os.File, hashOut *output, jobs int) (*fecResult, error) {
+	hashEnd := pl.offset
+	if pl.inHash {
+		// The parity covers the hash device up to itself; bytes between the
+		// tree and the parity read as zeros (the kernel sees the same).
+		if err := hashOut.extend(pl.offset); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if hashEnd, err = hashOut.size(); err != nil {
+			return nil, err
+		}
+	}
+	fp, err := g.FECParams(pl.roots, hashEnd)
+	if err != nil {
+		return nil, err
+	}
+	out := hashOut
+	switch {
+	case pl.inData:
+		out, err = openInPlace(dataPath, "DATA")
+	case !pl.inHash:
+		out, err = openReplacement(pl.path, "FEC device", pl.existing, pl.offset)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out != hashOut {
+		defer out.abort()
+	}
+	msg := g.FECMessage(fp, data, hashOut.f)
+	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.offset), jobs); err != nil {
+		return nil, fmt.Errorf("writing error correction to %s: %w", pl.path, err)
+	}
+	if err := out.extend(pl.offset + fp.ParitySize()); err != nil {
+		return nil, err
+	}
+	if out != hashOut {
+		if err := out.commit(); err != nil {
+			return nil, err
+		}
+	}
+	return &fecResult{Device: pl.path, Roots: pl.roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
+		Offset: pl.offset, Start: pl.offset / uint64(fp.BlockSize), Size: fp.ParitySize(), inHash: pl.inHash}, nil
+}
