@@ -166,7 +166,7 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	// veritysetup prints the hash device size only for a tree at offset 0:
 	// past an offset it cannot know what else the device holds.
 	if g.HashOffset == 0 {
-		h.HashDeviceSize = g.HashEnd()
+		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
 	}
 	h.Print(stdout)
 	return nil

@@ -126,12 +126,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			Algorithm: res.HashAlgorithm, Salt: res.Salt, RootHash: res.RootHash}
 		if res.separate && res.HashOffset == 0 {
 			// veritysetup prints the size only for a hash device of its own.
-			h.HashDeviceSize = res.HashEnd
+			h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
 		}
 		if f := res.fecResult; f != nil {
 			h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
 			switch {
-			case f.inHash && h.HashDeviceSize != 0:
+			case f.inHash && h.ShowHashDeviceSize:
 				h.HashDeviceSize += f.Size // as veritysetup counts it
 			case !f.inHash && f.Offset == 0:
 				h.FECDeviceSize = f.Size
@@ -299,9 +299,6 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	}
 	defer hashOut.abort()
 	root, err := merkle.Build(ctx, g, dataFile, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update})
-	if err == nil {
-		err = hashOut.extend(g.HashEnd())
-	}
 	var fecRes *fecResult
 	if err == nil && fl != nil {
 		fecRes, err = writeFEC(ctx, g, fl, dataPath, dataFile, hashOut, o.jobs)

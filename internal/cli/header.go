@@ -21,9 +21,12 @@ type Header struct {
 	FECBlocks uint64
 	// RootHash is printed when not empty.
 	RootHash string
-	// HashDeviceSize and FECDeviceSize are printed when not zero.
-	HashDeviceSize uint64
-	FECDeviceSize  uint64
+	// HashDeviceSize is printed when ShowHashDeviceSize (veritysetup
+	// prints it for a hash device of its own, even when 0); FECDeviceSize
+	// when not zero.
+	HashDeviceSize     uint64
+	ShowHashDeviceSize bool
+	FECDeviceSize      uint64
 }
 
 // Print writes h in veritysetup's layout (its labels, tab before values),
@@ -45,7 +48,7 @@ func (h *Header) Print(w io.Writer) {
 	if h.RootHash != "" {
 		fmt.Fprintf(w, "Root hash:      \t%s\n", h.RootHash)
 	}
-	if h.HashDeviceSize != 0 {
+	if h.ShowHashDeviceSize {
 		fmt.Fprintf(w, "Hash device size: \t%d [bytes]\n", h.HashDeviceSize)
 	}
 	if h.FECDeviceSize != 0 {
