@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -29,41 +28,6 @@ const peerModelMaxBytes = 9 << 20
 // taken from Geometry so that the sizes do not depend on the code tested.
 func peerHPB(hbs, ds int) int { return 1 << (bits.Len(uint(hbs/ds)) - 1) }
 
-// peerImages shares random images by size between subtests.
-type peerImages struct {
-	dir  string
-	mu   sync.Mutex
-	once map[int64]*sync.Once
-	errs map[int64]error
-}
-
-func (im *peerImages) get(t *testing.T, size int64) string {
-	t.Helper()
-	im.mu.Lock()
-	if im.once == nil {
-		im.once, im.errs = map[int64]*sync.Once{}, map[int64]error{}
-	}
-	o := im.once[size]
-	if o == nil {
-		o = new(sync.Once)
-		im.once[size] = o
-	}
-	im.mu.Unlock()
-	path := filepath.Join(im.dir, fmt.Sprintf("img-%d", size))
-	o.Do(func() {
-		err := testimages.WriteFile(path, func(w io.Writer) error { return testimages.Random(w, size, uint64(size)) })
-		im.mu.Lock()
-		im.errs[size] = err
-		im.mu.Unlock()
-	})
-	im.mu.Lock()
-	err := im.errs[size]
-	im.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // peerModelCase is one tree built both by the Python model and by Build.
 type peerModelCase struct {
@@ -81,7 +45,7 @@ func TestPythonModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	images := &peerImages{dir: dir}
+	images := &testimages.Cache{Dir: dir}
 	rng := rand.New(rand.NewPCG(1, 2))
 	salts := map[int][]byte{}
 	for _, n := range []int{0, 1, 32, 256} {
@@ -122,7 +86,7 @@ func TestPythonModel(t *testing.T) {
 								DataBlockSize: bs.dbs, HashBlockSize: bs.hbs, DataBlocks: uint64(blocks),
 							},
 							// Partial trailing bytes, which neither side covers.
-							data:      images.get(t, int64(blocks*bs.dbs)+int64(blocks%3)*100),
+							data:      images.Random(t, int64(blocks*bs.dbs)+int64(blocks%3)*100),
 							modelTree: filepath.Join(dir, fmt.Sprintf("model-%d.tree", len(cases))),
 						}
 						cases = append(cases, c)

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/testtool"
@@ -79,42 +78,6 @@ func peerSalt(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// peerImages makes each random image size once and shares it (read-only)
-// between subtests.
-type peerImages struct {
-	dir  string
-	mu   sync.Mutex
-	once map[int64]*sync.Once
-	errs map[int64]error
-}
-
-func (im *peerImages) get(t *testing.T, size int64) string {
-	t.Helper()
-	im.mu.Lock()
-	if im.once == nil {
-		im.once, im.errs = map[int64]*sync.Once{}, map[int64]error{}
-	}
-	o := im.once[size]
-	if o == nil {
-		o = new(sync.Once)
-		im.once[size] = o
-	}
-	im.mu.Unlock()
-	path := filepath.Join(im.dir, fmt.Sprintf("img-%d", size))
-	o.Do(func() {
-		err := testimages.WriteFile(path, func(w io.Writer) error { return testimages.Random(w, size, uint64(size)) })
-		im.mu.Lock()
-		im.errs[size] = err
-		im.mu.Unlock()
-	})
-	im.mu.Lock()
-	err := im.errs[size]
-	im.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // peerExec runs veritysetup and returns its stdout; it fails the test on a
 // non-zero exit.
@@ -306,7 +269,7 @@ func peerCheck(t *testing.T, vs string, c peerCase, img string) {
 // where a level fills up, 4096/4096 and a 32-byte salt.
 func TestPeerLevelFill(t *testing.T) {
 	vs := testtool.Require(t, "veritysetup")
-	images := &peerImages{dir: t.TempDir()}
+	images := &testimages.Cache{Dir: t.TempDir()}
 	for _, hash := range []string{"sha1", "sha256", "sha512"} {
 		hpb := peerHPB(hash, 4096)
 		for _, blocks := range []int{1, 2, hpb - 1, hpb, hpb + 1, hpb * hpb, hpb*hpb + 1} {
@@ -316,7 +279,7 @@ func TestPeerLevelFill(t *testing.T) {
 						superblock: sb, size: int64(blocks) * 4096}
 					t.Run(c.String(), func(t *testing.T) {
 						t.Parallel()
-						peerCheck(t, vs, c, images.get(t, c.size))
+						peerCheck(t, vs, c, images.Random(t, c.size))
 					})
 				}
 			}
@@ -404,13 +367,13 @@ func peerPairwiseCases() []peerCase {
 // of dimension values covered.
 func TestPeerPairwise(t *testing.T) {
 	vs := testtool.Require(t, "veritysetup")
-	images := &peerImages{dir: t.TempDir()}
+	images := &testimages.Cache{Dir: t.TempDir()}
 	cases := peerPairwiseCases()
 	t.Logf("%d pairwise cases", len(cases))
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%02d/%v", i, c), func(t *testing.T) {
 			t.Parallel()
-			peerCheck(t, vs, c, images.get(t, c.size))
+			peerCheck(t, vs, c, images.Random(t, c.size))
 		})
 	}
 }
@@ -419,7 +382,7 @@ func TestPeerPairwise(t *testing.T) {
 // non-zero --hash-offset.
 func TestPeerSeparateHashOffset(t *testing.T) {
 	vs := testtool.Require(t, "veritysetup")
-	images := &peerImages{dir: t.TempDir()}
+	images := &testimages.Cache{Dir: t.TempDir()}
 	for _, c := range []peerCase{
 		{hash: "sha256", format: 1, saltLen: 32, dbs: 4096, hbs: 4096, superblock: true, hashOffset: 8192, size: 129 * 4096},
 		{hash: "sha256", format: 1, saltLen: 32, dbs: 4096, hbs: 4096, superblock: false, hashOffset: 8192, size: 129 * 4096},
@@ -428,7 +391,7 @@ func TestPeerSeparateHashOffset(t *testing.T) {
 	} {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			peerCheck(t, vs, c, images.get(t, c.size))
+			peerCheck(t, vs, c, images.Random(t, c.size))
 		})
 	}
 }
