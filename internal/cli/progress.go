@@ -53,11 +53,11 @@ func (p *Progress) draw(done uint64, now time.Time) {
 	fill := int(frac * width)
 	rate := ""
 	if secs := now.Sub(p.start).Seconds(); secs > 0.05 {
-		rate = humanize.Bytes(uint64(float64(done)/secs)) + "/s"
+		rate = humanize.IBytes(uint64(float64(done)/secs)) + "/s"
 	}
 	fmt.Fprintf(p.w, "\r%s [%s%s] %3.0f%% %s / %s %s\x1b[K", p.label,
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*frac,
-		humanize.Bytes(done), humanize.Bytes(p.total), rate)
+		humanize.IBytes(done), humanize.IBytes(p.total), rate)
 	p.drawn = true
 }
 
