@@ -1,6 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init. Loads the modules, then for each line of /etc/vt/cases
 #   NAME DATA_PART HASH_PART SECTORS FORMAT DBS HBS BLOCKS HASH_START ALG ROOT SALT [N ARGS...]
+# (a FEC device among the ARGS is named /dev/vdaN)
 # maps a dm-verity target over those partitions of the virtio disk vda and
 # reads the whole mapped device; it reports on the console, each line
 # starting with "@@VT ", then powers off. The mapped devices stay until the
@@ -46,6 +47,13 @@ while read -r name dp hp sectors rest; do
 	say CASE $name
 	table="0 $sectors verity ${rest%% *} /dev/vda$dp /dev/vda$hp ${rest#* }"
 	say TABLE $table
+	# The kernel names the FEC device by its major:minor in its own table.
+	case "$table" in
+	*" use_fec_from_device /dev/"*)
+		f=${table#* use_fec_from_device /dev/}
+		say FECDEV $(cat "/sys/class/block/${f%% *}/dev" 2>&1)
+		;;
+	esac
 	out=$(dmsetup create --readonly "$name" --table "$table" 2>&1)
 	say CREATE rc=$? $out
 	if [ -b "/dev/mapper/$name" ]; then

@@ -39,15 +39,55 @@ type kcase struct {
 	hashGap    int  // inPlace: hashOffset = image size + hashGap
 	zeroEvery  int  // every n-th data block is all zero (0: none)
 	opts       []string
-	// What to spoil, in a copy of the images; the read must then fail.
-	corrupt   string // "", "data" (a byte of data block flipBlock), "hash" (a byte of the last hash block), "root" (the table's root hash)
-	flipBlock int    // data block to flip (default: the middle one)
+	// Reed-Solomon error correction (veritygen --fec-*): where the parity
+	// goes: "" none; "file": a file of its own (a partition of its own),
+	// fecGap bytes in; "hash": the hash file (the image itself when
+	// inPlace), fecGap bytes past the tree; "data": the image, fecGap bytes
+	// past the data, the tree being in a file of its own. fecRoots: parity
+	// bytes per codeword (default 2).
+	fec      string
+	fecRoots int
+	fecGap   int
+	// What to spoil, in a copy of the images; the read must then fail,
+	// unless error correction repairs it: then the kernel must read back
+	// the original bytes.
+	//   "data": a byte of data block flipBlock; "data-bytes": 16 bytes of
+	//   it; "data-block": all of it (random bytes);
+	//   "hash": a byte of the last hash block; "hash-block": all of it;
+	//   "root": the table's root hash;
+	//   "beyond" (with fec): fecRoots+1 whole data blocks of one FEC round
+	//   (flipBlock, flipBlock+rounds, ...), more than the code can repair.
+	corrupt   string
+	flipBlock int // data block to spoil (default: the middle one)
 	// readsOK: the read must succeed although something is spoiled
 	// (a flipped zero block under ignore_zero_blocks reads as zeros).
 	readsOK bool
 }
 
-var kcases = []kcase{
+// FEC cases come first: the kernel's "corrected" messages are rate-limited
+// (10 in 5 s for the message, whatever the device), and these are the only
+// cases that make them. Layouts: parity in a file of its own, in the hash
+// file past the tree, in the image with the tree, in the image past the
+// data; roots 2, 4, 8 and 24.
+var fecCases = []kcase{
+	{name: "fec-file-sha256-r2", fec: "file", format: 1, blocks: 512},
+	{name: "fec-file-sha256-r2-data-block", fec: "file", format: 1, blocks: 512, corrupt: "data-block"},
+	{name: "fec-file-sha256-r2-hash-block", fec: "file", format: 1, blocks: 512, corrupt: "hash-block"},
+	{name: "fec-file-at-8192-sha256-r8", fec: "file", fecRoots: 8, fecGap: 8192, format: 1, blocks: 300, corrupt: "data-bytes", flipBlock: 7},
+	{name: "fec-hash-blake2b-256-r8", fec: "hash", fecRoots: 8, fecGap: 8192, alg: "blake2b-256", format: 0, blocks: 256, noSB: true},
+	{name: "fec-hash-blake2b-256-r8-data-bytes", fec: "hash", fecRoots: 8, fecGap: 8192, alg: "blake2b-256", format: 0, blocks: 256, noSB: true, corrupt: "data-bytes"},
+	{name: "fec-hash-blake2b-256-r8-hash", fec: "hash", fecRoots: 8, alg: "blake2b-256", format: 0, blocks: 256, noSB: true, corrupt: "hash"},
+	{name: "fec-inplace-sha512-r24", fec: "hash", fecRoots: 24, inPlace: true, alg: "sha512", format: 1, blocks: 256},
+	{name: "fec-inplace-sha512-r24-data-block", fec: "hash", fecRoots: 24, inPlace: true, alg: "sha512", format: 1, blocks: 256, corrupt: "data-block", flipBlock: 255},
+	{name: "fec-inplace-sha512-r24-hash-block", fec: "hash", fecRoots: 24, fecGap: 4096, inPlace: true, alg: "sha512", format: 1, blocks: 256, corrupt: "hash-block"},
+	{name: "fec-indata-sha1-r4-data-block", fec: "data", fecRoots: 4, fecGap: 4096, alg: "sha1", format: 1, blocks: 400, corrupt: "data-block", flipBlock: 1},
+	// Beyond what the code repairs: the read fails as without FEC.
+	{name: "fec-file-sha256-r2-beyond", fec: "file", format: 1, blocks: 512, corrupt: "beyond"},
+	{name: "fec-hash-blake2b-256-r8-beyond", fec: "hash", fecRoots: 8, alg: "blake2b-256", format: 0, blocks: 256, noSB: true, corrupt: "beyond", flipBlock: 100},
+	{name: "fec-inplace-sha512-r24-beyond", fec: "hash", fecRoots: 24, inPlace: true, alg: "sha512", format: 1, blocks: 256, corrupt: "beyond"},
+}
+
+var kcases = append(fecCases, []kcase{
 	// Algorithms and formats: superblock, random salt, separate hash file.
 	{name: "sha1-f1", alg: "sha1", format: 1, blocks: 512},
 	{name: "sha1-f0", alg: "sha1", format: 0, blocks: 512},
@@ -120,7 +160,7 @@ var kcases = []kcase{
 	// A flipped byte in a block the tree says is zero is not even read:
 	// ignore_zero_blocks returns zeros, so the image reads back intact.
 	{name: "ignore_zero_blocks-hides-flip-in-zero-block", format: 1, blocks: 256, zeroEvery: 3, opts: []string{"ignore_zero_blocks"}, corrupt: "data", flipBlock: 99, readsOK: true},
-}
+}...)
 
 // veritygenJSON is the part of `veritygen --json` the table is made of.
 type veritygenJSON struct {
@@ -135,6 +175,11 @@ type veritygenJSON struct {
 	HashStartBlock uint64 `json:"hash_start_block"`
 	HashEnd        uint64 `json:"hash_end"`
 	Superblock     bool   `json:"superblock"`
+	FECRoots       int    `json:"fec_roots"`
+	FECBlocks      uint64 `json:"fec_blocks"` // the table's fec_blocks
+	FECOffset      uint64 `json:"fec_offset"`
+	FECStart       uint64 `json:"fec_start"` // the table's fec_start
+	FECSize        uint64 `json:"fec_size"`
 }
 
 // prepared is a case with its images on disk and what the kernel must show.
@@ -143,12 +188,20 @@ type prepared struct {
 	vg       veritygenJSON
 	dataPart int // partition numbers on the guest's disk
 	hashPart int
+	fecPart  int
 	table    string // the table line after "0 SECTORS verity FORMAT DATA HASH"
 	sectors  uint64
 	wantSHA  string // SHA-256 of the covered data
 	wantSize uint64
-	flipped  int // the data block spoiled
-	logged   int // kernel log lines about the corruption
+	flipped  int   // the data block spoiled
+	spoiled  []int // "beyond": the data blocks spoiled
+	logged   int   // kernel log lines about the corruption
+	// With FEC: its rounds, the block spoiled as a block of the FEC message
+	// (data blocks, then the hash device's from hash_start_block on), and
+	// how many of its bytes now differ: what the kernel must correct.
+	rounds   uint64
+	fixBlock uint64
+	fixBytes int
 }
 
 func buildVeritygen(t *testing.T) string {
@@ -194,9 +247,57 @@ func flipByte(t *testing.T, path string, off int64) {
 	}
 }
 
-// prepare writes the case's images, builds the tree with veritygen, spoils
-// what the case says, and makes the table from veritygen's --json report.
-// The images (one, or data and hash) are appended to parts.
+// overwrite replaces n bytes of the file at off with random bytes (the same
+// each run for the same seed) and returns how many bytes now differ.
+func overwrite(t *testing.T, path string, off int64, n int, seed string) int {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := make([]byte, n)
+	if _, err := f.ReadAt(old, off); err != nil {
+		t.Fatalf("reading %s at %d: %v", path, off, err)
+	}
+	b := make([]byte, n)
+	rand.NewChaCha8(sha256.Sum256([]byte(seed))).Read(b)
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	diff := 0
+	for i := range b {
+		if b[i] != old[i] {
+			diff++
+		}
+	}
+	return diff
+}
+
+// runVeritygen runs veritygen with args and returns its --json report.
+func runVeritygen(t *testing.T, veritygen, name string, args []string) veritygenJSON {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), veritygen, args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s: veritygen %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
+	}
+	var vg veritygenJSON
+	if err := json.Unmarshal(out, &vg); err != nil {
+		t.Fatalf("%s: veritygen --json: %v\n%s", name, err, out)
+	}
+	return vg
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// prepare writes the case's images, builds the tree (and the error
+// correction) with veritygen, spoils what the case says, and makes the
+// table from veritygen's --json report. The images (one, data and hash, or
+// data, hash and FEC) are appended to parts.
 func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]partition) *prepared {
 	t.Helper()
 	if c.alg == "" {
@@ -207,6 +308,9 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	}
 	if c.hbs == 0 {
 		c.hbs = 4096
+	}
+	if c.fec != "" && c.fecRoots == 0 {
+		c.fecRoots = 2
 	}
 	p := &prepared{kcase: c}
 	img := randomImage(c.name, c, c.dbs)
@@ -238,25 +342,44 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 		hash = data
 		args = append(args, "--hash-offset="+strconv.Itoa(len(img)+c.hashGap))
 	}
+	fecPath, fecOffset := "", 0
+	switch c.fec {
+	case "":
+	case "file":
+		fecPath, fecOffset = filepath.Join(dir, fmt.Sprintf("%02d-fec.img", index)), c.fecGap
+	case "hash":
+		// Past the tree, which a first run without error correction measures.
+		first := runVeritygen(t, veritygen, c.name, append(slices.Clone(args), data, hash))
+		fecPath, fecOffset = hash, roundUp(int(first.HashEnd), c.hbs)+c.fecGap
+	case "data":
+		fecPath, fecOffset = data, roundUp(len(img), c.dbs)+c.fecGap
+	default:
+		t.Fatalf("%s: fec %q", c.name, c.fec)
+	}
+	if c.fec != "" {
+		args = append(args, "--fec-device="+fecPath, "--fec-offset="+strconv.Itoa(fecOffset), "--fec-roots="+strconv.Itoa(c.fecRoots))
+	}
 	args = append(args, data, hash)
-	out, err := exec.CommandContext(t.Context(), veritygen, args...).Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("%s: veritygen %s: %v\n%s", c.name, strings.Join(args, " "), err, stderr)
-	}
-	if err := json.Unmarshal(out, &p.vg); err != nil {
-		t.Fatalf("%s: veritygen --json: %v\n%s", c.name, err, out)
-	}
+	p.vg = runVeritygen(t, veritygen, c.name, args)
 	vg := p.vg
 	if vg.DataBlocks != uint64(covered) || vg.DataBlockSize != uint64(c.dbs) || vg.HashBlockSize != uint64(c.hbs) ||
 		vg.HashAlgorithm != c.alg || vg.Format != c.format || vg.Superblock == c.noSB {
-		t.Fatalf("%s: veritygen --json does not report what was asked: %s", c.name, out)
+		t.Fatalf("%s: veritygen --json does not report what was asked: %+v", c.name, vg)
+	}
+	if c.fec != "" {
+		bs := uint64(c.dbs)
+		if vg.FECRoots != c.fecRoots || vg.FECOffset != uint64(fecOffset) || vg.FECStart*bs != vg.FECOffset ||
+			vg.FECBlocks < vg.DataBlocks+(vg.HashEnd/bs-vg.HashStartBlock) || vg.FECSize == 0 {
+			t.Fatalf("%s: veritygen --json does not report the error correction asked for (roots %d at %d): %+v",
+				c.name, c.fecRoots, fecOffset, vg)
+		}
+		p.rounds = (vg.FECBlocks + uint64(255-c.fecRoots) - 1) / uint64(255-c.fecRoots)
 	}
 	// The image files must hold whole 512-byte sectors for the virtio disk.
-	for _, f := range []string{data, hash} {
+	for _, f := range []string{data, hash, fecPath} {
+		if f == "" {
+			continue
+		}
 		if st, err := os.Stat(f); err != nil || st.Size()%512 != 0 {
 			if err == nil {
 				err = os.Truncate(f, (st.Size()+511)/512*512)
@@ -267,19 +390,45 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 		}
 	}
 
+	blk := c.flipBlock
+	if blk == 0 {
+		blk = covered / 2
+	}
+	lastHash := int64(vg.HashEnd - vg.HashBlockSize)
+	if strings.HasPrefix(c.corrupt, "hash") && vg.HashEnd < vg.HashStartBlock*vg.HashBlockSize+vg.HashBlockSize {
+		t.Fatalf("%s: no hash block to spoil: %+v", c.name, vg)
+	}
+	seed := c.name + " spoiled"
 	switch c.corrupt {
 	case "data":
-		blk := c.flipBlock
-		if blk == 0 {
-			blk = covered / 2
-		}
 		flipByte(t, data, int64(blk*c.dbs+c.dbs/3))
-		p.flipped = blk
-	case "hash":
-		if vg.HashEnd < vg.HashStartBlock*vg.HashBlockSize+vg.HashBlockSize {
-			t.Fatalf("%s: no hash block to spoil: %s", c.name, out)
+		p.flipped, p.fixBytes = blk, 1
+	case "data-bytes":
+		for i := range 16 {
+			flipByte(t, data, int64(blk*c.dbs+i*c.dbs/16+5))
 		}
-		flipByte(t, hash, int64(vg.HashEnd-vg.HashBlockSize+7))
+		p.flipped, p.fixBytes = blk, 16
+	case "data-block":
+		p.flipped, p.fixBytes = blk, overwrite(t, data, int64(blk*c.dbs), c.dbs, seed)
+	case "hash":
+		flipByte(t, hash, lastHash+7)
+		p.fixBytes = 1
+	case "hash-block":
+		p.fixBytes = overwrite(t, hash, lastHash, c.hbs, seed)
+	case "beyond":
+		// Every codeword of the round loses roots+1 bytes.
+		if c.fec == "" {
+			t.Fatalf("%s: corrupt %q needs fec", c.name, c.corrupt)
+		}
+		for i := range c.fecRoots + 1 {
+			b := blk + i*int(p.rounds)
+			if b >= covered {
+				t.Fatalf("%s: %d rounds: block %d is past the %d data blocks", c.name, p.rounds, b, covered)
+			}
+			overwrite(t, data, int64(b*c.dbs), c.dbs, fmt.Sprint(seed, b))
+			p.spoiled = append(p.spoiled, b)
+		}
+		p.flipped = blk
 	case "root":
 		r, err := hex.DecodeString(vg.RootHash)
 		if err != nil || len(r) == 0 {
@@ -287,6 +436,28 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 		}
 		r[0] ^= 1
 		vg.RootHash = hex.EncodeToString(r)
+	}
+	if strings.HasPrefix(c.corrupt, "hash") {
+		p.fixBlock = uint64(lastHash)/vg.HashBlockSize - vg.HashStartBlock + vg.DataBlocks
+	} else {
+		p.fixBlock = uint64(p.flipped)
+	}
+
+	*parts = append(*parts, partition{name: c.name, path: data})
+	p.dataPart = len(*parts)
+	p.hashPart = p.dataPart
+	if !c.inPlace {
+		*parts = append(*parts, partition{name: c.name + " hash", path: hash})
+		p.hashPart = len(*parts)
+	}
+	switch c.fec {
+	case "file":
+		*parts = append(*parts, partition{name: c.name + " fec", path: fecPath})
+		p.fecPart = len(*parts)
+	case "hash":
+		p.fecPart = p.hashPart
+	case "data":
+		p.fecPart = p.dataPart
 	}
 
 	salt := vg.Salt
@@ -296,18 +467,28 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	p.sectors = vg.DataBlocks * vg.DataBlockSize / 512
 	p.table = fmt.Sprintf("%d %d %d %d %s %s %s", vg.DataBlockSize, vg.HashBlockSize, vg.DataBlocks,
 		vg.HashStartBlock, vg.HashAlgorithm, vg.RootHash, salt)
-	if len(c.opts) > 0 {
-		p.table += fmt.Sprintf(" %d %s", len(c.opts), strings.Join(c.opts, " "))
+	opts := slices.Clone(c.opts)
+	if c.fec != "" {
+		opts = append(opts, "use_fec_from_device", p.fecDevice(), "fec_roots", strconv.Itoa(vg.FECRoots),
+			"fec_blocks", strconv.FormatUint(vg.FECBlocks, 10), "fec_start", strconv.FormatUint(vg.FECStart, 10))
 	}
-	*parts = append(*parts, partition{name: c.name, path: data})
-	p.dataPart = len(*parts)
-	p.hashPart = p.dataPart
-	if !c.inPlace {
-		*parts = append(*parts, partition{name: c.name + " hash", path: hash})
-		p.hashPart = len(*parts)
+	if len(opts) > 0 {
+		p.table += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))
 	}
 	return p
 }
+
+// fecDevice is the guest's name of the partition holding the parity.
+func (p *prepared) fecDevice() string { return fmt.Sprintf("/dev/vda%d", p.fecPart) }
+
+// corrected reports whether the case's spoiling is one error correction
+// must repair: the read must then succeed.
+func (p *prepared) corrected() bool {
+	return p.fec != "" && p.corrupt != "" && p.corrupt != "beyond" && p.corrupt != "root"
+}
+
+// mustFail reports whether reading the case's mapped device must fail.
+func (p *prepared) mustFail() bool { return p.corrupt != "" && !p.readsOK && !p.corrected() }
 
 // TestDMVerity opens veritygen's trees with Linux's own dm-verity: one
 // Debian kernel boot under qemu reads every case through a verity target
@@ -400,7 +581,7 @@ func TestDMVerity(t *testing.T) {
 			if rep == nil || !rep.ended {
 				t.Fatalf("the guest did not report this case; console:\n%s", tail(console, 40))
 			}
-			if p.corrupt != "" && !p.readsOK {
+			if p.mustFail() {
 				spoiled++
 			}
 			check(t, p, rep)
@@ -426,9 +607,24 @@ func check(t *testing.T, p *prepared, rep *report) {
 	if code, out := rc(rep.create); code != 0 {
 		t.Fatalf("dmsetup create failed (rc=%d): %s", code, out)
 	}
-	// The kernel's view of the table must be ours, devices aside.
+	// The kernel's view of the table must be ours, devices aside; the FEC
+	// device is named by its major:minor, which the guest looked up.
 	want := strings.Fields(rep.table)
 	got := strings.Fields(rep.ktable)
+	if p.fec != "" {
+		if !strings.Contains(rep.fecdev, ":") {
+			t.Errorf("the guest did not report the FEC device's major:minor: %q", rep.fecdev)
+		}
+		for i := 13; i < len(want); i++ {
+			if want[i] == p.fecDevice() {
+				want[i] = rep.fecdev
+			}
+		}
+		if len(got) > 5 && (p.fecPart == p.dataPart) != (rep.fecdev == got[4]) || len(got) > 5 && (p.fecPart == p.hashPart) != (rep.fecdev == got[5]) {
+			t.Errorf("FEC device %s (partition %d), data and hash devices %s and %s (partitions %d and %d)",
+				rep.fecdev, p.fecPart, got[4], got[5], p.dataPart, p.hashPart)
+		}
+	}
 	if len(got) < 13 || !slices.Equal(got[:4], want[:4]) || !slices.Equal(got[6:13], want[6:13]) ||
 		!sameWords(got[13:], want[13:]) {
 		t.Errorf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
@@ -438,17 +634,36 @@ func check(t *testing.T, p *prepared, rep *report) {
 	}
 	code, out := rc(rep.read)
 	status := strings.Fields(rep.status)
-	if p.corrupt == "" || p.readsOK {
+	fec := p.fecLog(rep)
+	for _, e := range fec.bad {
+		t.Error(e)
+	}
+	if !p.mustFail() {
 		if code != 0 {
 			t.Errorf("reading the mapped device failed (rc=%d): %s", code, out)
 		} else if f := strings.Fields(out); len(f) == 0 || f[0] != p.wantSHA {
 			t.Errorf("the kernel read back data with SHA-256 %s, the image's is %s", out, p.wantSHA)
+		} else if p.corrected() {
+			t.Logf("read back the original bytes although the %s was spoiled", p.corrupt)
 		}
-		if len(status) == 0 || status[len(status)-1] != "V" {
-			t.Errorf("dmsetup status %q, want verified (V)", rep.status)
+		if p.corrected() && strings.HasPrefix(p.corrupt, "hash") {
+			p.checkHashFixReports(t, rep, status)
+		} else {
+			if len(status) == 0 || status[len(status)-1] != "V" {
+				t.Errorf("dmsetup status %q, want verified (V)", rep.status)
+			}
+			if len(rep.verrs) > 0 {
+				t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
+			}
 		}
-		if len(rep.verrs) > 0 {
-			t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
+		switch {
+		case p.corrected() && fec.corrected != p.fixBytes:
+			t.Errorf("the kernel log reports %d bytes corrected in FEC round %d (%d lines), want %d: the bytes spoiled in block %d of the FEC message",
+				fec.corrected, p.wantRSB(), fec.correctedLines, p.fixBytes, p.fixBlock)
+		case p.corrected():
+			t.Logf("dmesg: FEC corrected the %d spoiled bytes (%d lines)", fec.corrected, fec.correctedLines)
+		case fec.lines > 0:
+			t.Errorf("dmesg: %d FEC messages about an image that is intact (or whose spoiling is never read)", fec.lines)
 		}
 		return
 	}
@@ -460,19 +675,29 @@ func check(t *testing.T, p *prepared, rep *report) {
 	if len(status) == 0 || status[len(status)-1] != "C" {
 		t.Errorf("dmsetup status %q, want corruption seen (C)", rep.status)
 	}
-	// The kernel must blame the very block we spoiled.
+	// The kernel must blame the very block we spoiled (the first of them
+	// when there are several: the read stops there).
 	wantErr := p.wantErr()
-	if len(rep.verrs) == 0 {
-		t.Errorf("no verity error uevent, want one for %s", wantErr)
+	if !slices.Contains(rep.verrs, wantErr) {
+		t.Errorf("verity error uevents %v, want one for %s", rep.verrs, wantErr)
 	}
+	blamable := p.blamable()
 	for _, e := range rep.verrs {
-		if e != wantErr {
-			t.Errorf("verity error uevent for %s, want %s", e, wantErr)
+		if !slices.Contains(blamable, e) {
+			t.Errorf("verity error uevent for %s, want one of %v", e, blamable)
 		}
 	}
 	t.Logf("verity error uevents (type,block): %v", rep.verrs)
+	if p.corrupt == "beyond" {
+		if fec.failed == 0 {
+			t.Errorf("dmesg: no \"FEC %d: failed to correct\" message about the spoiled blocks %v", p.wantRSB(), p.spoiled)
+		} else {
+			t.Logf("dmesg: %d FEC failures in round %d, as %d whole blocks of it are spoiled", fec.failed, p.wantRSB(), len(p.spoiled))
+		}
+	}
 	// The kernel log says the same, unless its rate limit (10 messages in 5
-	// seconds for all of device-mapper) swallowed this case's messages.
+	// seconds for each message, whatever the device) swallowed this case's
+	// messages.
 	n, bad := p.loggedCorruption(rep)
 	for _, e := range bad {
 		t.Error(e)
@@ -485,6 +710,122 @@ func check(t *testing.T, p *prepared, rep *report) {
 	}
 }
 
+// checkHashFixReports checks what the kernel reports besides the repair of
+// a spoiled hash block. To repair block H of the tree, dm-verity-fec reads
+// the other blocks of H's FEC round, and asks the tree whether each data
+// block among them is a known zero block; for those under H that needs H
+// itself, which the kernel does not repair from within a repair ("dm-verity:
+// disable recursive forward error correction"): it reports H corrupted
+// (log, uevent, status C) once for each such data block, then repairs H and
+// reads every block right. So: no report on anything but H, and at most
+// that many; none (status V) is right too.
+func (p *prepared) checkHashFixReports(t *testing.T, rep *report, status []string) {
+	t.Helper()
+	want := p.wantErr()
+	for _, e := range rep.verrs {
+		if e != want {
+			t.Errorf("verity error uevent for %s while repairing %s", e, want)
+		}
+	}
+	bound := p.dataBlocksUnderSpoiledLeaf()
+	if len(rep.verrs) > bound {
+		t.Errorf("%d verity error uevents for %s, want at most %d: the data blocks of its FEC round under it", len(rep.verrs), want, bound)
+	}
+	seen := len(status) > 0 && status[len(status)-1] == "C"
+	if seen != (len(rep.verrs) > 0) {
+		t.Errorf("dmsetup status %q with %d verity error uevents", rep.status, len(rep.verrs))
+	}
+	n, bad := p.loggedCorruption(rep)
+	for _, e := range bad {
+		t.Error(e)
+	}
+	t.Logf("while repairing hash block %s: %d \"is corrupted\" uevents (at most %d: the data blocks of its FEC round under it), %d log lines, status %s",
+		want, len(rep.verrs), bound, n, rep.status)
+}
+
+// dataBlocksUnderSpoiledLeaf counts the data blocks in the FEC round of the
+// spoiled hash block, the tree's last (a leaf), that hang from it.
+func (p *prepared) dataBlocksUnderSpoiledLeaf() int {
+	digest := map[string]int{"sha1": 20, "sha256": 32, "sha512": 64, "blake2b-256": 32}[p.vg.HashAlgorithm]
+	slot := digest
+	if p.vg.Format == 1 { // digests padded to a power of two
+		for slot = 1; slot < digest; slot <<= 1 {
+		}
+	}
+	perLeaf := p.vg.HashBlockSize / uint64(slot)
+	leaves := (p.vg.DataBlocks + perLeaf - 1) / perLeaf
+	n := 0
+	for d := (leaves - 1) * perLeaf; d < p.vg.DataBlocks; d++ {
+		if p.rounds > 0 && d%p.rounds == p.fixBlock%p.rounds {
+			n++
+		}
+	}
+	return n
+}
+
+// fecMessages is what the kernel log says of error correction on a case's
+// device (dm-verity-fec.c: "DEV: FEC RSB: corrected N errors", "DEV: FEC
+// RSB: failed to correct: ERR", "DEV: FEC RSB: failed to correct (N
+// erasures)", where RSB is the FEC round times the block size).
+type fecMessages struct {
+	lines          int // all FEC messages about the device
+	corrected      int // the sum of their N
+	correctedLines int
+	failed         int
+	bad            []string // messages about another round than the spoiled block's
+}
+
+func (p *prepared) fecLog(rep *report) fecMessages {
+	var m fecMessages
+	kt := strings.Fields(rep.ktable)
+	if len(kt) < 5 {
+		return m
+	}
+	prefix := "verity-fec: " + kt[4] + ": "
+	for _, l := range rep.dmesg {
+		i := strings.Index(l, prefix)
+		if i < 0 {
+			continue
+		}
+		m.lines++
+		var rsb uint64
+		var n int
+		rest := l[i+len(prefix):]
+		switch {
+		case strings.Contains(rest, ": corrected "):
+			if _, err := fmt.Sscanf(rest, "FEC %d: corrected %d errors", &rsb, &n); err != nil {
+				m.bad = append(m.bad, fmt.Sprintf("dmesg: %q: %v", l, err))
+				continue
+			}
+			m.corrected += n
+			m.correctedLines++
+		case strings.Contains(rest, ": failed to correct"):
+			if _, err := fmt.Sscanf(rest, "FEC %d: failed to correct", &rsb); err != nil {
+				m.bad = append(m.bad, fmt.Sprintf("dmesg: %q: %v", l, err))
+				continue
+			}
+			m.failed++
+		default:
+			m.bad = append(m.bad, fmt.Sprintf("dmesg: unexpected FEC message %q", l))
+			continue
+		}
+		if p.rounds == 0 || rsb != p.wantRSB() {
+			m.bad = append(m.bad, fmt.Sprintf("dmesg: %q, want FEC %d (block %d of the message, %d rounds)", l, p.wantRSB(), p.fixBlock, p.rounds))
+		}
+	}
+	return m
+}
+
+// wantRSB is how the kernel's FEC messages number the spoiled block's
+// round: block b of the message is in round b mod rounds, logged as the
+// round's first byte, round * block size.
+func (p *prepared) wantRSB() uint64 {
+	if p.rounds == 0 {
+		return 0
+	}
+	return p.fixBlock % p.rounds * p.vg.DataBlockSize
+}
+
 // loggedCorruption checks the kernel log's "... block N is corrupted"
 // lines about the case's data device (named by its major:minor, as in the
 // kernel's table): how many there are, and those naming another block.
@@ -493,11 +834,14 @@ func (p *prepared) loggedCorruption(rep *report) (n int, bad []string) {
 	if len(kt) < 5 {
 		return 0, nil
 	}
-	typ, blk, _ := strings.Cut(p.wantErr(), ",")
-	want := fmt.Sprintf("verity: %s: %s block %s is corrupted", kt[4], map[string]string{"0": "data", "1": "metadata"}[typ], blk)
+	var want []string
+	for _, e := range p.blamable() {
+		typ, blk, _ := strings.Cut(e, ",")
+		want = append(want, fmt.Sprintf("verity: %s: %s block %s is corrupted", kt[4], map[string]string{"0": "data", "1": "metadata"}[typ], blk))
+	}
 	for _, l := range rep.dmesg {
 		if strings.Contains(l, "verity: "+kt[4]+": ") && strings.Contains(l, "is corrupted") {
-			if !strings.Contains(l, want) {
+			if !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(l, w) }) {
 				bad = append(bad, fmt.Sprintf("dmesg: %q, want %q", l, want))
 			}
 			n++
@@ -511,14 +855,27 @@ func (p *prepared) loggedCorruption(rep *report) (n int, bad []string) {
 // hash device, in hash blocks).
 func (p *prepared) wantErr() string {
 	switch p.corrupt {
-	case "data":
+	case "data", "data-bytes", "data-block", "beyond":
 		return fmt.Sprintf("0,%d", p.flipped)
-	case "hash":
+	case "hash", "hash-block":
 		return fmt.Sprintf("1,%d", p.vg.HashEnd/p.vg.HashBlockSize-1)
 	case "root": // the top hash block no longer matches
 		return fmt.Sprintf("1,%d", p.vg.HashStartBlock)
 	}
 	return ""
+}
+
+// blamable lists the verity errors the kernel may report: the spoiled
+// block, or any of them when several are.
+func (p *prepared) blamable() []string {
+	if p.corrupt != "beyond" {
+		return []string{p.wantErr()}
+	}
+	var e []string
+	for _, b := range p.spoiled {
+		e = append(e, fmt.Sprintf("0,%d", b))
+	}
+	return e
 }
 
 func sameWords(a, b []string) bool {

@@ -63,3 +63,32 @@ func TestParseConsole(t *testing.T) {
 		t.Errorf("loggedCorruption of another block = %d, %q", n, badLines)
 	}
 }
+
+// The FEC lines: the FEC device's major:minor, and the kernel's messages
+// about corrections tied to the spoiled block's round.
+func TestParseFECConsole(t *testing.T) {
+	console := "@@VT CASE fixed\n" +
+		"@@VT TABLE 0 8 verity 1 /dev/vda1 /dev/vda2 4096 4096 512 1 sha256 ab - 8 use_fec_from_device /dev/vda3 fec_roots 2 fec_blocks 517 fec_start 0\n" +
+		"@@VT FECDEV 254:3\n" +
+		"@@VT CREATE rc=0\n" +
+		"@@VT READ rc=0 0123 /dev/mapper/fixed\n" +
+		"@@VT DMESG [    3.5] device-mapper: verity-fec: 254:1: FEC 4096: corrected 4000 errors\n" +
+		"@@VT DMESG [    3.6] device-mapper: verity-fec: 254:1: FEC 4096: corrected 89 errors\n" +
+		"@@VT DMESG [    3.7] device-mapper: verity-fec: 259:9: FEC 0: corrected 7 errors\n" +
+		"@@VT DMESG [    3.8] device-mapper: verity-fec: 254:1: FEC 8192: failed to correct (2 erasures)\n" +
+		"@@VT END fixed\n" +
+		"@@VT KTABLE fixed: 0 8 verity 1 254:1 254:2 4096 4096 512 1 sha256 ab - 8 use_fec_from_device 254:3 fec_blocks 517 fec_start 0 fec_roots 2\n" +
+		"@@VT DONE uptime=9.00\n"
+	g := parseConsole(console)
+	r := g.cases["fixed"]
+	if r == nil || r.fecdev != "254:3" || len(g.errors) != 0 {
+		t.Fatalf("parsed %+v, errors %q", r, g.errors)
+	}
+	// Data block 256 of 512, 517 message blocks in 3 rounds: round 1.
+	p := &prepared{kcase: kcase{fec: "file", fecRoots: 2, corrupt: "data-block"}, flipped: 256, fixBlock: 256, rounds: 3}
+	p.vg.DataBlockSize = 4096
+	m := p.fecLog(r)
+	if m.lines != 3 || m.corrected != 4089 || m.correctedLines != 2 || m.failed != 1 || len(m.bad) != 1 {
+		t.Errorf("fecLog = %+v", m)
+	}
+}

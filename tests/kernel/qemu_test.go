@@ -52,6 +52,7 @@ type report struct {
 	create string   // "rc=N output"
 	size   string   // blockdev --getsize64 of the mapped device
 	read   string   // "rc=N sha256sum output"
+	fecdev string   // MAJOR:MINOR of the FEC device named in the table
 	dmesg  []string // kernel messages about verity and I/O errors
 	ktable string   // dmsetup table: the kernel's view
 	status string   // dmsetup status
@@ -141,6 +142,8 @@ func parseConsole(console string) *guestReport {
 				cur.size = rest
 			case "READ":
 				cur.read = rest
+			case "FECDEV":
+				cur.fecdev = rest
 			case "DMESG":
 				cur.dmesg = append(cur.dmesg, rest)
 			}
