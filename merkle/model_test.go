@@ -28,7 +28,6 @@ const peerModelMaxBytes = 9 << 20
 // taken from Geometry so that the sizes do not depend on the code tested.
 func peerHPB(hbs, ds int) int { return 1 << (bits.Len(uint(hbs/ds)) - 1) }
 
-
 // peerModelCase is one tree built both by the Python model and by Build.
 type peerModelCase struct {
 	name      string

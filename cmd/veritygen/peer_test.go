@@ -78,7 +78,6 @@ func peerSalt(n int) string {
 	return hex.EncodeToString(b)
 }
 
-
 // peerExec runs veritysetup and returns its stdout; it fails the test on a
 // non-zero exit.
 func peerExec(t *testing.T, vs string, args ...string) string {
