@@ -1,11 +1,13 @@
 package merkle
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/veritytree/veritytree/hashes"
@@ -19,6 +21,74 @@ type BuildOptions struct {
 	// Progress, if set, is called from one goroutine with the number of
 	// data bytes hashed so far.
 	Progress func(done uint64)
+	// Runs, if set, lists runs of data blocks whose content the caller
+	// already knows (holes of a sparse file, FILL and DONT_CARE chunks of
+	// an Android sparse image): Build hashes one such block once and uses
+	// its digest for every block of the run, without reading the run from
+	// data. The runs must be sorted by Start and must not overlap; Build
+	// trusts their content (a wrong run gives a wrong tree). The tree is
+	// the same as without Runs when the promise holds.
+	Runs []Run
+}
+
+// Run is a run of Count data blocks from data block Start on, each of which
+// is Pattern repeated to the data block size; an empty Pattern means zeros.
+// len(Pattern) must divide the data block size.
+type Run struct {
+	Start, Count uint64
+	Pattern      []byte
+}
+
+// knownRun is a Run with its block digest, as the chunk hasher uses it.
+type knownRun struct {
+	start, end uint64 // data block indexes, end exclusive
+	digest     []byte
+}
+
+// prepareRuns checks runs against g and computes the digest of each
+// distinct pattern once.
+func prepareRuns(g *Geometry, runs []Run) ([]knownRun, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	dbs := g.DataBlockSize
+	h := g.Hash.NewBlockHasher(dbs, g.Salt, g.SaltPosition())
+	digests := map[string][]byte{}
+	block := make([]byte, dbs)
+	out := make([]knownRun, 0, len(runs))
+	var prevEnd uint64
+	for i, r := range runs {
+		switch {
+		case r.Count == 0:
+			continue
+		case r.Start < prevEnd:
+			return nil, fmt.Errorf("merkle: BuildOptions.Runs[%d] (blocks %d+%d) is out of order or overlaps the run before it", i, r.Start, r.Count)
+		case r.Start >= g.DataBlocks || r.Count > g.DataBlocks-r.Start:
+			return nil, fmt.Errorf("merkle: BuildOptions.Runs[%d] (blocks %d+%d) ends past the %d data blocks", i, r.Start, r.Count, g.DataBlocks)
+		case len(r.Pattern) > dbs || len(r.Pattern) > 0 && dbs%len(r.Pattern) != 0:
+			return nil, fmt.Errorf("merkle: BuildOptions.Runs[%d]: a %d-byte pattern does not repeat evenly in a %d-byte block", i, len(r.Pattern), dbs)
+		}
+		prevEnd = r.Start + r.Count
+		d, ok := digests[string(r.Pattern)]
+		if !ok {
+			if len(r.Pattern) == 0 {
+				clear(block)
+			} else {
+				for off := 0; off < dbs; off += len(r.Pattern) {
+					copy(block[off:], r.Pattern)
+				}
+			}
+			d = make([]byte, g.DigestSize)
+			h.HashBlocks(d, g.DigestSize, block)
+			digests[string(r.Pattern)] = d
+		}
+		if n := len(out); n > 0 && out[n-1].end == r.Start && bytes.Equal(out[n-1].digest, d) {
+			out[n-1].end = prevEnd // adjacent runs of the same content
+			continue
+		}
+		out = append(out, knownRun{start: r.Start, end: prevEnd, digest: d})
+	}
+	return out, nil
 }
 
 // chunkBytes is how much data one job reads and hashes: large reads, and
@@ -46,13 +116,17 @@ func Build(ctx context.Context, g *Geometry, data io.ReaderAt, hash io.WriterAt,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	runs, err := prepareRuns(g, opts.Runs)
+	if err != nil {
+		return nil, err
+	}
 	if g.Superblock {
 		if err := writeSuperblock(g, hash); err != nil {
 			return nil, err
 		}
 	}
 	t := newTreeWriter(g, hash)
-	err := forEachDataChunk(ctx, g, data, opts.Jobs, func(c *dataChunk) error {
+	err = forEachDataChunkRuns(ctx, g, data, runs, opts.Jobs, func(c *dataChunk) error {
 		if err := t.add(0, c.digests[:c.n*g.DigestSlot], c.n); err != nil {
 			return err
 		}
@@ -99,26 +173,62 @@ func chunkBlocks(g *Geometry) int {
 	return n
 }
 
-// hashChunk reads and hashes the blocks of c.
-func hashChunk(g *Geometry, data io.ReaderAt, h *hashes.BlockHasher, c *dataChunk) {
+// hashChunk reads and hashes the blocks of c; blocks inside known runs get
+// their run's digest without being read.
+func hashChunk(g *Geometry, data io.ReaderAt, runs []knownRun, h *hashes.BlockHasher, c *dataChunk) {
+	if len(runs) == 0 {
+		hashBlocks(g, data, h, c, 0, c.n)
+		return
+	}
+	first, end := c.first, c.first+uint64(c.n)
+	// The first run that ends after this chunk's first block.
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].end > first })
+	slot := g.DigestSlot
+	for pos := first; pos < end && c.err == nil; {
+		if i < len(runs) && runs[i].start <= pos {
+			stop := min(runs[i].end, end)
+			for b := pos; b < stop; b++ {
+				copy(c.digests[int(b-first)*slot:], runs[i].digest)
+			}
+			pos = stop
+			i++
+			continue
+		}
+		stop := end
+		if i < len(runs) && runs[i].start < end {
+			stop = runs[i].start
+		}
+		hashBlocks(g, data, h, c, int(pos-first), int(stop-first))
+		pos = stop
+	}
+}
+
+// hashBlocks reads and hashes blocks [from, to) of c (indexes in c).
+func hashBlocks(g *Geometry, data io.ReaderAt, h *hashes.BlockHasher, c *dataChunk, from, to int) {
 	dbs := g.DataBlockSize
-	buf := c.data[:c.n*dbs]
-	off := int64(c.first) * int64(dbs)
+	buf := c.data[from*dbs : to*dbs]
+	off := int64(c.first+uint64(from)) * int64(dbs)
 	if n, err := data.ReadAt(buf, off); n < len(buf) {
 		if err == nil || err == io.EOF {
 			err = fmt.Errorf("%w: the data ends at byte %d, but the tree covers %d blocks of %d bytes (%d bytes)",
 				io.ErrUnexpectedEOF, off+int64(n), g.DataBlocks, dbs, g.DataSize())
 		}
-		c.err = fmt.Errorf("reading data block %d: %w", c.first+uint64(n/dbs), err)
+		c.err = fmt.Errorf("reading data block %d: %w", c.first+uint64(from)+uint64(n/dbs), err)
 		return
 	}
-	h.HashBlocks(c.digests, g.DigestSlot, buf)
+	h.HashBlocks(c.digests[from*g.DigestSlot:], g.DigestSlot, buf)
 }
 
 // forEachDataChunk hashes all data blocks of g in chunks on jobs goroutines
 // and calls fn with each chunk, in order, from the calling goroutine. The
 // chunk is reused after fn returns.
 func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs int, fn func(*dataChunk) error) error {
+	return forEachDataChunkRuns(ctx, g, data, nil, jobs, fn)
+}
+
+// forEachDataChunkRuns is forEachDataChunk with known runs (see
+// BuildOptions.Runs), already checked by prepareRuns.
+func forEachDataChunkRuns(ctx context.Context, g *Geometry, data io.ReaderAt, runs []knownRun, jobs int, fn func(*dataChunk) error) error {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
@@ -150,7 +260,7 @@ func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs i
 				return err
 			}
 			setup(c, i)
-			hashChunk(g, data, h, c)
+			hashChunk(g, data, runs, h, c)
 			if c.err != nil {
 				return c.err
 			}
@@ -201,7 +311,7 @@ func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs i
 			defer wg.Done()
 			h := newHasher()
 			for c := range work {
-				hashChunk(g, data, h, c)
+				hashChunk(g, data, runs, h, c)
 				c.done <- struct{}{}
 			}
 		}()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,14 +35,18 @@ type fecResult struct {
 	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
 	Size         uint64 `json:"fec_size"`
 	inHash       bool
+	inData       bool
 }
 
 // planFEC checks the --fec-* flags against the tree; nil without FEC.
 func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo, inPlace bool) (*fecPlan, error) {
-	if o.fecDevice == "" {
+	if o.appendTree && !o.fecAppend && o.changed("fec-roots") {
+		return nil, cli.Errorf("add --fec to append error correction after the tree", "--fec-roots needs --fec with --append")
+	}
+	if o.fecDevice == "" && !o.fecAppend {
 		for _, name := range []string{"fec-roots", "fec-offset"} {
 			if o.changed(name) {
-				return nil, cli.Errorf("e.g. --fec-device="+hashPath+".fec", "--%s needs --fec-device", name)
+				return nil, cli.Errorf("e.g. --fec-device="+hashPath+".fec (or --append --fec to append it to DATA)", "--%s needs --fec-device", name)
 			}
 		}
 		return nil, nil
@@ -58,6 +63,11 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 	if o.fecOffset%bs != 0 {
 		return nil, cli.Errorf(fmt.Sprintf("round it up: --fec-offset=%d", roundUp(o.fecOffset, bs)),
 			"--fec-offset %d is not a multiple of the block size %d", o.fecOffset, bs)
+	}
+	if o.appendTree {
+		// avbtool's layout: the parity right after the tree, covering the
+		// image and the tree.
+		return &fecPlan{path: dataPath, roots: o.fecRoots, offset: g.HashEnd(), inHash: true}, nil
 	}
 	pl := &fecPlan{path: o.fecDevice, roots: o.fecRoots, offset: o.fecOffset}
 	info, err := os.Stat(o.fecDevice)
@@ -91,7 +101,7 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 
 // writeFEC computes the parity of the data and the tree just written to
 // hashOut and writes it where the plan says.
-func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath string, data *os.File, hashOut *output, jobs int) (*fecResult, error) {
+func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath string, data io.ReaderAt, hashOut *output, jobs int) (*fecResult, error) {
 	hashEnd := pl.offset
 	if pl.inHash {
 		// The parity covers the hash device up to itself; bytes between the
@@ -121,6 +131,9 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath str
 	}
 	if out != hashOut {
 		defer out.abort()
+		if err := out.checkDeviceRoom("FEC device", pl.offset+fp.ParitySize()); err != nil {
+			return nil, err
+		}
 	}
 	msg := g.FECMessage(fp, data, hashOut.f)
 	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.offset), jobs); err != nil {
@@ -135,5 +148,5 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath str
 		}
 	}
 	return &fecResult{Device: pl.path, Roots: pl.roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
-		Offset: pl.offset, Start: pl.offset / uint64(fp.BlockSize), Size: fp.ParitySize(), inHash: pl.inHash}, nil
+		Offset: pl.offset, Start: pl.offset / uint64(fp.BlockSize), Size: fp.ParitySize(), inHash: pl.inHash, inData: pl.inData}, nil
 }

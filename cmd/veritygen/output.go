@@ -60,10 +60,56 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64) (
 	return o, nil
 }
 
-// size returns the current size of the file written.
+// size returns the current size of the file written (of a block device:
+// its size).
 func (o *output) size() (uint64, error) {
-	off, err := o.f.Seek(0, io.SeekEnd)
-	return uint64(off), err
+	n, err := cli.Size(o.f)
+	return uint64(n), err
+}
+
+// checkDeviceRoom fails unless a block device written in place holds end
+// bytes; files grow as needed.
+func (o *output) checkDeviceRoom(role string, end uint64) error {
+	info, err := o.f.Stat()
+	if err != nil || !cli.IsBlockDevice(info) {
+		return err
+	}
+	size, err := cli.BlockDeviceSize(o.f)
+	if err != nil {
+		return cli.Errorf("", "%s %s: %v", role, o.path, err)
+	}
+	if size < end {
+		return cli.Errorf("use a larger device, or a file",
+			"%s %s is a block device of %d bytes, but what goes into it ends at byte %d", role, o.path, size, end)
+	}
+	return nil
+}
+
+// zero writes zeros over bytes [from, to).
+func (o *output) zero(from, to uint64) error {
+	if to <= from {
+		return nil
+	}
+	if _, err := o.f.WriteAt(make([]byte, to-from), int64(from)); err != nil {
+		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
+	}
+	return nil
+}
+
+// truncate cuts a regular file written in place down to n bytes; devices
+// keep their size.
+func (o *output) truncate(n uint64) error {
+	if !isRegular(o.f) {
+		return nil
+	}
+	size, err := o.size()
+	if err == nil && size > n {
+		err = o.f.Truncate(int64(n))
+	}
+	if err != nil {
+		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
+	}
+	return nil
 }
 
 // extend grows the file to at least n bytes (with zeros): a tree or FEC

@@ -23,23 +23,42 @@ import (
 
 const prog = "veritygen"
 
+// buildTree builds the tree; tests look at what it is given through it.
+var buildTree = merkle.Build
+
 const usage = `Usage: veritygen [flags] DATA [HASH]
+       veritygen --append [--fec] [flags] DATA
 
 Builds the dm-verity hash tree of DATA and writes it to HASH (default:
 DATA.verity), byte for byte as 'veritysetup format DATA HASH' would, then
 prints the parameters and the root hash. The flags have veritysetup's names
 and meanings.
 
+DATA may be a file or a block device. An Android sparse image (img2simg's
+format, known by its magic) is read as the image it expands to, without
+expanding it on disk, its CRC32 checksums (if it has any) checked first;
+--raw reads it as it is. Holes of a raw file and the FILL and DONT_CARE
+chunks of a sparse image are hashed once, not read.
+
 HASH is written under a temporary name and renamed when complete, so an
-interrupted run never leaves a partial tree under HASH. DATA is only read,
-except when HASH is DATA itself: then the tree is written into DATA at
---hash-offset, past the data (the only case where veritygen writes to DATA).
+interrupted run never leaves a partial tree under HASH; a block device is
+written in place, and must be large enough. DATA is only read, except:
+  - when HASH is DATA itself: the tree goes into DATA at --hash-offset,
+    past the data;
+  - with --append: DATA is padded with zeros to a whole block, then the
+    tree (no superblock) and, with --fec, the error correction are
+    appended to it, as avbtool lays out Android images. The image's own
+    bytes are not changed. An interrupted --append leaves DATA longer than
+    it was: run the same command again with --data-size=<original size>
+    (the error message gives it) and the result is that of an
+    uninterrupted run.
 
 Examples:
   veritygen system.img                       tree in system.img.verity
   veritygen --root-hash-file=root.hex system.img system.verity
   veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
   veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
+  veritygen --append --fec --ignore-zero-blocks --data-device=/dev/sda5 system.img
   veritygen --json system.img | jq -r .root_hash
 
 Flags:
@@ -61,6 +80,11 @@ type options struct {
 	json         bool
 	jobs         int
 	noProgress   bool
+	raw          bool
+	appendTree   bool
+	fecAppend    bool
+	dataSize     uint64
+	boot         bootFlags
 }
 
 func (o *options) changed(name string) bool { return o.tree.Changed(name) }
@@ -74,10 +98,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
+	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
+	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
+	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
+	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	o.boot.register(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		cli.Report(stderr, prog, cli.WithHint(err, "see veritygen --help"))
@@ -92,23 +121,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			"expected DATA and optionally HASH, got %d arguments", fs.NArg()))
 		return cli.ExitError
 	}
+	if o.appendTree && fs.NArg() != 1 {
+		cli.Report(stderr, prog, cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
+			"--append writes the tree into DATA; got a HASH argument (%s) too", fs.Arg(1)))
+		return cli.ExitError
+	}
 	if o.jobs < 1 {
 		cli.Report(stderr, prog, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
 		return cli.ExitError
 	}
 	data := fs.Arg(0)
 	hash := data + ".verity"
-	if fs.NArg() == 2 {
+	switch {
+	case fs.NArg() == 2:
 		hash = fs.Arg(1)
+	case o.appendTree:
+		hash = data
 	}
 	showProgress := false
 	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
 		showProgress = cli.IsTerminal(f)
 	}
-	res, err := generate(ctx, &o, data, hash, stderr, showProgress)
+	res, err := generate(ctx, &o, data, hash, fs.NArg() == 2, stderr, showProgress)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			err = errors.New("interrupted; nothing was written under HASH")
+			if o.appendTree {
+				err = errors.New("interrupted; nothing was written")
+			}
 		}
 		cli.Report(stderr, prog, err)
 		return cli.ExitError
@@ -138,6 +178,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			}
 		}
 		h.Print(stdout)
+		if a := res.appendResult; a != nil {
+			fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
+			fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
+			if res.fecResult != nil {
+				fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
+			}
+			fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
+		}
+		if o.boot.wanted() && res.bootParams != nil {
+			fmt.Fprintf(stdout, "Kernel table:    \t%s\n", res.Table)
+			fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
+			fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
+		}
 	}
 	return cli.ExitOK
 }
@@ -162,21 +215,52 @@ type result struct {
 	// UncoveredBytes counts the bytes of DATA after the last covered block
 	// that the tree does not protect.
 	UncoveredBytes uint64 `json:"uncovered_bytes"`
+	// DataFormat is "raw", or "android-sparse" for a sparse image read as
+	// the image it expands to.
+	DataFormat string `json:"data_format"`
+	// DataSize is the number of bytes the tree covers (data_blocks times
+	// data_block_size).
+	DataSize uint64 `json:"data_size"`
 	*fecResult
+	*appendResult
+	*bootParams
 	separate bool
 }
 
-func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr io.Writer, showProgress bool) (*result, error) {
+// appendResult is what the report says of an --append layout: DATA is the
+// image (original_size bytes), zeros up to data_size, the tree at
+// hash_offset, the FEC at fec_offset, image_size bytes in all.
+type appendResult struct {
+	OriginalSize uint64 `json:"original_size"`
+	ImageSize    uint64 `json:"image_size"`
+}
+
+func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGiven bool, stderr io.Writer, showProgress bool) (*result, error) {
 	p, err := o.tree.Params()
 	if err != nil {
 		return nil, err
 	}
+	if err := checkModeFlags(o); err != nil {
+		return nil, err
+	}
+	if err := o.boot.check(); err != nil {
+		return nil, err
+	}
 
-	dataFile, dataSize, err := cli.OpenImage("DATA", dataPath)
+	src, err := openData(dataPath, o.raw, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer dataFile.Close()
+	defer src.Close()
+	dataFile, dataSize := src.f, src.size
+	dataInfo, err := dataFile.Stat()
+	if err != nil {
+		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))
+	}
+	if cli.IsBlockDevice(dataInfo) && !hashGiven && !o.appendTree {
+		return nil, cli.Errorf(fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
+			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
+	}
 
 	hashInfo, err := os.Stat(hashPath)
 	hashExists := err == nil
@@ -187,10 +271,13 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		return nil, cli.Errorf("name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
 			"HASH %s is a directory", hashPath)
 	}
-	dataInfo, _ := dataFile.Stat()
 	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
 	if err := checkRootHashFile(o.rootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
 		return nil, err
+	}
+	if src.sparse != nil && (inPlace || o.appendTree) {
+		return nil, cli.Errorf(fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
+			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
 	}
 
 	dbs := uint64(p.DataBlockSize)
@@ -200,16 +287,22 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	if !p.Superblock {
 		align = max(align, uint64(p.HashBlockSize))
 	}
-	if inPlace {
+	var ap *appendResult
+	switch {
+	case o.appendTree:
+		if ap, err = planAppend(o, &p, dataPath, dataInfo, dataSize); err != nil {
+			return nil, err
+		}
+	case inPlace:
 		if !o.tree.Changed("hash-offset") {
-			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d)", roundUp(uint64(dataSize), align), align),
+			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
 				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
 		}
 		if !o.tree.Changed("data-blocks") {
 			// The tree's own area is not data: cover the blocks before it.
 			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
 		}
-	} else if !o.tree.Changed("data-blocks") {
+	case !o.tree.Changed("data-blocks"):
 		p.DataBlocks = uint64(dataSize) / dbs
 	}
 	if p.DataBlocks == 0 {
@@ -223,7 +316,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		return nil, cli.Errorf(fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
 			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
 	}
-	if p.DataBlocks > uint64(dataSize)/dbs { // not DataBlocks*dbs, which may overflow
+	if p.DataBlocks > uint64(dataSize)/dbs && ap == nil { // not DataBlocks*dbs, which may overflow
 		need := fmt.Sprint(p.DataBlocks * dbs)
 		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
 			need = "more than 2^64"
@@ -262,16 +355,34 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	if err != nil {
 		return nil, err
 	}
+	if fl != nil && fl.inData && src.sparse != nil {
+		return nil, cli.Errorf("write the error correction to a file of its own, e.g. --fec-device="+dataPath+".fec",
+			"DATA %s is an Android sparse image: error correction cannot go inside it", dataPath)
+	}
 	if p.DataBlockSize > 4096 {
 		cli.Warn(stderr, prog, "Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
 	}
 	covered := g.DataSize()
-	uncovered := uint64(dataSize) - covered
-	if inPlace {
+	var uncovered uint64
+	switch {
+	case ap != nil: // the padding makes the image whole blocks
+	case inPlace:
 		uncovered = min(uint64(dataSize), p.HashOffset) - covered
+	default:
+		uncovered = uint64(dataSize) - covered
 	}
 	if uncovered > 0 && !o.tree.Changed("data-blocks") {
 		cli.Warn(stderr, prog, "the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", uncovered, dbs)
+	}
+	// Where the writes to the hash output end: the tree, or the parity
+	// after it in the same file.
+	outEnd := g.HashEnd()
+	if fl != nil && fl.inHash {
+		fp, err := g.FECParams(fl.roots, fl.offset)
+		if err != nil {
+			return nil, err
+		}
+		outEnd = fl.offset + fp.ParitySize()
 	}
 
 	// merkle.Build writes the superblock before it first looks at ctx, and
@@ -280,9 +391,8 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
 	var hashOut *output
-	if inPlace {
+	if inPlace || ap != nil {
 		hashOut, err = openInPlace(dataPath, "DATA")
 	} else {
 		// Bytes of an existing HASH outside the tree are kept, as
@@ -298,10 +408,33 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		return nil, err
 	}
 	defer hashOut.abort()
-	root, err := merkle.Build(ctx, g, dataFile, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update})
+	role := "HASH"
+	if inPlace || ap != nil {
+		role = "DATA"
+	}
+	if err := hashOut.checkDeviceRoom(role, outEnd); err != nil {
+		return nil, err
+	}
+	if ap != nil {
+		// The padding: zeros from the original end to the tree, written
+		// (not only left as a hole) since a previous, interrupted run may
+		// have left other bytes there.
+		if err := hashOut.zero(ap.OriginalSize, g.HashOffset); err != nil {
+			return nil, err
+		}
+	}
+	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
+	runs := src.runs(p.DataBlockSize, g.DataBlocks)
+	root, err := buildTree(ctx, g, src.r, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
 	var fecRes *fecResult
 	if err == nil && fl != nil {
-		fecRes, err = writeFEC(ctx, g, fl, dataPath, dataFile, hashOut, o.jobs)
+		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.r, hashOut, o.jobs)
+	}
+	if err == nil && ap != nil {
+		// Drop what a previous, interrupted or longer, run left past the
+		// end: the file ends with the tree or its parity.
+		ap.ImageSize = outEnd
+		err = hashOut.truncate(outEnd)
 	}
 	if err == nil {
 		err = hashOut.commit()
@@ -310,6 +443,10 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 	if err != nil {
 		if hashOut.tmp == "" && errors.Is(err, context.Canceled) {
 			// Written in place, not through a temporary file.
+			if ap != nil {
+				return nil, cli.Errorf(fmt.Sprintf("run the same command again with --data-size=%d to finish it", ap.OriginalSize),
+					"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", dataPath, ap.OriginalSize)
+			}
 			return nil, cli.Errorf("run veritygen again to write the whole tree",
 				"interrupted; the tree in %s from byte %d is incomplete", hashPath, g.HashOffset)
 		}
@@ -337,13 +474,120 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, stderr
 		DataFile:       dataPath,
 		HashFile:       hashPath,
 		UncoveredBytes: uncovered,
-		separate:       !inPlace,
+		DataFormat:     src.format(),
+		DataSize:       covered,
+		separate:       !inPlace && ap == nil,
 		fecResult:      fecRes,
+		appendResult:   ap,
 	}
 	if g.Superblock {
 		res.UUID = cli.FormatUUID(g.UUID)
 	}
+	if devs, err := o.bootDevices(dataPath, hashPath, inPlace || ap != nil, fecRes); err == nil {
+		res.bootParams = makeBootParams(g, root, devs, &o.boot, fecRes)
+	} else if o.boot.wanted() {
+		// The tree is written: say why the boot parameters are missing.
+		return nil, err
+	}
 	return res, nil
+}
+
+// checkModeFlags checks the flags of --append and --raw against the others.
+func checkModeFlags(o *options) error {
+	if !o.appendTree {
+		for _, name := range []string{"fec", "data-size"} {
+			if o.changed(name) {
+				return cli.Errorf("e.g. veritygen --append --"+name+" ... DATA", "--%s needs --append", name)
+			}
+		}
+		return nil
+	}
+	for _, c := range []struct{ flag, hint string }{
+		{"hash-offset", "the tree goes right after the image, padded to a whole block"},
+		{"data-blocks", "--append covers the whole image, padded to a whole block"},
+		{"fec-device", "--fec appends the error correction after the tree"},
+		{"fec-offset", "--fec appends the error correction after the tree"},
+	} {
+		if o.changed(c.flag) {
+			return cli.Errorf("leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+		}
+	}
+	if o.changed("data-size") && o.dataSize == 0 {
+		return cli.Errorf("give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+	}
+	return nil
+}
+
+// planAppend lays out --append: the tree right after the image padded to a
+// whole data and hash block, and fills p in.
+func planAppend(o *options, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, size int64) (*appendResult, error) {
+	orig := uint64(size)
+	if cli.IsBlockDevice(dataInfo) && !o.changed("data-size") {
+		return nil, cli.Errorf("give the size of the image on it: --data-size=BYTES",
+			"DATA %s is a block device: --append cannot grow it, and needs --data-size to know where the image ends", dataPath)
+	}
+	if o.changed("data-size") {
+		if o.dataSize > orig {
+			return nil, cli.Errorf("give the image's size before the interrupted --append, no more than DATA's current size",
+				"--data-size %d is more than DATA %s's %d bytes", o.dataSize, dataPath, size)
+		}
+		orig = o.dataSize
+	}
+	if orig == 0 {
+		return nil, cli.Errorf("", "DATA %s is empty", dataPath)
+	}
+	// Both block sizes are powers of two: the larger is a multiple of the
+	// other.
+	align := uint64(max(p.DataBlockSize, p.HashBlockSize))
+	padded := roundUp(orig, align)
+	if padded < orig || padded > 1<<62 {
+		return nil, cli.Errorf("", "DATA %s is too large", dataPath)
+	}
+	if o.changed("no-superblock") && !o.tree.NoSuperblock {
+		return nil, cli.Errorf("leave --no-superblock out: --append writes no superblock, as avbtool", "--append writes no superblock; --no-superblock=false contradicts it")
+	}
+	p.Superblock = false
+	p.HashOffset = padded
+	p.DataBlocks = padded / uint64(p.DataBlockSize)
+	return &appendResult{OriginalSize: orig}, nil
+}
+
+// bootDevices returns the device names for the table: the flags', or the
+// paths as given.
+func (o *options) bootDevices(dataPath, hashPath string, treeInData bool, f *fecResult) (bootDevices, error) {
+	b := &o.boot
+	d := bootDevices{data: dataPath, hash: hashPath}
+	if b.dataDevice != "" {
+		d.data = b.dataDevice
+	}
+	switch {
+	case b.hashDevice != "":
+		d.hash = b.hashDevice
+	case treeInData:
+		d.hash = d.data
+	}
+	if f != nil {
+		switch {
+		case f.inHash:
+			d.fec = d.hash
+		case f.inData:
+			d.fec = d.data
+		case b.fecDevice != "":
+			d.fec = b.fecDevice
+		default:
+			d.fec = f.Device
+		}
+	}
+	for _, n := range []struct{ role, flag, v string }{{"DATA", "data-device", d.data}, {"HASH", "hash-device", d.hash}, {"the FEC device", "fec-device-name", d.fec}} {
+		if n.v == "" && n.role == "the FEC device" {
+			continue
+		}
+		if err := checkDeviceName(n.v); err != nil {
+			return d, cli.Errorf(fmt.Sprintf("name the device for the table: --%s=/dev/...", n.flag),
+				"the kernel table names %s by its path, and %q %v", n.role, n.v, err)
+		}
+	}
+	return d, nil
 }
 
 // checkRootHashFile refuses a --root-hash-file that would replace DATA or

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 )
 
-// OpenImage opens an image for reading and returns its size; role names it
-// in errors ("DATA", "HASH"). Directories are refused.
+// OpenImage opens an image for reading and returns its size (a block
+// device's from the BLKGETSIZE64 ioctl, see Size); role names it in errors
+// ("DATA", "HASH"). Directories are refused.
 func OpenImage(role, path string) (*os.File, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -26,8 +26,7 @@ func OpenImage(role, path string) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, Errorf("give the image file, not its directory", "%s %s is a directory", role, path)
 	}
-	// Seek works for block devices too, whose Stat size is 0.
-	size, err := f.Seek(0, io.SeekEnd)
+	size, err := Size(f)
 	if err != nil {
 		f.Close()
 		return nil, 0, Errorf("", "%s %s: %v", role, path, UnwrapPath(err))

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/sparse"
+)
+
+// dataSource is what the tree is built from: DATA as it is, or the image an
+// Android sparse DATA expands to (read through the sparse index, never
+// expanded on disk).
+type dataSource struct {
+	path   string
+	f      *os.File // DATA itself
+	r      io.ReaderAt
+	size   int64         // of the image the tree covers (expanded for sparse)
+	sparse *sparse.Image // nil for a raw image
+}
+
+// openData opens DATA and, unless raw, reads it as an Android sparse image
+// when it starts with the sparse magic.
+func openData(path string, raw bool, stderr io.Writer) (*dataSource, error) {
+	f, size, err := cli.OpenImage("DATA", path)
+	if err != nil {
+		return nil, err
+	}
+	s := &dataSource{path: path, f: f, r: f, size: size}
+	if raw || !sparse.IsSparse(f) {
+		return s, nil
+	}
+	im, err := sparse.Open(f, size)
+	if err == nil {
+		// CRC32 chunks and the header's image CRC are rare (img2simg
+		// writes neither); when there are some, check them before the
+		// data they protect is blessed by a tree. CheckCRC costs one read
+		// of the RAW chunks, and nothing when there are no checksums.
+		err = im.CheckCRC()
+	}
+	if err != nil {
+		f.Close()
+		return nil, sparseError(path, err)
+	}
+	if n := im.Trailing(); n > 0 {
+		cli.Warn(stderr, prog, "DATA %s has %d bytes after its last sparse chunk; they are ignored, as simg2img ignores them", path, n)
+	}
+	s.r, s.size, s.sparse = im, im.Size(), im
+	return s, nil
+}
+
+// sparseError is the user's message for an error of the sparse reader.
+func sparseError(path string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "sparse: ")
+	switch {
+	case errors.Is(err, sparse.ErrFormat):
+		return cli.Errorf("if DATA is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
+			"DATA %s is a malformed Android sparse image: %s", path, msg)
+	case errors.Is(err, sparse.ErrChecksum):
+		return cli.Errorf("the sparse image is damaged; make it again (img2simg) or fetch it again",
+			"DATA %s is an Android sparse image whose checksum does not match: %s", path, msg)
+	}
+	return cli.Errorf("", "reading the Android sparse image DATA %s: %s", path, msg)
+}
+
+// format names the kind of DATA for the report.
+func (s *dataSource) format() string {
+	if s.sparse != nil {
+		return "android-sparse"
+	}
+	return "raw"
+}
+
+func (s *dataSource) Close() error { return s.f.Close() }
+
+// runs lists the data blocks of the first blocks whose content is known
+// without reading them: FILL and DONT_CARE chunks of a sparse image, holes
+// of a raw regular file.
+func (s *dataSource) runs(dbs int, blocks uint64) []merkle.Run {
+	if s.sparse != nil {
+		return sparseRuns(s.sparse.Extents(), s.sparse.BlockSize(), dbs, blocks)
+	}
+	if info, err := s.f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	return holeRuns(s.f, dbs, blocks)
+}
+
+// sparseRuns maps the FILL and DONT_CARE extents of a sparse image (in its
+// block size sbs) to runs of whole data blocks of dbs bytes, among the
+// first blocks. A data block is in a run only if it lies entirely inside
+// one stretch of a single 4-byte pattern (DONT_CARE reads as the pattern
+// 0): adjacent FILL and DONT_CARE extents of the same content are joined
+// first, so a data block across their border counts too. Every pattern
+// starts at an offset that is a multiple of 4 (chunks start at multiples of
+// the sparse block size, itself a multiple of 4), and so does every data
+// block: each such data block is the pattern repeated from its first byte.
+func sparseRuns(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
+	type region struct {
+		start, end uint64 // bytes
+		fill       uint32
+	}
+	var regions []region
+	for _, e := range extents {
+		if e.Kind != sparse.Fill && e.Kind != sparse.DontCare {
+			continue
+		}
+		start, end := e.Start*uint64(sbs), (e.Start+e.Blocks)*uint64(sbs)
+		if n := len(regions); n > 0 && regions[n-1].end == start && regions[n-1].fill == e.Fill {
+			regions[n-1].end = end
+			continue
+		}
+		regions = append(regions, region{start, end, e.Fill}) // DontCare has Fill 0
+	}
+	var runs []merkle.Run
+	b := uint64(dbs)
+	for _, r := range regions {
+		first, last := (r.start+b-1)/b, min(r.end/b, blocks)
+		if last <= first {
+			continue
+		}
+		run := merkle.Run{Start: first, Count: last - first}
+		if r.fill != 0 {
+			run.Pattern = binary.LittleEndian.AppendUint32(nil, r.fill)
+		}
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// maxHoleRuns bounds the memory a very fragmented file can take: past it,
+// the rest of the file is read as usual.
+const maxHoleRuns = 1 << 20
+
+// holeRuns finds the holes of the regular file f with SEEK_DATA and
+// SEEK_HOLE and returns the data blocks of the first blocks that lie
+// entirely inside one, as runs of zeros. A file system without hole
+// support reports none, and an error stops the search: the blocks not in
+// a run are read, so the tree is right either way.
+func holeRuns(f *os.File, dbs int, blocks uint64) []merkle.Run {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var runs []merkle.Run
+	rc.Control(func(fd uintptr) {
+		runs = findHoles(func(off int64, whence int) (int64, error) {
+			return unix.Seek(int(fd), off, whence)
+		}, dbs, blocks)
+	})
+	return runs
+}
+
+// findHoles is holeRuns on a seek function (lseek with SEEK_DATA and
+// SEEK_HOLE, or a test's).
+func findHoles(seek func(off int64, whence int) (int64, error), dbs int, blocks uint64) []merkle.Run {
+	b := uint64(dbs)
+	end := blocks * b
+	var runs []merkle.Run
+	add := func(from, to uint64) { // a hole from byte from to byte to
+		first, last := (from+b-1)/b, min(to, end)/b
+		if last > first {
+			runs = append(runs, merkle.Run{Start: first, Count: last - first})
+		}
+	}
+	for off := uint64(0); off < end && len(runs) < maxHoleRuns; {
+		data, err := seek(int64(off), unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			add(off, end) // no data from off on: a hole up to the end
+			break
+		}
+		if err != nil || data < int64(off) {
+			break // no SEEK_DATA here: read everything left
+		}
+		if uint64(data) > off {
+			add(off, uint64(data))
+		}
+		if uint64(data) >= end {
+			break
+		}
+		hole, err := seek(data, unix.SEEK_HOLE)
+		if err != nil || hole <= data {
+			break
+		}
+		off = uint64(hole)
+	}
+	return runs
+}
