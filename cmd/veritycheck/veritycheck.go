@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -20,17 +21,33 @@ import (
 const prog = "veritycheck"
 
 const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
+       veritycheck --root-hash HEX --fec-device FEC [--repair] [flags] DATA [HASH]
        veritycheck --dump [--hash-offset BYTES] HASH
 
 Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
 against a root hash, as 'veritysetup verify' does, but finds every
 corrupted block, not just the first: each data block against the tree, each
 hash block against its parent, the top block against the root hash, and the
-zero padding of hash blocks and superblock. DATA and HASH are only read.
+zero padding of hash blocks and superblock. DATA and HASH are only read,
+except with --repair.
 
 The tree's parameters come from the superblock at --hash-offset in HASH; a
 tree made with --no-superblock needs them given again (same flags as
 veritygen, and --salt is then required).
+
+With --fec-device, the Reed-Solomon parity that veritygen or 'veritysetup
+format' wrote there (same --fec-device, --fec-offset and --fec-roots; the
+parity may be in its own file, in HASH past the tree, or in DATA) rebuilds
+the corrupted blocks: each is decoded as a known erasure, and the image with
+the rebuilt blocks in place is verified against the tree before anything is
+trusted, so wrong parity or parameters can only end in "cannot recover".
+veritycheck then says what it can repair. --repair writes the rebuilt blocks
+back into DATA and HASH, in place, and verifies again from the disk: it is
+the only time veritycheck writes, and it writes only when every corrupted
+block can be rebuilt (otherwise it names those it cannot recover and writes
+nothing). The parity does not cover the superblock (in veritysetup's format
+it starts at the tree): its reserved and padding bytes, and the zeros up to
+the tree, are restored from the superblock's own fields.
 
 --dump prints the superblock as 'veritysetup dump' does.
 
@@ -40,6 +57,8 @@ Examples:
   veritycheck --no-superblock --hash=blake2b-256 --salt=- --root-hash-file=root.hex system.img tree.bin
   veritycheck --hash-offset=1073741824 --root-hash-file=root.hex disk.img disk.img
   veritycheck --json --root-hash-file=root.hex system.img | jq .problems
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 system.img
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 --repair system.img
   veritycheck --dump system.img.verity
 
 Flags:
@@ -48,7 +67,8 @@ Flags:
 const exitCodes = `
 Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
-  1  corruption found, or the root hash is not this tree's
+     (with --repair: are so again after the repair)
+  1  corruption found (and not repaired), or the root hash is not this tree's
   2  anything else: bad usage, unreadable or malformed input, I/O error
 `
 
@@ -61,6 +81,10 @@ type options struct {
 	jobs         int
 	maxProblems  int
 	noProgress   bool
+	fecDevice    string
+	fecOffset    uint64
+	fecRoots     int
+	repair       bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
@@ -72,6 +96,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex)")
 	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
 	o.tree.Register(fs)
+	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
+	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
@@ -137,7 +165,7 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
 	}
-	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file") {
+	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair") {
 		if o.tree.Changed(name) {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
@@ -258,6 +286,7 @@ type result struct {
 	UncheckedHashBlocks uint64    `json:"unchecked_hash_blocks"`
 	Problems            []problem `json:"problems"`
 	ProblemsTruncated   bool      `json:"problems_truncated"`
+	*repairJSON
 }
 
 type problem struct {
@@ -275,6 +304,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	if o.jobs < 1 {
 		return cli.ExitError, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	if err := fecFlagsWithoutDevice(o); err != nil {
+		return cli.ExitError, err
 	}
 	dataPath := args[0]
 	hashPath := dataPath + ".verity"
@@ -364,10 +396,22 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			hashPath, hashSize, g.HashEnd())
 	}
 
-	// Verify takes 0 to mean its default; here it means list none.
+	var parity *fecSetup
+	if o.fecDevice != "" {
+		if parity, err = openFEC(o, g, dataInfo, hashInfo, hashPath, hashSize); err != nil {
+			return cli.ExitError, err
+		}
+		defer parity.close()
+	}
+
+	// Verify takes 0 to mean its default; here it means list none. Error
+	// correction needs every corrupted block.
 	maxProblems := o.maxProblems
 	if maxProblems == 0 {
 		maxProblems = 1
+	}
+	if parity != nil {
+		maxProblems = -1
 	}
 	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
 	rep, err := merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
@@ -376,32 +420,84 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return cli.ExitError, err
 	}
+
+	// Error correction: plan (nothing written), then with --repair write
+	// and verify again from the disk.
+	var rp *repairPlan
+	var after *merkle.VerifyReport
+	if parity != nil && !rep.OK() {
+		if rp, err = planRepair(ctx, g, parity, dataFile, hashFile, inPlace, root, rep, o.jobs); err != nil {
+			return cli.ExitError, err
+		}
+		if o.repair && rp.whole() {
+			if err := ctx.Err(); err != nil {
+				return cli.ExitError, err
+			}
+			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
+				return cli.ExitError, err
+			}
+			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
+			after, err = merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
+				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1})
+			bar.Finish()
+			if err != nil {
+				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
+			}
+		}
+	}
+	verified := rep.OK() || after != nil && after.OK()
+
 	if o.maxProblems >= 0 && len(rep.Problems) > o.maxProblems {
 		rep.Problems, rep.Truncated = rep.Problems[:o.maxProblems], true
 	}
-
 	if o.json {
-		res := &result{Verified: rep.OK(), params: paramsJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
+		res := &result{Verified: verified, params: paramsJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
 			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
 		for _, pr := range rep.Problems {
 			res.Problems = append(res.Problems, toProblem(pr))
 		}
+		if parity != nil {
+			res.repairJSON = newRepairJSON(parity, rp, after != nil, o.maxProblems)
+		}
 		if err := writeJSON(stdout, res); err != nil {
 			return cli.ExitError, err
 		}
 	} else {
 		printProblems(stdout, rep, dataPath, hashPath)
+		if rp != nil {
+			printRepair(stdout, rp, after != nil, o.maxProblems, dataPath, hashPath, parity.path)
+		}
 	}
-	if rep.OK() {
+	switch {
+	case verified:
 		if !o.json {
 			fmt.Fprintf(stdout, "verified: %d data blocks of %d bytes and %d hash blocks match root hash %x\n",
 				g.DataBlocks, g.DataBlockSize, g.HashBlocks, root)
 		}
 		return cli.ExitOK, nil
+	case after != nil:
+		return cli.ExitCorrupt, cli.WithHint(fmt.Errorf("the repair was written, but verification still fails: %v", summary(after)),
+			"run veritycheck again to list what is left")
+	case rp == nil:
+		return cli.ExitCorrupt, summary(rep)
+	case rp.whole():
+		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+rp.count(),
+			"%v; --repair can fix all of it: %s", summary(rep), rp.describe(parity.path))
 	}
-	return cli.ExitCorrupt, summary(rep)
+	hint := "nothing was written"
+	if !o.repair {
+		hint = "nothing can be written back: --repair would refuse too"
+	}
+	if rep.RootMismatch {
+		hint += "\nthe top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
+	}
+	if rp.unchecked > 0 {
+		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.unchecked)
+	}
+	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
+		summary(rep), parity.path, describeLost(rp.lost), lostReasons(rp.lost))
 }
 
 func toProblem(pr *merkle.CorruptionError) problem {
