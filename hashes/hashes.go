@@ -121,6 +121,14 @@ var generic = &implementation{
 // name (for example VERITYTREE_HASH_IMPL=generic), for tests and for users
 // who want to compare. An implementation the machine cannot run, or a name
 // an algorithm does not have, falls back to that algorithm's default.
+//
+// Every algorithm has "generic" (its streaming hash, one block at a time).
+// On amd64 there are also, chosen at init from the CPU's features:
+// "avx512" for every algorithm (one block per vector lane: 16 for SHA-1 and
+// SHA-256, 8 for SHA-512, 2×8 for BLAKE2b-256), "avx2" for BLAKE2b-256 (4
+// lanes) and "shani4" for SHA-256 (4 interleaved SHA-NI streams);
+// Algorithm.Implementations lists what this machine runs, the default
+// first. Building with the purego tag leaves out all assembly.
 const ImplEnv = "VERITYTREE_HASH_IMPL"
 
 // Implementations returns the names of the bulk implementations of a that
