@@ -1,8 +1,10 @@
 #!/bin/busybox sh
 # The guest's /init. Loads the modules, then for each line of /etc/vt/cases
-#   NAME DATA_PART HASH_PART SECTORS FORMAT DBS HBS BLOCKS HASH_START ALG ROOT SALT [N ARGS...]
-# (a FEC device among the ARGS is named /dev/vdaN)
-# maps a dm-verity target over those partitions of the virtio disk vda and
+#   NAME SECTORS TABLE...
+# (TABLE: veritygen's table, as is: FORMAT /dev/vdaD /dev/vdaH DBS HBS
+# BLOCKS HASH_START ALG ROOT SALT [N ARGS...], a FEC device among the ARGS
+# named /dev/vdaN) maps the dm-verity target "0 SECTORS verity TABLE" over
+# those partitions of the virtio disk vda and
 # reads the whole mapped device; it reports on the console, each line
 # starting with "@@VT ", then powers off. The mapped devices stay until the
 # end, when one dmsetup call lists them all (each call costs under TCG).
@@ -43,9 +45,9 @@ dmesg -c > /dev/null
 # the end.
 uevent sh -c 'if [ -n "$DM_VERITY_ERR_BLOCK_NR" ]; then echo "$DEVNAME $DM_VERITY_ERR_BLOCK_NR"; elif [ "$DEVNAME $ACTION" = "vda change" ]; then echo end; fi >> /tmp/verity-errors' &
 
-while read -r name dp hp sectors rest; do
+while read -r name sectors rest; do
 	say CASE $name
-	table="0 $sectors verity ${rest%% *} /dev/vda$dp /dev/vda$hp ${rest#* }"
+	table="0 $sectors verity $rest"
 	say TABLE $table
 	# The kernel names the FEC device by its major:minor in its own table.
 	case "$table" in

@@ -180,6 +180,13 @@ type veritygenJSON struct {
 	FECOffset      uint64 `json:"fec_offset"`
 	FECStart       uint64 `json:"fec_start"` // the table's fec_start
 	FECSize        uint64 `json:"fec_size"`
+	// The kernel table veritygen prints for the device names it was given
+	// (--data-device, --hash-device, --fec-device-name): the target's
+	// arguments, without "0 SECTORS verity", and the target's length.
+	Table        string `json:"table"`
+	TableSectors uint64 `json:"table_sectors"`
+	DMModCreate  string `json:"dm_mod_create"`
+	AndroidDM    string `json:"android_dm"`
 }
 
 // prepared is a case with its images on disk and what the kernel must show.
@@ -189,8 +196,8 @@ type prepared struct {
 	dataPart int // partition numbers on the guest's disk
 	hashPart int
 	fecPart  int
-	table    string // the table line after "0 SECTORS verity FORMAT DATA HASH"
-	sectors  uint64
+	table    string // veritygen's table: the line after "0 SECTORS verity"
+	sectors  uint64 // veritygen's table_sectors
 	wantSHA  string // SHA-256 of the covered data
 	wantSize uint64
 	flipped  int   // the data block spoiled
@@ -295,9 +302,13 @@ func runVeritygen(t *testing.T, veritygen, name string, args []string) veritygen
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
 // prepare writes the case's images, builds the tree (and the error
-// correction) with veritygen, spoils what the case says, and makes the
-// table from veritygen's --json report. The images (one, data and hash, or
-// data, hash and FEC) are appended to parts.
+// correction) with veritygen, naming the partitions the guest will see
+// (/dev/vdaN) with --data-device, --hash-device and --fec-device-name, and
+// the case's table options with their flags, spoils what the case says,
+// and takes the table from veritygen's --json report (`table`,
+// `table_sectors`), checked against the one the harness makes itself from
+// the report's other fields. The images (one, data and hash, or data, hash
+// and FEC) are appended to parts.
 func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]partition) *prepared {
 	t.Helper()
 	if c.alg == "" {
@@ -337,6 +348,28 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	}
 	if c.dataBlocks > 0 {
 		args = append(args, "--data-blocks="+strconv.Itoa(c.dataBlocks))
+	}
+	// The partitions the images will be on, in the order appended below:
+	// data, hash (unless in the image), FEC (in a file of its own).
+	p.dataPart = len(*parts) + 1
+	p.hashPart = p.dataPart
+	if !c.inPlace {
+		p.hashPart = p.dataPart + 1
+	}
+	switch c.fec {
+	case "file":
+		p.fecPart = p.hashPart + 1
+	case "hash":
+		p.fecPart = p.hashPart
+	case "data":
+		p.fecPart = p.dataPart
+	}
+	args = append(args, "--data-device="+vda(p.dataPart), "--hash-device="+vda(p.hashPart))
+	if c.fec == "file" {
+		args = append(args, "--fec-device-name="+vda(p.fecPart))
+	}
+	for _, o := range c.opts { // ignore_zero_blocks: --ignore-zero-blocks
+		args = append(args, "--"+strings.ReplaceAll(o, "_", "-"))
 	}
 	if c.inPlace {
 		hash = data
@@ -444,42 +477,70 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	}
 
 	*parts = append(*parts, partition{name: c.name, path: data})
-	p.dataPart = len(*parts)
-	p.hashPart = p.dataPart
 	if !c.inPlace {
 		*parts = append(*parts, partition{name: c.name + " hash", path: hash})
-		p.hashPart = len(*parts)
 	}
-	switch c.fec {
-	case "file":
+	if c.fec == "file" {
 		*parts = append(*parts, partition{name: c.name + " fec", path: fecPath})
-		p.fecPart = len(*parts)
-	case "hash":
-		p.fecPart = p.hashPart
-	case "data":
-		p.fecPart = p.dataPart
+	}
+	if n := len(*parts); n != max(p.dataPart, p.hashPart, p.fecPart) {
+		t.Fatalf("%s: %d partitions, but the table names partitions %d, %d, %d", c.name, n, p.dataPart, p.hashPart, p.fecPart)
 	}
 
-	salt := vg.Salt
-	if salt == "" {
-		salt = "-"
+	// The kernel loads veritygen's own table, verbatim; the harness's,
+	// made from the other fields, must be the same, so that a bug in
+	// either shows.
+	p.table, p.sectors = vg.Table, vg.TableSectors
+	if want := p.expectedTable(); p.table != want {
+		t.Fatalf("%s: veritygen's table\n  %q\nthe harness makes\n  %q", c.name, p.table, want)
 	}
-	p.sectors = vg.DataBlocks * vg.DataBlockSize / 512
-	p.table = fmt.Sprintf("%d %d %d %d %s %s %s", vg.DataBlockSize, vg.HashBlockSize, vg.DataBlocks,
-		vg.HashStartBlock, vg.HashAlgorithm, vg.RootHash, salt)
-	opts := slices.Clone(c.opts)
-	if c.fec != "" {
-		opts = append(opts, "use_fec_from_device", p.fecDevice(), "fec_roots", strconv.Itoa(vg.FECRoots),
-			"fec_blocks", strconv.FormatUint(vg.FECBlocks, 10), "fec_start", strconv.FormatUint(vg.FECStart, 10))
+	if p.sectors != p.wantSize/512 {
+		t.Fatalf("%s: veritygen's table_sectors %d, want %d (%d bytes covered)", c.name, p.sectors, p.wantSize/512, p.wantSize)
 	}
-	if len(opts) > 0 {
-		p.table += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))
+	target := fmt.Sprintf("0 %d verity %s", p.sectors, p.table)
+	if !strings.HasSuffix(vg.DMModCreate, ",ro,"+target+`"`) || !strings.HasSuffix(vg.AndroidDM, " ro 1,"+target+`"`) {
+		t.Fatalf("%s: the boot arguments do not hold the table %q: %s, %s", c.name, target, vg.DMModCreate, vg.AndroidDM)
+	}
+	if c.corrupt == "root" {
+		// The one change to veritygen's table: the spoiled root hash.
+		f := strings.Fields(p.table)
+		if len(f) < 10 || f[8] != p.vg.RootHash {
+			t.Fatalf("%s: no root hash %s in the 9th field of %q", c.name, p.vg.RootHash, p.table)
+		}
+		f[8] = vg.RootHash
+		p.table = strings.Join(f, " ")
 	}
 	return p
 }
 
+// expectedTable is the table the harness makes itself from veritygen's
+// --json fields and the guest's device names, the optional arguments in
+// veritysetup's order (the case's opts, then use_fec_from_device DEV
+// fec_start S fec_blocks N fec_roots R).
+func (p *prepared) expectedTable() string {
+	vg := p.vg
+	salt := vg.Salt
+	if salt == "" {
+		salt = "-"
+	}
+	table := fmt.Sprintf("%d %s %s %d %d %d %d %s %s %s", vg.Format, vda(p.dataPart), vda(p.hashPart),
+		vg.DataBlockSize, vg.HashBlockSize, vg.DataBlocks, vg.HashStartBlock, vg.HashAlgorithm, vg.RootHash, salt)
+	opts := slices.Clone(p.opts)
+	if p.fec != "" {
+		opts = append(opts, "use_fec_from_device", p.fecDevice(), "fec_start", strconv.FormatUint(vg.FECStart, 10),
+			"fec_blocks", strconv.FormatUint(vg.FECBlocks, 10), "fec_roots", strconv.Itoa(vg.FECRoots))
+	}
+	if len(opts) > 0 {
+		table += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))
+	}
+	return table
+}
+
+// vda is the guest's name of partition n of its disk.
+func vda(n int) string { return fmt.Sprintf("/dev/vda%d", n) }
+
 // fecDevice is the guest's name of the partition holding the parity.
-func (p *prepared) fecDevice() string { return fmt.Sprintf("/dev/vda%d", p.fecPart) }
+func (p *prepared) fecDevice() string { return vda(p.fecPart) }
 
 // corrected reports whether the case's spoiling is one error correction
 // must repair: the read must then succeed.
@@ -492,7 +553,7 @@ func (p *prepared) mustFail() bool { return p.corrupt != "" && !p.readsOK && !p.
 
 // TestDMVerity opens veritygen's trees with Linux's own dm-verity: one
 // Debian kernel boot under qemu reads every case through a verity target
-// made from veritygen's --json report.
+// whose table is veritygen's own (--json `table`, `table_sectors`).
 func TestDMVerity(t *testing.T) {
 	start := time.Now()
 	qemu := testtool.Require(t, "qemu-system-x86_64")
@@ -509,7 +570,7 @@ func TestDMVerity(t *testing.T) {
 	for i, c := range kcases {
 		p := prepare(t, veritygen, work, c, i, &parts)
 		cases = append(cases, p)
-		fmt.Fprintf(&list, "%s %d %d %d %d %s\n", c.name, p.dataPart, p.hashPart, p.sectors, p.vg.Format, p.table)
+		fmt.Fprintf(&list, "%s %d %s\n", c.name, p.sectors, p.table)
 	}
 	if len(parts) > maxPartitions {
 		t.Fatalf("%d partitions, the kernel reads at most %d", len(parts), maxPartitions)
