@@ -188,9 +188,9 @@ func dump(o *options, args []string, stdout io.Writer) error {
 		return cli.Errorf("", "HASH %s: the superblock describes an impossible tree: %v", hashPath, err)
 	}
 	if o.json {
-		return writeJSON(stdout, paramsJSON(g, "", hashPath))
+		return writeJSON(stdout, cli.NewTreeJSON(g, "", hashPath))
 	}
-	h := header(g, hashPath)
+	h := cli.NewHeader(g, hashPath)
 	// veritysetup prints the hash device size only for a tree at offset 0:
 	// past an offset it cannot know what else the device holds.
 	if g.HashOffset == 0 {
@@ -198,43 +198,6 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	}
 	h.Print(stdout)
 	return nil
-}
-
-func header(g *merkle.Geometry, hashPath string) *cli.Header {
-	h := &cli.Header{HashFile: hashPath, HashType: g.Format, DataBlocks: g.DataBlocks, DataBlockSize: g.DataBlockSize,
-		HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, Algorithm: g.Hash.Name(), Salt: cli.FormatSalt(g.Salt)}
-	if g.Superblock {
-		h.UUID = cli.FormatUUID(g.UUID)
-	}
-	return h
-}
-
-// params is the JSON form of a tree's parameters, as veritygen prints them.
-type params struct {
-	HashAlgorithm  string `json:"hash_algorithm"`
-	Format         int    `json:"format"`
-	Salt           string `json:"salt"`
-	DataBlocks     uint64 `json:"data_blocks"`
-	DataBlockSize  int    `json:"data_block_size"`
-	HashBlocks     uint64 `json:"hash_blocks"`
-	HashBlockSize  int    `json:"hash_block_size"`
-	HashOffset     uint64 `json:"hash_offset"`
-	HashStartBlock uint64 `json:"hash_start_block"`
-	HashEnd        uint64 `json:"hash_end"`
-	Superblock     bool   `json:"superblock"`
-	UUID           string `json:"uuid"`
-	DataFile       string `json:"data_file,omitempty"`
-	HashFile       string `json:"hash_file"`
-}
-
-func paramsJSON(g *merkle.Geometry, dataPath, hashPath string) *params {
-	p := &params{HashAlgorithm: g.Hash.Name(), Format: g.Format, Salt: cli.FormatSalt(g.Salt), DataBlocks: g.DataBlocks,
-		DataBlockSize: g.DataBlockSize, HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, HashOffset: g.HashOffset,
-		HashStartBlock: g.HashStartBlock, HashEnd: g.HashEnd(), Superblock: g.Superblock, DataFile: dataPath, HashFile: hashPath}
-	if g.Superblock {
-		p.UUID = cli.FormatUUID(g.UUID)
-	}
-	return p
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -276,7 +239,7 @@ func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) 
 // result is the JSON report of a check.
 type result struct {
 	Verified bool `json:"verified"`
-	*params
+	*cli.TreeJSON
 	RootHash            string    `json:"root_hash"`
 	RootMismatch        bool      `json:"root_mismatch"`
 	CorruptDataBlocks   uint64    `json:"corrupt_data_blocks"`
@@ -451,7 +414,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		rep.Problems, rep.Truncated = rep.Problems[:o.maxProblems], true
 	}
 	if o.json {
-		res := &result{Verified: verified, params: paramsJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
+		res := &result{Verified: verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
 			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}

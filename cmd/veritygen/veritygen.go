@@ -197,21 +197,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 
 // result is the report, also printed as JSON.
 type result struct {
-	RootHash       string `json:"root_hash"`
-	Salt           string `json:"salt"`
-	HashAlgorithm  string `json:"hash_algorithm"`
-	Format         int    `json:"format"`
-	DataBlocks     uint64 `json:"data_blocks"`
-	DataBlockSize  int    `json:"data_block_size"`
-	HashBlocks     uint64 `json:"hash_blocks"`
-	HashBlockSize  int    `json:"hash_block_size"`
-	HashOffset     uint64 `json:"hash_offset"`
-	HashStartBlock uint64 `json:"hash_start_block"`
-	HashEnd        uint64 `json:"hash_end"`
-	Superblock     bool   `json:"superblock"`
-	UUID           string `json:"uuid"`
-	DataFile       string `json:"data_file"`
-	HashFile       string `json:"hash_file"`
+	RootHash string `json:"root_hash"`
+	*cli.TreeJSON
 	// UncoveredBytes counts the bytes of DATA after the last covered block
 	// that the tree does not protect.
 	UncoveredBytes uint64 `json:"uncovered_bytes"`
@@ -460,28 +447,13 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	}
 	res := &result{
 		RootHash:       rootHex,
-		Salt:           cli.FormatSalt(g.Salt),
-		HashAlgorithm:  g.Hash.Name(),
-		Format:         g.Format,
-		DataBlocks:     g.DataBlocks,
-		DataBlockSize:  g.DataBlockSize,
-		HashBlocks:     g.HashBlocks,
-		HashBlockSize:  g.HashBlockSize,
-		HashOffset:     g.HashOffset,
-		HashStartBlock: g.HashStartBlock,
-		HashEnd:        g.HashEnd(),
-		Superblock:     g.Superblock,
-		DataFile:       dataPath,
-		HashFile:       hashPath,
+		TreeJSON:       cli.NewTreeJSON(g, dataPath, hashPath),
 		UncoveredBytes: uncovered,
 		DataFormat:     src.format(),
 		DataSize:       covered,
 		separate:       !inPlace && ap == nil,
 		fecResult:      fecRes,
 		appendResult:   ap,
-	}
-	if g.Superblock {
-		res.UUID = cli.FormatUUID(g.UUID)
 	}
 	if devs, err := o.bootDevices(dataPath, hashPath, inPlace || ap != nil, fecRes); err == nil {
 		res.bootParams = makeBootParams(g, root, devs, &o.boot, fecRes)
