@@ -91,9 +91,17 @@ func prepareRuns(g *Geometry, runs []Run) ([]knownRun, error) {
 	return out, nil
 }
 
-// chunkBytes is how much data one job reads and hashes: large reads, and
-// enough blocks for multi-buffer hashing to fill its lanes.
-const chunkBytes = 1 << 20
+// chunkBytes is how much data one job covers: the unit of ordered delivery.
+// Large, so that handing chunks between goroutines costs little.
+var chunkBytes = 4 << 20
+
+// readBytes is how much data a worker reads at once into its own buffer and
+// hashes before the next read. Large reads keep the system calls few, and a
+// buffer reused for every read stays in the core's L2 cache, so hashing
+// reads back what the page-cache copy just wrote instead of fetching it from
+// memory again: on a Zen 4 (1 MiB L2) 256 KiB reads made veritygen 1.2x
+// faster than 1 MiB ones, and 64-512 KiB were all within a few percent.
+var readBytes = 256 << 10
 
 // levelBatchBytes bounds the hash blocks buffered per level before they are
 // hashed into the level above and written out.
@@ -158,7 +166,6 @@ func writeSuperblock(g *Geometry, w io.WriterAt) error {
 type dataChunk struct {
 	first   uint64 // index of the first data block
 	n       int
-	data    []byte
 	digests []byte
 	err     error
 	done    chan struct{}
@@ -173,11 +180,30 @@ func chunkBlocks(g *Geometry) int {
 	return n
 }
 
+// chunkWorker is what one hashing goroutine owns: its hasher and the buffer
+// it reads into.
+type chunkWorker struct {
+	h   *hashes.BlockHasher
+	buf []byte
+}
+
+func newChunkWorker(g *Geometry) *chunkWorker {
+	return &chunkWorker{
+		h:   g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition()),
+		buf: make([]byte, readBlocks(g)*g.DataBlockSize),
+	}
+}
+
+// readBlocks returns how many data blocks a worker reads at once.
+func readBlocks(g *Geometry) int {
+	return min(max(1, readBytes/g.DataBlockSize), chunkBlocks(g))
+}
+
 // hashChunk reads and hashes the blocks of c; blocks inside known runs get
 // their run's digest without being read.
-func hashChunk(g *Geometry, data io.ReaderAt, runs []knownRun, h *hashes.BlockHasher, c *dataChunk) {
+func (w *chunkWorker) hashChunk(g *Geometry, data io.ReaderAt, runs []knownRun, c *dataChunk) {
 	if len(runs) == 0 {
-		hashBlocks(g, data, h, c, 0, c.n)
+		w.hashBlocks(g, data, c, 0, c.n)
 		return
 	}
 	first, end := c.first, c.first+uint64(c.n)
@@ -198,25 +224,30 @@ func hashChunk(g *Geometry, data io.ReaderAt, runs []knownRun, h *hashes.BlockHa
 		if i < len(runs) && runs[i].start < end {
 			stop = runs[i].start
 		}
-		hashBlocks(g, data, h, c, int(pos-first), int(stop-first))
+		w.hashBlocks(g, data, c, int(pos-first), int(stop-first))
 		pos = stop
 	}
 }
 
-// hashBlocks reads and hashes blocks [from, to) of c (indexes in c).
-func hashBlocks(g *Geometry, data io.ReaderAt, h *hashes.BlockHasher, c *dataChunk, from, to int) {
+// hashBlocks reads and hashes blocks [from, to) of c (indexes in c), a
+// buffer at a time.
+func (w *chunkWorker) hashBlocks(g *Geometry, data io.ReaderAt, c *dataChunk, from, to int) {
 	dbs := g.DataBlockSize
-	buf := c.data[from*dbs : to*dbs]
-	off := int64(c.first+uint64(from)) * int64(dbs)
-	if n, err := data.ReadAt(buf, off); n < len(buf) {
-		if err == nil || err == io.EOF {
-			err = fmt.Errorf("%w: the data ends at byte %d, but the tree covers %d blocks of %d bytes (%d bytes)",
-				io.ErrUnexpectedEOF, off+int64(n), g.DataBlocks, dbs, g.DataSize())
+	per := len(w.buf) / dbs
+	for ; from < to; from += per {
+		n := min(per, to-from)
+		buf := w.buf[:n*dbs]
+		off := int64(c.first+uint64(from)) * int64(dbs)
+		if got, err := data.ReadAt(buf, off); got < len(buf) {
+			if err == nil || err == io.EOF {
+				err = fmt.Errorf("%w: the data ends at byte %d, but the tree covers %d blocks of %d bytes (%d bytes)",
+					io.ErrUnexpectedEOF, off+int64(got), g.DataBlocks, dbs, g.DataSize())
+			}
+			c.err = fmt.Errorf("reading data block %d: %w", c.first+uint64(from)+uint64(got/dbs), err)
+			return
 		}
-		c.err = fmt.Errorf("reading data block %d: %w", c.first+uint64(from)+uint64(n/dbs), err)
-		return
+		w.h.HashBlocks(c.digests[from*g.DigestSlot:], g.DigestSlot, buf)
 	}
-	h.HashBlocks(c.digests[from*g.DigestSlot:], g.DigestSlot, buf)
 }
 
 // forEachDataChunk hashes all data blocks of g in chunks on jobs goroutines
@@ -239,7 +270,6 @@ func forEachDataChunkRuns(ctx context.Context, g *Geometry, data io.ReaderAt, ru
 	}
 	newChunk := func() *dataChunk {
 		return &dataChunk{
-			data:    make([]byte, per*g.DataBlockSize),
 			digests: make([]byte, per*g.DigestSlot),
 			done:    make(chan struct{}, 1),
 		}
@@ -249,18 +279,15 @@ func forEachDataChunkRuns(ctx context.Context, g *Geometry, data io.ReaderAt, ru
 		c.n = int(min(uint64(per), g.DataBlocks-c.first))
 		c.err = nil
 	}
-	newHasher := func() *hashes.BlockHasher {
-		return g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
-	}
 
 	if jobs == 1 {
-		c, h := newChunk(), newHasher()
+		c, w := newChunk(), newChunkWorker(g)
 		for i := range nchunks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			setup(c, i)
-			hashChunk(g, data, runs, h, c)
+			w.hashChunk(g, data, runs, c)
 			if c.err != nil {
 				return c.err
 			}
@@ -309,9 +336,9 @@ func forEachDataChunkRuns(ctx context.Context, g *Geometry, data io.ReaderAt, ru
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := newHasher()
+			w := newChunkWorker(g)
 			for c := range work {
-				hashChunk(g, data, runs, h, c)
+				w.hashChunk(g, data, runs, c)
 				c.done <- struct{}{}
 			}
 		}()

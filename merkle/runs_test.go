@@ -96,6 +96,9 @@ func TestBuildRunsMatchModel(t *testing.T) {
 			data := runsImage(rng, p.DataBlockSize, p.DataBlocks, runs)
 			wantTree, wantRoot := naiveTree(p, data)
 			for _, jobs := range []int{1, 3} {
+				if jobs == 3 {
+					smallChunks(t)
+				}
 				guard := &runsGuard{t: t, b: data, dbs: int64(p.DataBlockSize), runs: runs}
 				out := &memFile{}
 				root, err := Build(context.Background(), g, guard, out, &BuildOptions{Jobs: jobs, Runs: runs})

@@ -40,15 +40,20 @@ func TestVerifyIntact(t *testing.T) {
 	for i := range 40 {
 		p := randomParams(rng)
 		bt := buildRandom(t, rng, p)
-		for _, jobs := range []int{1, 2} {
-			rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: jobs})
-			if err != nil {
-				t.Fatalf("%d: %v", i, err)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			for _, jobs := range []int{1, 2} {
+				if jobs == 2 {
+					smallChunks(t)
+				}
+				rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: jobs})
+				if err != nil {
+					t.Fatalf("jobs %d: %v", jobs, err)
+				}
+				if !rep.OK() || len(rep.Problems) != 0 || rep.RootMismatch || rep.UncheckedDataBlocks != 0 {
+					t.Fatalf("jobs %d: intact image reported: %+v %v", jobs, rep, rep.Problems)
+				}
 			}
-			if !rep.OK() || len(rep.Problems) != 0 || rep.RootMismatch || rep.UncheckedDataBlocks != 0 {
-				t.Fatalf("%d: intact image reported: %+v %v", i, rep, rep.Problems)
-			}
-		}
+		})
 	}
 }
 
@@ -99,6 +104,7 @@ func pickTarget(rng *rand.Rand, bt *builtTree) target {
 // TestVerifyCorruptionCampaign flips one random byte at a time, everywhere,
 // and checks that Verify finds exactly that block, then restores it.
 func TestVerifyCorruptionCampaign(t *testing.T) {
+	smallChunks(t) // corruption found in any chunk and read, not just the first
 	rng := rand.New(rand.NewPCG(21, 22))
 	images, flips := 40, 60
 	if testing.Short() {
