@@ -134,7 +134,7 @@ func Build(ctx context.Context, g *Geometry, data io.ReaderAt, hash io.WriterAt,
 		}
 	}
 	t := newTreeWriter(g, hash)
-	err = forEachDataChunkRuns(ctx, g, data, runs, opts.Jobs, func(c *dataChunk) error {
+	err = forEachDataChunk(ctx, g, data, runs, opts.Jobs, func(c *dataChunk) error {
 		if err := t.add(0, c.digests[:c.n*g.DigestSlot], c.n); err != nil {
 			return err
 		}
@@ -252,14 +252,9 @@ func (w *chunkWorker) hashBlocks(g *Geometry, data io.ReaderAt, c *dataChunk, fr
 
 // forEachDataChunk hashes all data blocks of g in chunks on jobs goroutines
 // and calls fn with each chunk, in order, from the calling goroutine. The
-// chunk is reused after fn returns.
-func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, jobs int, fn func(*dataChunk) error) error {
-	return forEachDataChunkRuns(ctx, g, data, nil, jobs, fn)
-}
-
-// forEachDataChunkRuns is forEachDataChunk with known runs (see
-// BuildOptions.Runs), already checked by prepareRuns.
-func forEachDataChunkRuns(ctx context.Context, g *Geometry, data io.ReaderAt, runs []knownRun, jobs int, fn func(*dataChunk) error) error {
+// chunk is reused after fn returns. Blocks in runs (see BuildOptions.Runs,
+// already checked by prepareRuns) get their run's digest without a read.
+func forEachDataChunk(ctx context.Context, g *Geometry, data io.ReaderAt, runs []knownRun, jobs int, fn func(*dataChunk) error) error {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}

@@ -5,9 +5,11 @@ package merkle
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,4 +181,111 @@ func TestBuildRunsInvalid(t *testing.T) {
 	if err != nil {
 		t.Errorf("empty runs: %v", err)
 	}
+}
+
+// TestVerifyRuns: Verify given the runs reads only the blocks outside them,
+// still finds corruption there, and checks the runs' content against the
+// tree: a run that the tree does not agree with is reported, block by block.
+func TestVerifyRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	var flips, lies int
+	for i := range 12 {
+		p := randomParams(rng)
+		p.DataBlocks = 2000 + uint64(rng.IntN(3000))
+		runs := randomRuns(rng, p.DataBlockSize, p.DataBlocks)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			smallChunks(t)
+			g, err := NewGeometry(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := runsImage(rng, p.DataBlockSize, p.DataBlocks, runs)
+			hash := &memFile{}
+			root, err := Build(context.Background(), g, &memFile{b: data}, hash, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify := func(runs []Run, data []byte) (*VerifyReport, *runsGuard) {
+				guard := &runsGuard{t: t, b: data, dbs: int64(p.DataBlockSize), runs: runs}
+				rep, err := Verify(context.Background(), g, guard, hash, root, &VerifyOptions{Jobs: 1 + i%3, Runs: runs, MaxProblems: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep, guard
+			}
+			var inRuns uint64
+			for _, r := range runs {
+				inRuns += r.Count
+			}
+			rep, guard := verify(runs, data)
+			if !rep.OK() {
+				t.Fatalf("intact image with runs: %v", rep.Problems)
+			}
+			if want := int64(p.DataBlocks-inRuns) * int64(p.DataBlockSize); guard.read != want {
+				t.Errorf("read %d bytes, want %d (the blocks outside the runs)", guard.read, want)
+			}
+
+			// A flipped byte outside the runs is found.
+			var outside []uint64
+			for b := uint64(0); b < p.DataBlocks && len(outside) < 50; b++ {
+				if !inAnyRun(runs, b) {
+					outside = append(outside, b)
+				}
+			}
+			if len(outside) > 0 {
+				b := outside[rng.IntN(len(outside))]
+				bad := bytes.Clone(data)
+				bad[int(b)*p.DataBlockSize+rng.IntN(p.DataBlockSize)] ^= 0x10
+				rep, _ = verify(runs, bad)
+				flips++
+				if rep.CorruptDataBlocks != 1 || rep.Problems[0].Index != b {
+					t.Errorf("flip in block %d: %d corrupt, problems %v", b, rep.CorruptDataBlocks, rep.Problems)
+				}
+			}
+
+			// A run the data does not hold: a stretch of non-run blocks
+			// claimed as zeros. Every one of them is reported.
+			if len(outside) >= 3 && outside[2] == outside[0]+2 {
+				lie := append([]Run{{Start: outside[0], Count: 3}}, runsWithout(runs, outside[0], outside[0]+3)...)
+				sortRuns(lie)
+				rep, _ = verify(lie, data)
+				lies++
+				if rep.CorruptDataBlocks != 3 {
+					t.Errorf("a false run of 3 blocks: %d corrupt, problems %v", rep.CorruptDataBlocks, rep.Problems)
+				}
+				for k, pr := range rep.Problems {
+					if pr.Level != DataLevel || pr.Index != outside[0]+uint64(k) {
+						t.Errorf("problem %d: %v, want data block %d", k, pr, outside[0]+uint64(k))
+					}
+				}
+			}
+		})
+	}
+	if flips < 6 || lies < 6 {
+		t.Errorf("only %d flips and %d false runs tried; change the seed", flips, lies)
+	}
+}
+
+func inAnyRun(runs []Run, b uint64) bool {
+	for _, r := range runs {
+		if b >= r.Start && b < r.Start+r.Count {
+			return true
+		}
+	}
+	return false
+}
+
+// runsWithout returns the runs that do not touch blocks [from, to).
+func runsWithout(runs []Run, from, to uint64) []Run {
+	var out []Run
+	for _, r := range runs {
+		if r.Start+r.Count <= from || r.Start >= to {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func sortRuns(runs []Run) {
+	slices.SortFunc(runs, func(a, b Run) int { return cmp.Compare(a.Start, b.Start) })
 }

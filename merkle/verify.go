@@ -19,6 +19,12 @@ type VerifyOptions struct {
 	// MaxProblems caps the problems listed in the report (the counts are
 	// always complete); 0 means 100, negative means no cap.
 	MaxProblems int
+	// Runs, if set, lists runs of data blocks whose content the caller
+	// knows, as in BuildOptions.Runs (holes of a sparse file, say): they
+	// are checked against the tree as that content, without being read.
+	// Verify trusts them: a run that is not what data holds gives a wrong
+	// report.
+	Runs []Run
 }
 
 // VerifyReport is what Verify found.
@@ -69,6 +75,10 @@ func Verify(ctx context.Context, g *Geometry, data, hash io.ReaderAt, root []byt
 	if len(root) != g.DigestSize {
 		return nil, fmt.Errorf("root hash is %d bytes; %s needs %d", len(root), g.Hash.Name(), g.DigestSize)
 	}
+	runs, err := prepareRuns(g, opts.Runs)
+	if err != nil {
+		return nil, err
+	}
 	v := &verifier{g: g, hash: hash, root: root, rep: &VerifyReport{}, max: opts.MaxProblems,
 		h: g.Hash.NewBlockHasher(g.HashBlockSize, g.Salt, g.SaltPosition())}
 	if v.max == 0 {
@@ -82,7 +92,7 @@ func Verify(ctx context.Context, g *Geometry, data, hash io.ReaderAt, root []byt
 	if err := v.checkTree(ctx); err != nil {
 		return nil, err
 	}
-	if err := v.checkData(ctx, data, opts); err != nil {
+	if err := v.checkData(ctx, data, runs, opts); err != nil {
 		return nil, err
 	}
 	return v.rep, nil
@@ -282,13 +292,13 @@ func (v *verifier) firstBadPadding(level int, index uint64, block []byte) int {
 
 // checkData hashes every data block (in parallel) and compares it with its
 // slot in level 0 (or, with one data block, with the root).
-func (v *verifier) checkData(ctx context.Context, data io.ReaderAt, opts *VerifyOptions) error {
+func (v *verifier) checkData(ctx context.Context, data io.ReaderAt, runs []knownRun, opts *VerifyOptions) error {
 	g := v.g
 	var level0 *levelReader
 	if g.Levels > 0 {
 		level0 = newLevelReader(g, v.hash, 0)
 	}
-	return forEachDataChunk(ctx, g, data, opts.Jobs, func(c *dataChunk) error {
+	return forEachDataChunk(ctx, g, data, runs, opts.Jobs, func(c *dataChunk) error {
 		for k := range c.n {
 			idx := c.first + uint64(k)
 			got := c.digests[k*g.DigestSlot : k*g.DigestSlot+g.DigestSize]

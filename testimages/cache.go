@@ -3,6 +3,7 @@ package testimages
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -45,4 +46,36 @@ func (c *Cache) Random(t testing.TB, size int64) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// Holes makes a file at path of size bytes, all hole but for chunk bytes of
+// non-zero data at each of the given offsets, and returns the bytes it reads
+// as.
+func Holes(t testing.TB, path string, size int64, at []int64, chunk int) []byte {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range at {
+		b := make([]byte, chunk)
+		for j := range b {
+			b[j] = byte(j*31 + i*7 + 1)
+		}
+		if _, err := f.WriteAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	img := make([]byte, size)
+	if _, err := f.ReadAt(img, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -377,8 +377,8 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		maxProblems = -1
 	}
 	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
-	rep, err := merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
-		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems})
+	rep, err := verifyTree(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
+		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems, Runs: holes(dataInfo, dataFile, g)})
 	bar.Finish()
 	if err != nil {
 		return cli.ExitError, err
@@ -400,8 +400,8 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 				return cli.ExitError, err
 			}
 			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
-			after, err = merkle.Verify(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
-				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1})
+			after, err = verifyTree(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
+				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1, Runs: holes(dataInfo, dataFile, g)})
 			bar.Finish()
 			if err != nil {
 				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
@@ -520,4 +520,17 @@ func summary(rep *merkle.VerifyReport) error {
 		hint = "the top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
 	}
 	return cli.Errorf(hint, "%s", msg)
+}
+
+// verifyTree is merkle.Verify; tests wrap it to see the options given.
+var verifyTree = merkle.Verify
+
+// holes lists the data blocks inside holes of a regular DATA file: they read
+// as zeros, so Verify checks them without reading them (a mostly empty image
+// checks in the time its data takes).
+func holes(info os.FileInfo, f *os.File, g *merkle.Geometry) []merkle.Run {
+	if info == nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	return cli.HoleRuns(f, g.DataBlockSize, g.DataBlocks)
 }
