@@ -57,7 +57,7 @@ func fecFlagsWithoutDevice(o *options) error {
 
 // openFEC checks the --fec-* flags against the tree and opens the parity
 // for reading. hashSize is the size of the hash device.
-func openFEC(o *options, g *merkle.Geometry, dataInfo, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
+func openFEC(o *options, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bool, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
 	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
 		return nil, cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
 			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
@@ -95,6 +95,10 @@ func openFEC(o *options, g *merkle.Geometry, dataInfo, hashInfo os.FileInfo, has
 				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath)
 		}
 	case os.SameFile(info, dataInfo):
+		if dataSparse {
+			f.Close()
+			return nil, cli.Errorf("expand the image first (simg2img) and give the expanded one", "the parity is inside DATA %s, an Android sparse image", o.fecDevice)
+		}
 		if s.offset < g.DataSize() {
 			f.Close()
 			return nil, cli.Errorf("the parity follows the data: give the --fec-offset it was written at",

@@ -31,6 +31,11 @@ hash block against its parent, the top block against the root hash, and the
 zero padding of hash blocks and superblock. DATA and HASH are only read,
 except with --repair.
 
+DATA may be an Android sparse image (found by its magic; --raw reads it as
+it is): it is checked as the image it expands to, as veritygen builds the
+tree. Holes of a raw file and the FILL and DONT_CARE chunks of a sparse
+image are checked as the content they stand for, without being read.
+
 The tree's parameters come from the superblock at --hash-offset in HASH; a
 tree made with --no-superblock needs them given again (same flags as
 veritygen, and --salt is then required).
@@ -85,6 +90,7 @@ type options struct {
 	fecOffset    uint64
 	fecRoots     int
 	repair       bool
+	raw          bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
@@ -100,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
 	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
+	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
@@ -240,6 +247,9 @@ func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) 
 type result struct {
 	Verified bool `json:"verified"`
 	*cli.TreeJSON
+	// DataFormat is "raw", or "android-sparse" for a sparse image read as
+	// the image it expands to.
+	DataFormat          string    `json:"data_format"`
 	RootHash            string    `json:"root_hash"`
 	RootMismatch        bool      `json:"root_mismatch"`
 	CorruptDataBlocks   uint64    `json:"corrupt_data_blocks"`
@@ -302,11 +312,12 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		}
 	}
 
-	dataFile, dataSize, err := cli.OpenImage("DATA", dataPath)
+	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)
 	if err != nil {
 		return cli.ExitError, err
 	}
-	defer dataFile.Close()
+	defer src.Close()
+	dataFile, dataSize := src.File, src.Size
 	hashFile, hashSize, err := cli.OpenImage("HASH", hashPath)
 	if err != nil {
 		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil {
@@ -320,6 +331,16 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	inPlace := os.SameFile(dataInfo, hashInfo)
 	if inPlace && !o.tree.Changed("hash-offset") {
 		return cli.ExitError, cli.Errorf("give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
+	}
+	if src.Sparse != nil {
+		switch {
+		case inPlace:
+			return cli.ExitError, cli.Errorf(fmt.Sprintf("expand the image first (simg2img %s image.raw) and check that, or add --raw if it is a raw image that merely starts with the sparse magic", dataPath),
+				"DATA %s is an Android sparse image: no tree can be inside it", dataPath)
+		case o.repair:
+			return cli.ExitError, cli.Errorf(fmt.Sprintf("expand the image (simg2img %s image.raw) and repair that", dataPath),
+				"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
+		}
 	}
 
 	if !o.tree.NoSuperblock {
@@ -361,7 +382,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 
 	var parity *fecSetup
 	if o.fecDevice != "" {
-		if parity, err = openFEC(o, g, dataInfo, hashInfo, hashPath, hashSize); err != nil {
+		if parity, err = openFEC(o, g, dataInfo, src.Sparse != nil, hashInfo, hashPath, hashSize); err != nil {
 			return cli.ExitError, err
 		}
 		defer parity.close()
@@ -377,8 +398,8 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		maxProblems = -1
 	}
 	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
-	rep, err := verifyTree(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
-		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems, Runs: holes(dataInfo, dataFile, g)})
+	rep, err := verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
+		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 	bar.Finish()
 	if err != nil {
 		return cli.ExitError, err
@@ -389,7 +410,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	var rp *repairPlan
 	var after *merkle.VerifyReport
 	if parity != nil && !rep.OK() {
-		if rp, err = planRepair(ctx, g, parity, dataFile, hashFile, inPlace, root, rep, o.jobs); err != nil {
+		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, inPlace, root, rep, o.jobs); err != nil {
 			return cli.ExitError, err
 		}
 		if o.repair && rp.whole() {
@@ -400,8 +421,8 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 				return cli.ExitError, err
 			}
 			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
-			after, err = verifyTree(ctx, g, dataFile, hashFile, root, &merkle.VerifyOptions{
-				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1, Runs: holes(dataInfo, dataFile, g)})
+			after, err = verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
+				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 			bar.Finish()
 			if err != nil {
 				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
@@ -414,7 +435,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		rep.Problems, rep.Truncated = rep.Problems[:o.maxProblems], true
 	}
 	if o.json {
-		res := &result{Verified: verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), RootHash: hex.EncodeToString(root),
+		res := &result{Verified: verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: src.Format(), RootHash: hex.EncodeToString(root),
 			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
@@ -524,13 +545,3 @@ func summary(rep *merkle.VerifyReport) error {
 
 // verifyTree is merkle.Verify; tests wrap it to see the options given.
 var verifyTree = merkle.Verify
-
-// holes lists the data blocks inside holes of a regular DATA file: they read
-// as zeros, so Verify checks them without reading them (a mostly empty image
-// checks in the time its data takes).
-func holes(info os.FileInfo, f *os.File, g *merkle.Geometry) []merkle.Run {
-	if info == nil || !info.Mode().IsRegular() {
-		return nil
-	}
-	return cli.HoleRuns(f, g.DataBlockSize, g.DataBlocks)
-}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
@@ -362,7 +363,7 @@ func TestAndroidSparseRuns(t *testing.T) {
 		{"cut at the covered blocks", []sparse.Extent{ext(0, 10, sparse.DontCare, 0)}, 4096, 4096, 7, []merkle.Run{{Start: 0, Count: 7}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := sparseRuns(tc.extents, tc.sbs, tc.dbs, tc.blocks)
+			got := cli.SparseRuns(tc.extents, tc.sbs, tc.dbs, tc.blocks)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -404,7 +405,7 @@ func FuzzAndroidSparseRuns(f *testing.F) {
 			pos += n
 		}
 		blocks := uint64(len(img) / dbs)
-		runs := sparseRuns(extents, sbs, dbs, blocks)
+		runs := cli.SparseRuns(extents, sbs, dbs, blocks)
 		inRun := make([]bool, blocks)
 		var prevEnd uint64
 		for _, r := range runs {

@@ -234,12 +234,12 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		return nil, err
 	}
 
-	src, err := openData(dataPath, o.raw, stderr)
+	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	dataFile, dataSize := src.f, src.size
+	dataFile, dataSize := src.File, src.Size
 	dataInfo, err := dataFile.Stat()
 	if err != nil {
 		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))
@@ -262,7 +262,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err := checkRootHashFile(o.rootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
 		return nil, err
 	}
-	if src.sparse != nil && (inPlace || o.appendTree) {
+	if src.Sparse != nil && (inPlace || o.appendTree) {
 		return nil, cli.Errorf(fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
 			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
 	}
@@ -342,7 +342,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
-	if fl != nil && fl.inData && src.sparse != nil {
+	if fl != nil && fl.inData && src.Sparse != nil {
 		return nil, cli.Errorf("write the error correction to a file of its own, e.g. --fec-device="+dataPath+".fec",
 			"DATA %s is an Android sparse image: error correction cannot go inside it", dataPath)
 	}
@@ -411,11 +411,11 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		}
 	}
 	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
-	runs := src.runs(p.DataBlockSize, g.DataBlocks)
-	root, err := buildTree(ctx, g, src.r, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
+	runs := src.Runs(p.DataBlockSize, g.DataBlocks)
+	root, err := buildTree(ctx, g, src.R, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
 	var fecRes *fecResult
 	if err == nil && fl != nil {
-		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.r, hashOut, o.jobs)
+		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.R, hashOut, o.jobs)
 	}
 	if err == nil && ap != nil {
 		// Drop what a previous, interrupted or longer, run left past the
@@ -449,7 +449,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		RootHash:       rootHex,
 		TreeJSON:       cli.NewTreeJSON(g, dataPath, hashPath),
 		UncoveredBytes: uncovered,
-		DataFormat:     src.format(),
+		DataFormat:     src.Format(),
 		DataSize:       covered,
 		separate:       !inPlace && ap == nil,
 		fecResult:      fecRes,

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/binary"
@@ -7,30 +7,29 @@ import (
 	"os"
 	"strings"
 
-	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
 )
 
-// dataSource is what the tree is built from: DATA as it is, or the image an
-// Android sparse DATA expands to (read through the sparse index, never
-// expanded on disk).
-type dataSource struct {
-	path   string
-	f      *os.File // DATA itself
-	r      io.ReaderAt
-	size   int64         // of the image the tree covers (expanded for sparse)
-	sparse *sparse.Image // nil for a raw image
+// DataSource is what a tree covers: DATA as it is, or the image an Android
+// sparse DATA expands to (read through the sparse index, never expanded on
+// disk).
+type DataSource struct {
+	Path   string
+	File   *os.File // DATA itself
+	R      io.ReaderAt
+	Size   int64         // of the image the tree covers (expanded for sparse)
+	Sparse *sparse.Image // nil for a raw image
 }
 
-// openData opens DATA and, unless raw, reads it as an Android sparse image
-// when it starts with the sparse magic.
-func openData(path string, raw bool, stderr io.Writer) (*dataSource, error) {
-	f, size, err := cli.OpenImage("DATA", path)
+// OpenData opens DATA and, unless raw, reads it as an Android sparse image
+// when it starts with the sparse magic; prog names the command in warnings.
+func OpenData(prog, path string, raw bool, stderr io.Writer) (*DataSource, error) {
+	f, size, err := OpenImage("DATA", path)
 	if err != nil {
 		return nil, err
 	}
-	s := &dataSource{path: path, f: f, r: f, size: size}
+	s := &DataSource{Path: path, File: f, R: f, Size: size}
 	if raw || !sparse.IsSparse(f) {
 		return s, nil
 	}
@@ -47,9 +46,9 @@ func openData(path string, raw bool, stderr io.Writer) (*dataSource, error) {
 		return nil, sparseError(path, err)
 	}
 	if n := im.Trailing(); n > 0 {
-		cli.Warn(stderr, prog, "DATA %s has %d bytes after its last sparse chunk; they are ignored, as simg2img ignores them", path, n)
+		Warn(stderr, prog, "DATA %s has %d bytes after its last sparse chunk; they are ignored, as simg2img ignores them", path, n)
 	}
-	s.r, s.size, s.sparse = im, im.Size(), im
+	s.R, s.Size, s.Sparse = im, im.Size(), im
 	return s, nil
 }
 
@@ -58,39 +57,39 @@ func sparseError(path string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "sparse: ")
 	switch {
 	case errors.Is(err, sparse.ErrFormat):
-		return cli.Errorf("if DATA is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
+		return Errorf("if DATA is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
 			"DATA %s is a malformed Android sparse image: %s", path, msg)
 	case errors.Is(err, sparse.ErrChecksum):
-		return cli.Errorf("the sparse image is damaged; make it again (img2simg) or fetch it again",
+		return Errorf("the sparse image is damaged; make it again (img2simg) or fetch it again",
 			"DATA %s is an Android sparse image whose checksum does not match: %s", path, msg)
 	}
-	return cli.Errorf("", "reading the Android sparse image DATA %s: %s", path, msg)
+	return Errorf("", "reading the Android sparse image DATA %s: %s", path, msg)
 }
 
-// format names the kind of DATA for the report.
-func (s *dataSource) format() string {
-	if s.sparse != nil {
+// Format names the kind of DATA for reports.
+func (s *DataSource) Format() string {
+	if s.Sparse != nil {
 		return "android-sparse"
 	}
 	return "raw"
 }
 
-func (s *dataSource) Close() error { return s.f.Close() }
+func (s *DataSource) Close() error { return s.File.Close() }
 
-// runs lists the data blocks of the first blocks whose content is known
+// Runs lists the data blocks of the first blocks whose content is known
 // without reading them: FILL and DONT_CARE chunks of a sparse image, holes
 // of a raw regular file.
-func (s *dataSource) runs(dbs int, blocks uint64) []merkle.Run {
-	if s.sparse != nil {
-		return sparseRuns(s.sparse.Extents(), s.sparse.BlockSize(), dbs, blocks)
+func (s *DataSource) Runs(dbs int, blocks uint64) []merkle.Run {
+	if s.Sparse != nil {
+		return SparseRuns(s.Sparse.Extents(), s.Sparse.BlockSize(), dbs, blocks)
 	}
-	if info, err := s.f.Stat(); err != nil || !info.Mode().IsRegular() {
+	if info, err := s.File.Stat(); err != nil || !info.Mode().IsRegular() {
 		return nil
 	}
-	return cli.HoleRuns(s.f, dbs, blocks)
+	return HoleRuns(s.File, dbs, blocks)
 }
 
-// sparseRuns maps the FILL and DONT_CARE extents of a sparse image (in its
+// SparseRuns maps the FILL and DONT_CARE extents of a sparse image (in its
 // block size sbs) to runs of whole data blocks of dbs bytes, among the
 // first blocks. A data block is in a run only if it lies entirely inside
 // one stretch of a single 4-byte pattern (DONT_CARE reads as the pattern
@@ -99,7 +98,7 @@ func (s *dataSource) runs(dbs int, blocks uint64) []merkle.Run {
 // starts at an offset that is a multiple of 4 (chunks start at multiples of
 // the sparse block size, itself a multiple of 4), and so does every data
 // block: each such data block is the pattern repeated from its first byte.
-func sparseRuns(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
+func SparseRuns(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
 	type region struct {
 		start, end uint64 // bytes
 		fill       uint32
