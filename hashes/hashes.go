@@ -125,8 +125,9 @@ var generic = &implementation{
 // Every algorithm has "generic" (its streaming hash, one block at a time).
 // On amd64 there are also, chosen at init from the CPU's features:
 // "avx512" for every algorithm (one block per vector lane: 16 for SHA-1 and
-// SHA-256, 8 for SHA-512, 2×8 for BLAKE2b-256), "avx2" for BLAKE2b-256 (4
-// lanes) and "shani4" for SHA-256 (4 interleaved SHA-NI streams). On arm64
+// SHA-256, 8 for SHA-512, 2×8 for BLAKE2b-256), "avx2" for every algorithm
+// (8 lanes for SHA-1 and SHA-256, 4 for SHA-512 and BLAKE2b-256) and "shani4"
+// for SHA-1 and SHA-256 (4 interleaved SHA-NI streams). On arm64
 // and arm (NEON detected at run time, never assumed from GOARM): "neon" for
 // BLAKE2b-256, "neon2x" (two blocks per vector: SHA-512, and BLAKE2b-256 on
 // arm64), "neon4x" (four: SHA-1, SHA-256), and on arm64 with the ARMv8

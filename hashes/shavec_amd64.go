@@ -153,7 +153,11 @@ func newSHA1AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) b
 	h := newVecMD(16, sha1IV, 20, func(st []uint32, p *[16]*byte, n int, half bool) {
 		sha1AVX512x16((*[464]uint32)(st), p, n, half)
 	}, blockSize, salt, pos)
-	h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 4
+	if sha1NI4.available() {
+		h.small, h.smallMax = newSHA1NI(a, blockSize, salt, pos), 11
+	} else {
+		h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 4
+	}
 	return h
 }
 

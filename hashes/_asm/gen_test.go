@@ -14,6 +14,8 @@ var outputs = map[string][2]string{
 	"sha256ni": {"sha256ni_amd64.s", "sha256ni_stubs_amd64.go"},
 	"blake2b":  {"blake2b_amd64.s", "blake2b_stubs_amd64.go"},
 	"shavec":   {"shavec_amd64.s", "shavec_stubs_amd64.go"},
+	"shaavx2":  {"shaavx2_amd64.s", "shaavx2_stubs_amd64.go"},
+	"sha1ni":   {"sha1ni_amd64.s", "sha1ni_stubs_amd64.go"},
 }
 
 // TestGeneratedFilesUpToDate regenerates every file into a copy of this

@@ -23,6 +23,8 @@ var generators = map[string]func(){
 	"sha256ni": genSHA256NI,
 	"blake2b":  genBLAKE2b,
 	"shavec":   genSHAVec,
+	"shaavx2":  genSHAAVX2,
+	"sha1ni":   genSHA1NI,
 }
 
 func names() []string {
