@@ -34,6 +34,8 @@ type plan struct {
 	// roundsPer is the number of rounds in a unit: 1 when width < bs.
 	roundsPer uint64
 	units     uint64
+	// impl names the encoder ("" for the default: see ImplEnv).
+	impl string
 }
 
 func newPlan(p Params) *plan {
@@ -108,17 +110,25 @@ func (pl *plan) readUnit(msg io.ReaderAt, un unit, buf []byte) error {
 	return nil
 }
 
+// tileEncoder encodes the leading codewords of a tile with a SIMD kernel
+// and returns how many (at most tl; the Go LFSR does the rest): the message
+// byte j of codeword b is src[j*stride+b] (k rows), and its parity goes to
+// out[b*roots : (b+1)*roots]. newTileEncoder (encode_amd64.go,
+// encode_other.go) returns nil where no kernel applies.
+type tileEncoder func(src []byte, stride, k, tl int, out []byte) int
+
 // worker holds one job's buffers.
 type worker struct {
 	pl    *plan
 	enc   *encoder
+	vec   tileEncoder
 	buf   []byte
 	out   []byte
 	state [maxWords][]uint64
 }
 
 func newWorker(pl *plan) *worker {
-	w := &worker{pl: pl, enc: encoderFor(pl.p.Roots)}
+	w := &worker{pl: pl, enc: encoderFor(pl.p.Roots), vec: newTileEncoder(pl.p.Roots, pl.impl)}
 	cols := int(pl.roundsPer) * pl.width
 	w.buf = make([]byte, pl.k*cols)
 	w.out = make([]byte, cols*pl.p.Roots)
@@ -137,10 +147,17 @@ func (w *worker) encodeUnit(un unit) []byte {
 	for rr := range un.nrounds {
 		for t0 := 0; t0 < pl.width; t0 += tileCodewords {
 			tl := min(tileCodewords, pl.width-t0)
+			base := rr*pl.width + t0
+			if w.vec != nil {
+				done := w.vec(w.buf[base:], run, pl.k, tl, w.out[base*roots:(base+tl)*roots])
+				base, tl = base+done, tl-done
+				if tl == 0 {
+					continue
+				}
+			}
 			for i := range e.words {
 				clear(w.state[i][:tl])
 			}
-			base := rr*pl.width + t0
 			for j := range pl.k {
 				row := w.buf[j*run+base : j*run+base+tl]
 				switch e.words {
@@ -211,8 +228,15 @@ func step3(s0, s1, s2 []uint64, row []byte, t0, t1, t2 *[256]uint64) {
 // or for big blocks column slices of a round, encoded on jobs goroutines (0
 // means one per CPU). The output is the same for every number of jobs. msg
 // is read concurrently (as io.ReaderAt allows); writes to out are
-// serialized, one per unit, at disjoint offsets.
+// serialized, one per unit, at disjoint offsets. On amd64 the codewords go
+// through SIMD kernels when the CPU has them (see ImplEnv), with the same
+// output.
 func Encode(ctx context.Context, p Params, msg io.ReaderAt, out io.WriterAt, outOff int64, jobs int) error {
+	return encode(ctx, p, msg, out, outOff, jobs, "")
+}
+
+// encode is Encode with the implementation named (tests force each one).
+func encode(ctx context.Context, p Params, msg io.ReaderAt, out io.WriterAt, outOff int64, jobs int, impl string) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -220,6 +244,7 @@ func Encode(ctx context.Context, p Params, msg io.ReaderAt, out io.WriterAt, out
 		return fmt.Errorf("%w: parity at offset %d does not fit in 63 bits", ErrInvalidParams, outOff)
 	}
 	pl := newPlan(p)
+	pl.impl = impl
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
