@@ -47,3 +47,26 @@ func benchTree(b *testing.B, a *hashes.Algorithm) *builtTree {
 	return buildRandom(b, rand.New(rand.NewPCG(1, 2)), Params{Hash: a, Format: 1, Salt: make([]byte, 32),
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 64 << 20 / 4096, Superblock: true})
 }
+
+// BenchmarkLevelHasher hashes one batch of hash blocks (levelBatchBytes)
+// as the tree levels are hashed, on one goroutine and on every CPU.
+func BenchmarkLevelHasher(b *testing.B) {
+	for _, a := range []*hashes.Algorithm{hashes.SHA256, hashes.SHA512} {
+		for _, jobs := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/jobs%d", a.Name(), jobs), func(b *testing.B) {
+				g, err := NewGeometry(Params{Hash: a, Format: 1, Salt: make([]byte, 32), DataBlockSize: 4096,
+					HashBlockSize: 4096, DataBlocks: 1 << 20})
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := newLevelHasher(g, jobs)
+				blocks := make([]byte, levelBatchBlocks(g)*4096)
+				dst := make([]byte, levelBatchBlocks(g)*uint64(g.DigestSlot))
+				b.SetBytes(int64(len(blocks)))
+				for b.Loop() {
+					h.HashBlocks(dst, g.DigestSlot, blocks)
+				}
+			})
+		}
+	}
+}

@@ -171,13 +171,14 @@ func TestBuildMatchesNaiveModel(t *testing.T) {
 	}
 }
 
-// smallChunks makes the data pipeline use chunks and reads of a few blocks
-// for the rest of the test, so that small images cross many chunk and read
-// boundaries (neither a multiple of the other). Not for parallel tests.
+// smallChunks makes the pipeline use chunks and reads of a few blocks, and
+// level batches of a few hash blocks hashed in parts of two, for the rest of
+// the test, so that small images cross many chunk, read and batch
+// boundaries (none a multiple of another). Not for parallel tests.
 func smallChunks(t *testing.T) {
-	chunk, read := chunkBytes, readBytes
-	chunkBytes, readBytes = 7*4096, 3*4096
-	t.Cleanup(func() { chunkBytes, readBytes = chunk, read })
+	chunk, read, batch, part := chunkBytes, readBytes, levelBatchBytes, minLevelPart
+	chunkBytes, readBytes, levelBatchBytes, minLevelPart = 7*4096, 3*4096, 5*4096, 2
+	t.Cleanup(func() { chunkBytes, readBytes, levelBatchBytes, minLevelPart = chunk, read, batch, part })
 }
 
 // errReaderAt fails (or ends) at a given offset.
@@ -258,6 +259,10 @@ func (discard) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
 
 // TestBuildMemoryBounded: allocations do not grow with the image size.
 func TestBuildMemoryBounded(t *testing.T) {
+	// Level batches of 16 blocks, so that both images fill them.
+	old := levelBatchBytes
+	levelBatchBytes = 16 * 4096
+	defer func() { levelBatchBytes = old }()
 	alloc := func(blocks uint64) uint64 {
 		g, _ := NewGeometry(Params{Hash: hashes.SHA1, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: blocks})
 		var before, after runtime.MemStats

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/veritytree/veritytree/hashes"
 )
 
 // VerifyOptions tune Verify. The zero value is ready to use.
@@ -80,7 +78,7 @@ func Verify(ctx context.Context, g *Geometry, data, hash io.ReaderAt, root []byt
 		return nil, err
 	}
 	v := &verifier{g: g, hash: hash, root: root, rep: &VerifyReport{}, max: opts.MaxProblems,
-		h: g.Hash.NewBlockHasher(g.HashBlockSize, g.Salt, g.SaltPosition())}
+		h: newLevelHasher(g, opts.Jobs)}
 	if v.max == 0 {
 		v.max = 100
 	}
@@ -104,7 +102,7 @@ type verifier struct {
 	root []byte
 	rep  *VerifyReport
 	max  int
-	h    *hashes.BlockHasher
+	h    *levelHasher
 	// untrusted marks the blocks of the level checked last whose content
 	// cannot be trusted: corrupted, or under a corrupted block.
 	untrusted bitmap
