@@ -3,15 +3,17 @@
 # `veritysetup verify` on the same page-cached image, alternating the two so
 # that both see the same machine load, and prints medians and ratios.
 #
-#   bench/compare.sh [-s SIZE] [-n RUNS] [-a "sha256 sha1 sha512 blake2b-256"] [-d DIR]
+#   bench/compare.sh [-s SIZE] [-n RUNS] [-a "sha256 sha1 sha512 blake2b-256"] [-f "2 24"] [-d DIR]
 #
 # veritysetup has no blake2b-256: that row compares against its blake2b-512.
+# -f also times the tree with error correction (--fec-device, each roots
+# value given; sha256), at most 3 runs each: veritysetup takes minutes.
 set -euo pipefail
-size=1GiB runs=5 algs="sha256" dir=${TMPDIR:-/tmp}
-while getopts "s:n:a:d:" opt; do
+size=1GiB runs=5 algs="sha256" fecroots="" dir=${TMPDIR:-/tmp}
+while getopts "s:n:a:f:d:" opt; do
   case $opt in
-    s) size=$OPTARG ;; n) runs=$OPTARG ;; a) algs=$OPTARG ;; d) dir=$OPTARG ;;
-    *) sed -n '2,9p' "$0"; exit 2 ;;
+    s) size=$OPTARG ;; n) runs=$OPTARG ;; a) algs=$OPTARG ;; f) fecroots=$OPTARG ;; d) dir=$OPTARG ;;
+    *) sed -n '2,11p' "$0"; exit 2 ;;
   esac
 done
 command -v veritysetup >/dev/null || { echo "bench: veritysetup not found (apt-get install cryptsetup-bin)" >&2; exit 2; }
@@ -45,5 +47,16 @@ for alg in $algs; do
     else o=$(printf '%s\n' "${c_ours[@]}" | median); p=$(printf '%s\n' "${c_peer[@]}" | median); fi
     printf "%-12s %-7s %10s %12s %6.2fx\n" "$alg" "$job" "$o" "$p" "$(echo "$p / $o" | bc -l)"
   done
+done
+for roots in $fecroots; do
+  g_ours=() g_peer=()
+  for _ in $(seq "$(( runs < 3 ? runs : 3 ))"); do
+    rm -f "$work/peer.verity.t" "$work/peer.fec"
+    g_ours+=("$(secs "$work/veritygen" --salt="$salt" --fec-device="$work/ours.fec" --fec-roots="$roots" "$work/img" "$work/ours.verity.t")")
+    g_peer+=("$(secs veritysetup format --salt="$salt" --fec-device="$work/peer.fec" --fec-roots="$roots" "$work/img" "$work/peer.verity.t")")
+  done
+  cmp -s "$work/ours.fec" "$work/peer.fec" || echo "bench: the FEC parity differs from veritysetup's (roots $roots)" >&2
+  o=$(printf '%s\n' "${g_ours[@]}" | median); p=$(printf '%s\n' "${g_peer[@]}" | median)
+  printf "%-12s %-7s %10s %12s %6.2fx\n" "sha256" "fec$roots" "$o" "$p" "$(echo "$p / $o" | bc -l)"
 done
 echo "($size image, median of $runs alternating runs, $(nproc) CPUs; ratio = veritysetup time / ours)"
