@@ -70,3 +70,36 @@ func BenchmarkLevelHasher(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReader reads a 64 MiB image through the verifying Reader:
+// sequentially in 128 KiB reads (as a file system reads ahead), and 4 KiB
+// reads at random places (the tree's hash blocks cached after the first).
+func BenchmarkReader(b *testing.B) {
+	bt := benchTree(b, hashes.SHA256)
+	r, err := NewReader(bt.g, bt.data, bt.hash, bt.root, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := int64(bt.g.DataSize())
+	b.Run("seq128k", func(b *testing.B) {
+		buf := make([]byte, 128<<10)
+		b.SetBytes(size)
+		for b.Loop() {
+			for off := int64(0); off < size; off += int64(len(buf)) {
+				if _, err := r.ReadAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("rand4k", func(b *testing.B) {
+		buf := make([]byte, 4096)
+		rng := rand.New(rand.NewPCG(5, 6))
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			if _, err := r.ReadAt(buf, rng.Int64N(size/4096)*4096); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
