@@ -4,6 +4,7 @@ package hashes
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -24,64 +25,81 @@ var sha256NIKernels = func() [5]func(*[4][8]uint32, *[4]*byte, int) {
 	return k
 }()
 
-// sha256NI hashes four blocks at a time, one SHA-NI instruction stream each,
-// interleaved (a remainder of 1..3 blocks uses the 1..3-stream kernel).
-type sha256NI struct {
-	lay  *msgLayout
-	mid  [8]uint32 // state after the salt-only chunks
-	scr  []byte    // 4 lanes of lay.scratch bytes
-	st   [4][8]uint32
-	ptrs [4]*byte
+// shaNI hashes four blocks at a time, one SHA-NI instruction stream each,
+// interleaved (a remainder of 1..3 blocks uses the 1..3-stream kernel), for
+// SHA-1 (5 state words) and SHA-256 (8). The state of stream l is words
+// [l*words, (l+1)*words) of st, as the kernels' [4][words]uint32 lays it out.
+type shaNI struct {
+	lay     *msgLayout
+	words   int
+	kernels [5]func(st []uint32, ptrs *[4]*byte, chunks int)
+	mid     []uint32 // state after the salt-only chunks
+	scr     []byte   // 4 lanes of lay.scratch bytes
+	st      []uint32
+	ptrs    [4]*byte
 }
 
-func newSHA256NI(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
+func newSHANI(iv []uint32, kernels [5]func([]uint32, *[4]*byte, int), blockSize int, salt []byte, pos SaltPosition) *shaNI {
 	lay := newMsgLayout(64, padMD64, blockSize, salt, pos, false)
-	h := &sha256NI{lay: lay, scr: make([]byte, 4*lay.scratch)}
+	words := len(iv)
+	h := &shaNI{lay: lay, words: words, kernels: kernels, scr: make([]byte, 4*lay.scratch), st: make([]uint32, 4*words)}
 	for l := range 4 {
 		copy(h.scr[l*lay.scratch:], lay.template)
 	}
-	h.st[0] = sha256IV
+	copy(h.st, iv)
 	if lay.pre > 0 {
 		h.ptrs[0] = &salt[0]
-		sha256NIx1(&h.st, &h.ptrs, lay.pre)
+		kernels[1](h.st, &h.ptrs, lay.pre)
 		h.ptrs[0] = nil
 	}
-	h.mid = h.st[0]
+	h.mid = append([]uint32(nil), h.st[:words]...)
 	return h
 }
 
-func (h *sha256NI) hashBlocks(dst []byte, stride int, blocks []byte) {
-	lay := h.lay
+func newSHA256NI(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
+	var k [5]func([]uint32, *[4]*byte, int)
+	for n, kernel := range sha256NIKernels {
+		if kernel != nil {
+			k[n] = func(st []uint32, p *[4]*byte, chunks int) {
+				kernel((*[4][8]uint32)(unsafe.Pointer(&st[0])), p, chunks)
+			}
+		}
+	}
+	return newSHANI(sha256IV[:], k, blockSize, salt, pos)
+}
+
+func (h *shaNI) hashBlocks(dst []byte, stride int, blocks []byte) {
+	lay, words := h.lay, h.words
 	bs, sz := lay.blockSize, lay.scratch
 	n := len(blocks) / bs
 	for i := 0; i < n; i += 4 {
 		w := min(4, n-i)
-		kernel := sha256NIKernels[w]
+		kernel := h.kernels[w]
 		for l := range w {
 			lay.fill(h.scr[l*sz:(l+1)*sz], blocks[(i+l)*bs:(i+l+1)*bs])
-			h.st[l] = h.mid
+			copy(h.st[l*words:], h.mid)
 		}
 		if lay.headN > 0 {
 			for l := range w {
 				h.ptrs[l] = &h.scr[l*sz]
 			}
-			kernel(&h.st, &h.ptrs, lay.headN)
+			kernel(h.st, &h.ptrs, lay.headN)
 		}
 		if lay.directN > 0 {
 			for l := range w {
 				h.ptrs[l] = &blocks[(i+l)*bs+lay.directOff]
 			}
-			kernel(&h.st, &h.ptrs, lay.directN)
+			kernel(h.st, &h.ptrs, lay.directN)
 		}
 		if lay.tailN > 0 {
 			for l := range w {
 				h.ptrs[l] = &h.scr[l*sz+lay.headN*64]
 			}
-			kernel(&h.st, &h.ptrs, lay.tailN)
+			kernel(h.st, &h.ptrs, lay.tailN)
 		}
 		for l := range w {
-			d := dst[(i+l)*stride : (i+l)*stride+32]
-			for j, v := range h.st[l] {
+			d := dst[(i+l)*stride : (i+l)*stride+4*words]
+			for j, v := range h.st[l*words : (l+1)*words] {
 				binary.BigEndian.PutUint32(d[4*j:], v)
 			}
 		}
