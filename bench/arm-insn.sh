@@ -7,9 +7,10 @@
 #
 # usage: bench/arm-insn.sh [-n ITERATIONS] [-o TABLE.md]
 #   needs: qemu-user, gcc (for the plugin), Go; run from anywhere in the repo.
-# Rows: 32-bit arm (GOARM=7) on cortex-a15; arm64 NEON only (the NEON
-# implementations, named, on -cpu max); arm64 with the crypto instructions
-# ("ce", -cpu max). "pure Go" is the same benchmark's generic implementation in
+# Rows: 32-bit arm (GOARM=7) on cortex-a15; 32-bit arm with the ARMv8 crypto
+# instructions in AArch32 state ("ce", qemu-arm -cpu max: the only qemu-arm
+# model that has them); arm64 NEON only (the NEON implementations, named, on
+# -cpu max); arm64 with the crypto instructions ("ce", -cpu max). "pure Go" is the same benchmark's generic implementation in
 # a purego build (which also makes the standard library's hashes pure Go);
 # "stdlib" is generic in a normal build, whose SHA hashes use the
 # standard library's assembly.
@@ -57,6 +58,8 @@ table=$(mktemp)
   row "arm (v7 NEON, cortex-a15)" qemu-arm cortex-a15 arm.test sha512 neon2x 21 arm-purego.test "pure Go"
   row "arm (v7 NEON, cortex-a15)" qemu-arm cortex-a15 arm.test sha256 neon4x 14 arm-purego.test "pure Go"
   row "arm (v7 NEON, cortex-a15)" qemu-arm cortex-a15 arm.test sha1 neon4x 9 arm-purego.test "pure Go"
+  row "arm (AArch32 crypto instructions, max)" qemu-arm max arm.test sha1 ce 2.1 arm.test stdlib
+  row "arm (AArch32 crypto instructions, max)" qemu-arm max arm.test sha256 ce 2.1 arm.test stdlib
   row "arm64 NEON only" qemu-aarch64 max arm64.test blake2b-256 neon2x 9.5 arm64-purego.test "pure Go"
   row "arm64 NEON only" qemu-aarch64 max arm64.test blake2b-256 neon 9.5 arm64-purego.test "pure Go"
   row "arm64 NEON only" qemu-aarch64 max arm64.test sha256 neon4x 12 arm64-purego.test "pure Go"

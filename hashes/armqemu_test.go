@@ -81,12 +81,15 @@ var (
 // The expected implementations per CPU. qemu's arm64 models all have the
 // SHA-1 and SHA-256 instructions, and only max has SHA-512's: the NEON-only
 // paths are forced with ImplEnv (and TestHashBlocks* run every available
-// implementation anyway).
+// implementation anyway). On 32-bit arm only max (an ARMv8 core in AArch32
+// state) has the SHA-1 and SHA-256 instructions; cortex-a15 and a7 are
+// ARMv7 and keep neon4x.
 const (
 	wantGeneric  = "sha1=generic;sha256=generic;sha512=generic;blake2b-256=generic"
 	wantARM64Max = "sha1=ce,neon4x,generic;sha256=ce,neon4x,generic;sha512=ce,neon2x,generic;blake2b-256=neon2x,neon,generic"
 	wantARM64A57 = "sha1=ce,neon4x,generic;sha256=ce,neon4x,generic;sha512=neon2x,generic;blake2b-256=neon2x,neon,generic"
 	wantARMNEON  = "sha1=neon4x,generic;sha256=neon4x,generic;sha512=neon2x,generic;blake2b-256=neon,generic"
+	wantARMCE    = "sha1=ce,neon4x,generic;sha256=ce,neon4x,generic;sha512=neon2x,generic;blake2b-256=neon,generic"
 )
 
 var armRuns = []armRun{
@@ -98,6 +101,9 @@ var armRuns = []armRun{
 	{build: armv7Build, cpu: "cortex-a15", want: wantARMNEON, full: true},
 	{build: armv7Build, cpu: "cortex-a7", want: wantARMNEON},
 	{build: armv7Build, cpu: "cortex-a15", env: []string{ImplEnv + "=generic"}, want: wantARMNEON},
+	{build: armv7Build, cpu: "max", want: wantARMCE, full: true},
+	{build: armv7Build, cpu: "max", env: []string{ImplEnv + "=neon4x"}, want: wantARMCE},
+	{build: armv6Build, cpu: "max", want: wantARMCE},
 	{build: armv6Build, cpu: "arm1176", want: wantGeneric, full: true},
 	{build: armv6Build, cpu: "cortex-a15", want: wantARMNEON},
 	{build: armv7PuregoBuild, cpu: "cortex-a15", want: wantGeneric},

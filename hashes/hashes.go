@@ -130,8 +130,9 @@ var generic = &implementation{
 // for SHA-1 and SHA-256 (4 interleaved SHA-NI streams). On arm64
 // and arm (NEON detected at run time, never assumed from GOARM): "neon" for
 // BLAKE2b-256, "neon2x" (two blocks per vector: SHA-512, and BLAKE2b-256 on
-// arm64), "neon4x" (four: SHA-1, SHA-256), and on arm64 with the ARMv8
-// crypto instructions "ce" for SHA-1, SHA-256 and SHA-512;
+// arm64), "neon4x" (four: SHA-1, SHA-256), and with the ARMv8 crypto
+// instructions "ce": for SHA-1, SHA-256 and SHA-512 on arm64, for SHA-1 and
+// SHA-256 on arm (AArch32 state of ARMv8 cores);
 // Algorithm.Implementations lists what this machine runs, the default
 // first. Building with the purego tag leaves out all assembly.
 const ImplEnv = "VERITYTREE_HASH_IMPL"

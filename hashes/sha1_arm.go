@@ -45,5 +45,5 @@ var sha1NEON4x = &implementation{
 }
 
 func init() {
-	SHA1.impls = append([]*implementation{sha1NEON4x}, SHA1.impls...)
+	SHA1.impls = append([]*implementation{sha1CE, sha1NEON4x}, SHA1.impls...)
 }

@@ -46,5 +46,5 @@ func newSHA256NEON4Kernel() kernel32x4 {
 }
 
 func init() {
-	SHA256.impls = append([]*implementation{sha256NEON4x}, SHA256.impls...)
+	SHA256.impls = append([]*implementation{sha256CE, sha256NEON4x}, SHA256.impls...)
 }

@@ -264,3 +264,53 @@ func VREV648(d, m Reg) Inst {
 	sameShape(d, m)
 	return Inst{0xf3b00000 | fields(d, D(0), m), fmt.Sprintf("vrev64.8 %v, %v", d, m)}
 }
+
+// The ARMv8 Cryptography Extension in AArch32 state (ARM ARM for ARMv8-A,
+// F6: the SHA instructions are in the Advanced SIMD space, all quadword).
+
+func crypto3(base uint32, mnem string, d, n, m Reg) Inst {
+	d.mustQ()
+	n.mustQ()
+	m.mustQ()
+	return Inst{base | fields(d, n, m), fmt.Sprintf("%s.32 %v, %v, %v", mnem, d, n, m)}
+}
+
+func crypto2(base uint32, mnem string, d, m Reg) Inst {
+	d.mustQ()
+	m.mustQ()
+	// Bit 6 is part of the opcode here (clear for sha1su1), not Q.
+	return Inst{base | fields(d, D(0), m)&^(1<<6), fmt.Sprintf("%s.32 %v, %v", mnem, d, m)}
+}
+
+// SHA1C is sha1c.32 d, n, m: four rounds with Choose; d abcd, n e (its
+// low word), m W+K.
+func SHA1C(d, n, m Reg) Inst { return crypto3(0xf2000c40, "sha1c", d, n, m) }
+
+// SHA1P is sha1p.32 d, n, m: four rounds with Parity.
+func SHA1P(d, n, m Reg) Inst { return crypto3(0xf2100c40, "sha1p", d, n, m) }
+
+// SHA1M is sha1m.32 d, n, m: four rounds with Majority.
+func SHA1M(d, n, m Reg) Inst { return crypto3(0xf2200c40, "sha1m", d, n, m) }
+
+// SHA1SU0 is sha1su0.32 d, n, m: the first half of the schedule update.
+func SHA1SU0(d, n, m Reg) Inst { return crypto3(0xf2300c40, "sha1su0", d, n, m) }
+
+// SHA1H is sha1h.32 d, m: the low word of m rotated left by 30 (the next
+// e), the other words zero.
+func SHA1H(d, m Reg) Inst { return crypto2(0xf3b902c0, "sha1h", d, m) }
+
+// SHA1SU1 is sha1su1.32 d, m: the second half of the schedule update.
+func SHA1SU1(d, m Reg) Inst { return crypto2(0xf3ba0380, "sha1su1", d, m) }
+
+// SHA256H is sha256h.32 d, n, m: four rounds' abcd; d abcd, n efgh, m W+K.
+func SHA256H(d, n, m Reg) Inst { return crypto3(0xf3000c40, "sha256h", d, n, m) }
+
+// SHA256H2 is sha256h2.32 d, n, m: four rounds' efgh; d efgh, n the old
+// abcd, m W+K.
+func SHA256H2(d, n, m Reg) Inst { return crypto3(0xf3100c40, "sha256h2", d, n, m) }
+
+// SHA256SU0 is sha256su0.32 d, m: the first half of the schedule update.
+func SHA256SU0(d, m Reg) Inst { return crypto2(0xf3ba03c0, "sha256su0", d, m) }
+
+// SHA256SU1 is sha256su1.32 d, n, m: the second half of the schedule update.
+func SHA256SU1(d, n, m Reg) Inst { return crypto3(0xf3200c40, "sha256su1", d, n, m) }

@@ -68,6 +68,11 @@ func encoderCases() []Inst {
 	for _, d := range []Reg{D(0), D(16), D(31)} {
 		c = append(c, VMOVDRR(d, 3, 4), VMOVDRR(d, 8, 9), VMOVDRR(d, 0, 14))
 	}
+	for _, r := range regs[:3] {
+		d, n, m := r[0], r[1], r[2]
+		c = append(c, SHA1C(d, n, m), SHA1P(d, n, m), SHA1M(d, n, m), SHA1SU0(d, n, m), SHA1H(d, m), SHA1SU1(d, m))
+		c = append(c, SHA256H(d, n, m), SHA256H2(d, n, m), SHA256SU0(d, m), SHA256SU1(d, n, m))
+	}
 	return c
 }
 
@@ -117,7 +122,7 @@ func TestEncoderMatchesGNUAs(t *testing.T) {
 	if err := os.WriteFile(s, []byte(src.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(as, "-march=armv7-a", "-mfpu=neon", "-o", o, s).CombinedOutput(); err != nil {
+	if out, err := exec.Command(as, "-march=armv8-a+crypto", "-mfpu=crypto-neon-fp-armv8", "-o", o, s).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", as, err, out)
 	}
 	if out, err := exec.Command(objcopy, "-O", "binary", "-j", ".text", o, bin).CombinedOutput(); err != nil {

@@ -30,6 +30,8 @@ var files = []struct {
 	{"sha256_arm.s", genSHA256ARM},
 	{"sha1_arm64.s", genSHA1ARM64},
 	{"sha1_arm.s", genSHA1ARM},
+	{"sha256ce_arm.s", genSHA256CEARM},
+	{"sha1ce_arm.s", genSHA1CEARM},
 	{"sha512_arm64.s", genSHA512ARM64},
 	{"sha512_arm.s", genSHA512ARM},
 }
