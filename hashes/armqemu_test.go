@@ -2,12 +2,9 @@ package hashes
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/testtool"
@@ -45,25 +42,9 @@ func TestExpectedImplementations(t *testing.T) {
 	}
 }
 
-// armBuild is one cross-compiled test binary of this package.
-type armBuild struct {
-	goarch, goarm, tags string
-}
-
-func (b armBuild) String() string {
-	s := b.goarch
-	if b.goarm != "" {
-		s += "v" + b.goarm
-	}
-	if b.tags != "" {
-		s += "-" + b.tags
-	}
-	return s
-}
-
 // armRun runs a build's tests under qemu-user with a CPU model.
 type armRun struct {
-	build armBuild
+	build testtool.CrossBuild
 	cpu   string
 	env   []string
 	want  string // wantImplsEnv
@@ -71,11 +52,11 @@ type armRun struct {
 }
 
 var (
-	arm64Build       = armBuild{goarch: "arm64"}
-	arm64PuregoBuild = armBuild{goarch: "arm64", tags: "purego"}
-	armv7Build       = armBuild{goarch: "arm", goarm: "7"}
-	armv6Build       = armBuild{goarch: "arm", goarm: "6"}
-	armv7PuregoBuild = armBuild{goarch: "arm", goarm: "7", tags: "purego"}
+	arm64Build       = testtool.CrossBuild{GOARCH: "arm64"}
+	arm64PuregoBuild = testtool.CrossBuild{GOARCH: "arm64", Tags: "purego"}
+	armv7Build       = testtool.CrossBuild{GOARCH: "arm", GOARM: "7"}
+	armv6Build       = testtool.CrossBuild{GOARCH: "arm", GOARM: "6"}
+	armv7PuregoBuild = testtool.CrossBuild{GOARCH: "arm", GOARM: "7", Tags: "purego"}
 )
 
 // The expected implementations per CPU. qemu's arm64 models all have the
@@ -117,89 +98,20 @@ func TestARMUnderQEMU(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("cross-tests ARM from a linux/amd64 host")
 	}
-	qemu := map[string]string{
-		"arm64": testtool.Require(t, "qemu-aarch64"),
-		"arm":   testtool.Require(t, "qemu-arm"),
-	}
-	goTool := testtool.Require(t, "go")
-	dir := t.TempDir()
-
-	var builds []armBuild
+	var runs []testtool.QEMURun
 	for _, r := range armRuns {
-		if !slices.Contains(builds, r.build) {
-			builds = append(builds, r.build)
-		}
+		runs = append(runs, qemuRun(r.build, r.cpu, r.want, r.full, r.env...))
 	}
-	bins := map[armBuild]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, b := range builds {
-		wg.Go(func() {
-			bin := filepath.Join(dir, b.String()+".test")
-			args := []string{"test", "-c", "-o", bin}
-			if b.tags != "" {
-				args = append(args, "-tags", b.tags)
-			}
-			cmd := exec.Command(goTool, append(args, ".")...)
-			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+b.goarch, "GOARM="+b.goarm, "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("building %v: %v\n%s", b, err, out)
-				return
-			}
-			mu.Lock()
-			bins[b] = bin
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
-
-	// Run everything at once (qemu is CPU-bound and t.Parallel would cap
-	// it at GOMAXPROCS), then report each run as a subtest.
-	type result struct {
-		out []byte
-		err error
-	}
-	results := make([]result, len(armRuns))
-	for i, r := range armRuns {
-		wg.Go(func() {
-			args := []string{"-cpu", r.cpu, bins[r.build], "-test.count=1", "-test.v"}
-			if !r.full || testing.Short() {
-				args = append(args, "-test.short")
-			}
-			cmd := exec.Command(qemu[r.build.goarch], args...)
-			cmd.Env = append(os.Environ(), ImplEnv+"=", wantImplsEnv+"="+r.want)
-			cmd.Env = append(cmd.Env, r.env...)
-			out, err := cmd.CombinedOutput()
-			results[i] = result{out, err}
-		})
-	}
-	wg.Wait()
-	for i, r := range armRuns {
-		name := r.build.String() + "/" + r.cpu
-		for _, e := range r.env {
-			name += "/" + e
-		}
-		t.Run(name, func(t *testing.T) {
-			out, err := results[i].out, results[i].err
-			if err != nil {
-				t.Fatalf("%v\n%s", err, tail(out, 60))
-			}
-			if !strings.Contains(string(out), "--- PASS: TestExpectedImplementations") {
-				t.Fatalf("TestExpectedImplementations did not run:\n%s", tail(out, 60))
-			}
-			t.Logf("%d tests passed", strings.Count(string(out), "--- PASS"))
-		})
-	}
+	testtool.RunUnderQEMU(t, runs, "TestExpectedImplementations")
 }
 
-// tail returns the last n lines of out.
-func tail(out []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// qemuRun is a run of build on cpu that expects the implementations want
+// (see wantImplsEnv), with ImplEnv cleared unless env sets it.
+func qemuRun(build testtool.CrossBuild, cpu, want string, full bool, env ...string) testtool.QEMURun {
+	name := build.String() + "/" + cpu
+	for _, e := range env {
+		name += "/" + e
 	}
-	return strings.Join(lines, "\n")
+	return testtool.QEMURun{Name: name, Build: build, CPU: cpu, Full: full,
+		Env: append([]string{ImplEnv + "=", wantImplsEnv + "=" + want}, env...)}
 }
