@@ -93,16 +93,7 @@ func (h *blake2bAVX512) hashBlocks(dst []byte, stride int, blocks []byte) {
 				}
 			}
 		}
-		// Lanes past w hash lane 0's block again; their digests are dropped.
-		setPtrs := func(base func(l int) *byte) {
-			for l := range lanes {
-				if l < w {
-					h.ptrs[l] = base(l)
-				} else {
-					h.ptrs[l] = h.ptrs[0]
-				}
-			}
-		}
+		setPtrs := func(base func(l int) *byte) { setLanePtrs(h.ptrs[:lanes], w, base) }
 		run := func(chunks, first int, flag uint64, half bool) {
 			counter := uint64(first) * 128
 			if flag != 0 {

@@ -67,6 +67,18 @@ func newVecMD[W uint32 | uint64](lanes int, iv []W, size int, kernel func([]W, *
 	return h
 }
 
+// setLanePtrs points the first w lanes at base(l) and the rest at lane 0's
+// block, hashed again and dropped: a vector pass always runs every lane.
+func setLanePtrs(ptrs []*byte, w int, base func(l int) *byte) {
+	for l := range ptrs {
+		if l < w {
+			ptrs[l] = base(l)
+		} else {
+			ptrs[l] = ptrs[0]
+		}
+	}
+}
+
 func getBE[W uint32 | uint64](b []byte) W {
 	var v W
 	for i := range int(unsafe.Sizeof(v)) {
@@ -106,16 +118,7 @@ func (h *vecMD[W]) hashBlocks(dst []byte, stride int, blocks []byte) {
 			lay.fill(h.scr[l*sz:(l+1)*sz], blocks[(i+l)*bs:(i+l+1)*bs])
 		}
 		h.reset()
-		// Lanes past w hash lane 0's block again; their digests are dropped.
-		setPtrs := func(base func(l int) *byte) {
-			for l := range lanes {
-				if l < w {
-					h.ptrs[l] = base(l)
-				} else {
-					h.ptrs[l] = h.ptrs[0]
-				}
-			}
-		}
+		setPtrs := func(base func(l int) *byte) { setLanePtrs(h.ptrs[:lanes], w, base) }
 		if lay.headN > 0 {
 			setPtrs(func(l int) *byte { return &h.scr[l*sz] })
 			h.kernel(h.st, &h.ptrs, lay.headN, false)
