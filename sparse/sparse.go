@@ -74,6 +74,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"sync"
 )
 
 // Format constants.
@@ -163,25 +164,25 @@ type Extent struct {
 	Fill uint32
 }
 
-// chunk is one index entry: a RAW, FILL or DONT_CARE chunk of at least one
-// block.
-type chunk struct {
-	out   int64 // offset in the expanded image
-	len   int64 // expanded bytes
-	data  int64 // RAW: offset of the data in the sparse file
-	hdr   int64 // offset of the chunk header in the sparse file
-	index int   // chunk index in the file
+// entry is one index entry: where a run of chunks of one kind (and one
+// fill pattern) starts, a RAW chunk, or, in a thinned index, where
+// scanning the chunk headers may start (see Image.entries).
+type entry struct {
+	out   int64  // offset in the expanded image
+	hdr   int64  // offset of its first chunk's header in the sparse file
+	index uint32 // its first chunk's index in the file
 	fill  uint32
 	kind  Kind
 }
 
-// crcChunk is a CRC32 chunk: the CRC32 of the expanded image before at.
-type crcChunk struct {
-	at    int64
-	hdr   int64
-	index int
-	value uint32
-}
+// maxEntries caps the index: 64K entries of 32 bytes, 2 MiB, for any
+// number of chunks. A variable so that tests can thin small images.
+var maxEntries = 1 << 16
+
+// nCursors is how many positions of header scanning a thinned index
+// remembers: enough for the readers of a hash tree builder that read
+// different stretches at once, each then going on from where it stopped.
+const nCursors = 16
 
 // Image is an opened sparse image. Its methods are safe for concurrent
 // use, provided the underlying io.ReaderAt is (as io.ReaderAt requires).
@@ -190,11 +191,33 @@ type Image struct {
 	blockSize   int64
 	size        int64
 	imageCRC    uint32
-	chunks      []chunk
-	crcs        []crcChunk
+	hasCRC      bool // some chunk is a CRC32 chunk
+	fileHdrSz   int64
+	chunkHdrSz  int64
+	totalBlocks uint64
 	end         int64 // end of the last chunk in the sparse file
 	fileSize    int64
 	totalChunks int
+
+	// entries is the index. When exact, there is one entry per maximal run
+	// of chunks of one kind (RAW: one per chunk) and an entry ends where the
+	// next begins. Otherwise (more runs than maxEntries) it keeps only
+	// every stride-th run's start: ReadAt then scans the chunk headers from
+	// the nearest one, through cursors that remember where a scan stopped.
+	entries []entry
+	exact   bool
+
+	mu      sync.Mutex
+	cursors [nCursors]cursor
+	tick    uint64
+}
+
+// cursor is a scan of the chunk headers in progress, and the chunk it
+// found last.
+type cursor struct {
+	s    *scanner
+	last chunkInfo // valid if last.blocks > 0
+	used uint64
 }
 
 // IsSparse reports whether r starts with the sparse image magic.
@@ -208,7 +231,7 @@ func IsSparse(r io.ReaderAt) bool {
 // every chunk header (see the package documentation for what it rejects).
 // It reads only headers, not data; CheckCRC verifies checksums.
 func Open(r io.ReaderAt, size int64) (*Image, error) {
-	hr := &headerReader{r: r, size: size}
+	hr := headerReader{r: r, size: size}
 	if size < HeaderSize {
 		return nil, hdrErr(0, "file is %d bytes, shorter than the %d-byte sparse header", size, HeaderSize)
 	}
@@ -253,99 +276,187 @@ func Open(r io.ReaderAt, size int64) (*Image, error) {
 		blockSize:   blkSz,
 		size:        int64(totalBlks) * blkSz,
 		imageCRC:    imageCRC,
+		fileHdrSz:   fileHdrSz,
+		chunkHdrSz:  chunkHdrSz,
+		totalBlocks: totalBlks,
 		fileSize:    size,
 		totalChunks: int(totalChunks),
 	}
-	off := fileHdrSz
-	var blocks uint64 // output blocks so far
-	for i := 0; i < int(totalChunks); i++ {
-		cerr := func(format string, args ...any) error {
-			return &Error{Chunk: i, Offset: off, Reason: fmt.Sprintf(format, args...), Err: ErrFormat}
-		}
-		if size-off < chunkHdrSz {
-			return nil, cerr("file ends at byte %d, inside or before this chunk's %d-byte header: header declares %d chunks, found %d",
-				size, chunkHdrSz, totalChunks, i)
-		}
-		ch, err := hr.read(off, ChunkHeaderSize)
+	s := &scanner{im: im, hr: hr, off: fileHdrSz}
+	// runs counts the index's runs so far; every stride-th gets an entry.
+	runs, stride := 0, 1
+	var prevKind Kind
+	var prevFill uint32
+	for s.index < im.totalChunks {
+		c, err := s.next()
 		if err != nil {
-			return nil, ioErr(i, off, "reading the chunk header", err)
+			return nil, err
 		}
-		typ := le.Uint16(ch[0:])
-		chunkSz := uint64(le.Uint32(ch[4:]))
-		totalSz := int64(le.Uint32(ch[8:]))
-		if totalSz < chunkHdrSz {
-			return nil, cerr("total_sz %d is smaller than the %d-byte chunk header", totalSz, chunkHdrSz)
-		}
-		dataLen := totalSz - chunkHdrSz
-		dataOff := off + chunkHdrSz
-		var name string
-		var want int64
-		switch typ {
-		case ChunkRaw:
-			hi, lo := bits.Mul64(chunkSz, uint64(blkSz))
-			if hi != 0 || lo != uint64(dataLen) {
-				return nil, cerr("RAW chunk of %d blocks of %d bytes needs total_sz %d (%d-byte header + %d bytes of data), has total_sz %d",
-					chunkSz, blkSz, uint64(chunkHdrSz)+lo, chunkHdrSz, lo, totalSz)
-			}
-			name, want = "RAW", dataLen
-		case ChunkFill:
-			name, want = "FILL", 4
-		case ChunkDontCare:
-			name, want = "DONT_CARE", 0
-		case ChunkCRC32:
-			name, want = "CRC32", 4
-			if chunkSz != 0 {
-				return nil, cerr("CRC32 chunk has chunk_sz %d, want 0", chunkSz)
-			}
-		default:
-			return nil, cerr("unknown chunk type %#04x (want RAW 0xcac1, FILL 0xcac2, DONT_CARE 0xcac3 or CRC32 0xcac4)", typ)
-		}
-		if dataLen != want {
-			return nil, cerr("%s chunk has total_sz %d, want %d (%d-byte header + %d bytes of data)",
-				name, totalSz, chunkHdrSz+want, chunkHdrSz, want)
-		}
-		if totalSz > size-off {
-			return nil, cerr("%s chunk of %d bytes runs past the end of the file: it needs bytes up to %d, the file has %d (truncated)",
-				name, totalSz, off+totalSz, size)
-		}
-		if typ == ChunkCRC32 {
-			v, err := hr.read(dataOff, 4)
-			if err != nil {
-				return nil, ioErr(i, off, "reading the CRC32 chunk's value", err)
-			}
-			im.crcs = append(im.crcs, crcChunk{at: int64(blocks) * blkSz, hdr: off, index: i, value: le.Uint32(v)})
-			off += totalSz
+		if c.typ == ChunkCRC32 {
+			im.hasCRC = true
 			continue
 		}
-		if chunkSz > totalBlks-blocks {
-			return nil, cerr("%s chunk of %d blocks ends at block %d, past the header's total of %d blocks",
-				name, chunkSz, blocks+chunkSz, totalBlks)
+		if c.blocks == 0 {
+			continue
 		}
-		if chunkSz > 0 {
-			c := chunk{out: int64(blocks) * blkSz, len: int64(chunkSz) * blkSz, hdr: off, index: i}
-			switch typ {
-			case ChunkRaw:
-				c.kind, c.data = Raw, dataOff
-			case ChunkFill:
-				v, err := hr.read(dataOff, 4)
-				if err != nil {
-					return nil, ioErr(i, off, "reading the FILL chunk's pattern", err)
+		k := kindOf(c.typ)
+		if runs > 0 && k != Raw && k == prevKind && c.value == prevFill {
+			continue // the run goes on
+		}
+		prevKind, prevFill = k, c.value
+		if runs%stride == 0 {
+			im.entries = append(im.entries, entry{out: c.out, hdr: c.hdr, index: uint32(c.index), fill: c.value, kind: k})
+			if len(im.entries) > maxEntries {
+				// Thin out: keep every other entry, twice as far apart.
+				n := 0
+				for i := 0; i < len(im.entries); i += 2 {
+					im.entries[n] = im.entries[i]
+					n++
 				}
-				c.kind, c.fill = Fill, le.Uint32(v)
-			case ChunkDontCare:
-				c.kind = DontCare
+				im.entries = im.entries[:n]
+				stride *= 2
 			}
-			im.chunks = append(im.chunks, c)
 		}
-		blocks += chunkSz
-		off += totalSz
+		runs++
 	}
-	if blocks != totalBlks {
+	if s.blocks != totalBlks {
 		return nil, hdrErr(16, "the %d chunks (ending at byte %d) cover %d blocks, but the header declares %d",
-			totalChunks, off, blocks, totalBlks)
+			totalChunks, s.off, s.blocks, totalBlks)
 	}
-	im.end = off
+	im.end = s.off
+	im.exact = stride == 1
 	return im, nil
+}
+
+// chunkInfo is one chunk as its header describes it.
+type chunkInfo struct {
+	typ    uint16
+	index  int
+	hdr    int64 // offset of the header in the sparse file
+	data   int64 // offset of the data in the sparse file
+	out    int64 // offset in the expanded image
+	len    int64 // expanded bytes
+	blocks uint64
+	value  uint32 // FILL: the pattern; CRC32: the checksum; else 0
+}
+
+func kindOf(typ uint16) Kind {
+	switch typ {
+	case ChunkRaw:
+		return Raw
+	case ChunkFill:
+		return Fill
+	}
+	return DontCare
+}
+
+// scanner reads and checks chunk headers in order, from any chunk whose
+// place (off, blocks, index) is known.
+type scanner struct {
+	im     *Image
+	hr     headerReader
+	off    int64  // offset of the next chunk's header
+	blocks uint64 // output blocks before it
+	index  int    // its index
+}
+
+// next parses and checks the next chunk; the caller has checked that
+// there is one (s.index < im.totalChunks). The checks are Open's, so a
+// file that changed since Open gives an error, not a wrong chunk.
+func (s *scanner) next() (chunkInfo, error) {
+	im := s.im
+	le := binary.LittleEndian
+	i, off, size, chunkHdrSz, blkSz := s.index, s.off, im.fileSize, im.chunkHdrSz, im.blockSize
+	cerr := func(format string, args ...any) error {
+		return &Error{Chunk: i, Offset: off, Reason: fmt.Sprintf(format, args...), Err: ErrFormat}
+	}
+	if size-off < chunkHdrSz {
+		return chunkInfo{}, cerr("file ends at byte %d, inside or before this chunk's %d-byte header: header declares %d chunks, found %d",
+			size, chunkHdrSz, im.totalChunks, i)
+	}
+	ch, err := s.hr.read(off, ChunkHeaderSize)
+	if err != nil {
+		return chunkInfo{}, ioErr(i, off, "reading the chunk header", err)
+	}
+	typ := le.Uint16(ch[0:])
+	chunkSz := uint64(le.Uint32(ch[4:]))
+	totalSz := int64(le.Uint32(ch[8:]))
+	if totalSz < chunkHdrSz {
+		return chunkInfo{}, cerr("total_sz %d is smaller than the %d-byte chunk header", totalSz, chunkHdrSz)
+	}
+	dataLen := totalSz - chunkHdrSz
+	dataOff := off + chunkHdrSz
+	var name string
+	var want int64
+	switch typ {
+	case ChunkRaw:
+		hi, lo := bits.Mul64(chunkSz, uint64(blkSz))
+		if hi != 0 || lo != uint64(dataLen) {
+			return chunkInfo{}, cerr("RAW chunk of %d blocks of %d bytes needs total_sz %d (%d-byte header + %d bytes of data), has total_sz %d",
+				chunkSz, blkSz, uint64(chunkHdrSz)+lo, chunkHdrSz, lo, totalSz)
+		}
+		name, want = "RAW", dataLen
+	case ChunkFill:
+		name, want = "FILL", 4
+	case ChunkDontCare:
+		name, want = "DONT_CARE", 0
+	case ChunkCRC32:
+		name, want = "CRC32", 4
+		if chunkSz != 0 {
+			return chunkInfo{}, cerr("CRC32 chunk has chunk_sz %d, want 0", chunkSz)
+		}
+	default:
+		return chunkInfo{}, cerr("unknown chunk type %#04x (want RAW 0xcac1, FILL 0xcac2, DONT_CARE 0xcac3 or CRC32 0xcac4)", typ)
+	}
+	if dataLen != want {
+		return chunkInfo{}, cerr("%s chunk has total_sz %d, want %d (%d-byte header + %d bytes of data)",
+			name, totalSz, chunkHdrSz+want, chunkHdrSz, want)
+	}
+	if totalSz > size-off {
+		return chunkInfo{}, cerr("%s chunk of %d bytes runs past the end of the file: it needs bytes up to %d, the file has %d (truncated)",
+			name, totalSz, off+totalSz, size)
+	}
+	c := chunkInfo{typ: typ, index: i, hdr: off, data: dataOff, out: int64(s.blocks) * blkSz}
+	if typ == ChunkCRC32 {
+		v, err := s.hr.read(dataOff, 4)
+		if err != nil {
+			return chunkInfo{}, ioErr(i, off, "reading the CRC32 chunk's value", err)
+		}
+		c.value = le.Uint32(v)
+	} else {
+		if chunkSz > im.totalBlocks-s.blocks {
+			return chunkInfo{}, cerr("%s chunk of %d blocks ends at block %d, past the header's total of %d blocks",
+				name, chunkSz, s.blocks+chunkSz, im.totalBlocks)
+		}
+		if typ == ChunkFill && chunkSz > 0 {
+			v, err := s.hr.read(dataOff, 4)
+			if err != nil {
+				return chunkInfo{}, ioErr(i, off, "reading the FILL chunk's pattern", err)
+			}
+			c.value = le.Uint32(v)
+		}
+		c.blocks, c.len = chunkSz, int64(chunkSz)*blkSz
+	}
+	s.blocks += c.blocks
+	s.off += totalSz
+	s.index++
+	return c, nil
+}
+
+// walk calls fn with every chunk, in order, reading the headers again.
+func (im *Image) walk(fn func(c *chunkInfo) error) error {
+	s := &scanner{im: im, hr: headerReader{r: im.r, size: im.fileSize}, off: im.fileHdrSz}
+	var c chunkInfo // one for all: fn may keep &c, so a new one each time would be allocated
+	for s.index < im.totalChunks {
+		var err error
+		if c, err = s.next(); err != nil {
+			return err
+		}
+		if err := fn(&c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func hdrErr(off int64, format string, args ...any) error {
@@ -424,39 +535,118 @@ func (im *Image) ReadAt(p []byte, off int64) (int, error) {
 	if off >= im.size {
 		return 0, io.EOF
 	}
-	i := sort.Search(len(im.chunks), func(i int) bool {
-		c := &im.chunks[i]
-		return c.out+c.len > off
-	})
+	want := len(p)
+	p = p[:min(int64(want), im.size-off)]
+	var err error
 	n := 0
-	for n < len(p) && i < len(im.chunks) {
-		c := &im.chunks[i]
-		pos := off + int64(n)
-		within := pos - c.out
-		k := int(min(int64(len(p)-n), c.len-within))
-		dst := p[n : n+k]
-		switch c.kind {
-		case Raw:
-			m, err := im.r.ReadAt(dst, c.data+within)
-			if m < k {
-				if err == nil || err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				return n + m, &Error{Chunk: c.index, Offset: c.hdr,
-					Reason: fmt.Sprintf("reading RAW data at byte %d of the sparse file: %v", c.data+within+int64(m), err), Err: err}
+	if im.exact {
+		// The first entry that ends after off.
+		i := sort.Search(len(im.entries), func(i int) bool { return im.entries[i].out > off }) - 1
+		for ; n < len(p) && err == nil; i++ {
+			e := &im.entries[i]
+			end := im.size
+			if i+1 < len(im.entries) {
+				end = im.entries[i+1].out
 			}
-		case Fill:
-			fillPattern(dst, c.fill, pos)
-		default:
-			clear(dst)
+			c := chunkInfo{index: int(e.index), hdr: e.hdr, data: e.hdr + im.chunkHdrSz, out: e.out, len: end - e.out, value: e.fill}
+			var k int
+			k, err = im.readChunk(p[n:], off+int64(n), &c, e.kind)
+			n += k
 		}
-		n += k
-		i++
+	} else {
+		for n < len(p) && err == nil {
+			var c chunkInfo
+			if c, err = im.locate(off + int64(n)); err == nil {
+				var k int
+				k, err = im.readChunk(p[n:], off+int64(n), &c, kindOf(c.typ))
+				n += k
+			}
+		}
 	}
-	if n < len(p) {
+	if err != nil {
+		return n, err
+	}
+	if n < want {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// readChunk fills the start of dst, at expanded offset pos inside c (of
+// kind k), up to the end of c or of dst.
+func (im *Image) readChunk(dst []byte, pos int64, c *chunkInfo, k Kind) (int, error) {
+	within := pos - c.out
+	dst = dst[:min(int64(len(dst)), c.len-within)]
+	switch k {
+	case Raw:
+		m, err := im.r.ReadAt(dst, c.data+within)
+		if m < len(dst) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return m, &Error{Chunk: c.index, Offset: c.hdr,
+				Reason: fmt.Sprintf("reading RAW data at byte %d of the sparse file: %v", c.data+within+int64(m), err), Err: err}
+		}
+	case Fill:
+		fillPattern(dst, c.value, pos)
+	default:
+		clear(dst)
+	}
+	return len(dst), nil
+}
+
+// locate returns the chunk holding expanded byte pos (< im.size) of a
+// thinned index, scanning chunk headers from the cursor closest before pos
+// or, if none is, from the index entry before it.
+func (im *Image) locate(pos int64) (chunkInfo, error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.tick++
+	e := &im.entries[sort.Search(len(im.entries), func(i int) bool { return im.entries[i].out > pos })-1]
+	var best *cursor
+	for i := range im.cursors {
+		c := &im.cursors[i]
+		if c.s == nil {
+			continue
+		}
+		if c.last.len > 0 && c.last.out <= pos && pos < c.last.out+c.last.len {
+			c.used = im.tick
+			return c.last, nil
+		}
+		if at := int64(c.s.blocks) * im.blockSize; at <= pos && at >= e.out && (best == nil || at > int64(best.s.blocks)*im.blockSize) {
+			best = c
+		}
+	}
+	if best == nil {
+		best = &im.cursors[0]
+		for i := range im.cursors {
+			if im.cursors[i].used < best.used {
+				best = &im.cursors[i]
+			}
+		}
+		if best.s == nil {
+			best.s = &scanner{im: im, hr: headerReader{r: im.r, size: im.fileSize}}
+		}
+		best.s.off, best.s.blocks, best.s.index = e.hdr, uint64(e.out/im.blockSize), int(e.index)
+		best.last = chunkInfo{}
+	}
+	best.used = im.tick
+	for best.s.index < im.totalChunks {
+		c, err := best.s.next()
+		if err != nil {
+			best.s, best.used = nil, 0
+			return chunkInfo{}, err
+		}
+		if c.len > 0 && pos < c.out+c.len {
+			best.last = c
+			return c, nil
+		}
+	}
+	// Only a file changed since Open gets here.
+	s := best.s
+	best.s, best.used = nil, 0
+	return chunkInfo{}, &Error{Chunk: s.index, Offset: s.off, Err: ErrFormat,
+		Reason: fmt.Sprintf("the chunks end before byte %d of the expanded image: the file changed since it was opened", pos)}
 }
 
 // fillPattern fills dst, which starts at expanded offset pos, with the
@@ -474,20 +664,75 @@ func fillPattern(dst []byte, fill uint32, pos int64) {
 	}
 }
 
-// Extents returns the expanded image as runs of blocks, in order, without
-// gaps, covering exactly Size()/BlockSize() blocks. Adjacent chunks of the
-// same kind (and, for Fill, the same pattern) are merged into one extent.
-// Blocks are in units of BlockSize.
+// errStop ends a walk early.
+var errStop = errors.New("stop")
+
+// WalkExtents calls fn with the expanded image as runs of blocks, in
+// order, without gaps, covering exactly Size()/BlockSize() blocks, until fn
+// returns false. Adjacent chunks of the same kind (and, for Fill, the same
+// pattern) are merged into one extent. Blocks are in units of BlockSize.
+// It needs memory for one extent at a time; with an index that does not
+// hold every run (images of more than 64K runs) it reads the chunk headers
+// again, and returns the error of a failed read.
+func (im *Image) WalkExtents(fn func(Extent) bool) error {
+	var cur Extent
+	stopped := false
+	add := func(e Extent) bool {
+		if cur.Blocks > 0 && cur.Kind == e.Kind && cur.Fill == e.Fill {
+			cur.Blocks += e.Blocks
+			return true
+		}
+		if cur.Blocks > 0 && !fn(cur) {
+			stopped = true
+			return false
+		}
+		cur = e
+		return true
+	}
+	bs := im.blockSize
+	if im.exact {
+		for i := range im.entries {
+			e := &im.entries[i]
+			end := im.size
+			if i+1 < len(im.entries) {
+				end = im.entries[i+1].out
+			}
+			if !add(Extent{Start: uint64(e.out / bs), Blocks: uint64((end - e.out) / bs), Kind: e.kind, Fill: e.fill}) {
+				return nil
+			}
+		}
+	} else {
+		err := im.walk(func(c *chunkInfo) error {
+			if c.blocks == 0 {
+				return nil
+			}
+			if !add(Extent{Start: uint64(c.out / bs), Blocks: c.blocks, Kind: kindOf(c.typ), Fill: c.value}) {
+				return errStop
+			}
+			return nil
+		})
+		if err == errStop {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if cur.Blocks > 0 && !stopped {
+		fn(cur)
+	}
+	return nil
+}
+
+// Extents returns what WalkExtents gives, as a slice: one entry per
+// extent, so only for images known to have few; it stops at the first read
+// error, which WalkExtents returns.
 func (im *Image) Extents() []Extent {
 	var out []Extent
-	for _, c := range im.chunks {
-		start, blocks := uint64(c.out/im.blockSize), uint64(c.len/im.blockSize)
-		if n := len(out); n > 0 && out[n-1].Kind == c.kind && out[n-1].Fill == c.fill {
-			out[n-1].Blocks += blocks
-			continue
-		}
-		out = append(out, Extent{Start: start, Blocks: blocks, Kind: c.kind, Fill: c.fill})
-	}
+	im.WalkExtents(func(e Extent) bool {
+		out = append(out, e)
+		return true
+	})
 	return out
 }
 
@@ -500,29 +745,21 @@ const crcBuf = 1 << 20
 // memory; FILL and DONT_CARE runs cost O(log length), not their length.
 // The first mismatch is returned as an *Error wrapping ErrChecksum.
 func (im *Image) CheckCRC() error {
-	if len(im.crcs) == 0 && im.imageCRC == 0 {
+	if !im.hasCRC && im.imageCRC == 0 {
 		return nil
 	}
 	var crc uint32
-	crcs := im.crcs
-	check := func(upto int64) error {
-		for ; len(crcs) > 0 && crcs[0].at <= upto; crcs = crcs[1:] {
-			c := crcs[0]
+	var buf []byte
+	var pat [4]byte // out here: crc32 keeps it on the heap
+	err := im.walk(func(c *chunkInfo) error {
+		switch {
+		case c.typ == ChunkCRC32:
 			if c.value != crc {
 				return &Error{Chunk: c.index, Offset: c.hdr, Err: ErrChecksum,
-					Reason: fmt.Sprintf("CRC32 chunk holds %#08x, but the first %d bytes of the expanded image have CRC32 %#08x", c.value, c.at, crc)}
+					Reason: fmt.Sprintf("CRC32 chunk holds %#08x, but the first %d bytes of the expanded image have CRC32 %#08x", c.value, c.out, crc)}
 			}
-		}
-		return nil
-	}
-	var buf []byte
-	for i := range im.chunks {
-		c := &im.chunks[i]
-		if err := check(c.out); err != nil {
-			return err
-		}
-		switch c.kind {
-		case Raw:
+		case c.len == 0:
+		case c.typ == ChunkRaw:
 			if buf == nil {
 				buf = make([]byte, min(crcBuf, c.len))
 			}
@@ -540,13 +777,13 @@ func (im *Image) CheckCRC() error {
 				done += int64(m)
 			}
 		default:
-			var pat [4]byte
-			binary.LittleEndian.PutUint32(pat[:], c.fill) // 0 for DontCare
+			binary.LittleEndian.PutUint32(pat[:], c.value) // 0 for DontCare
 			run := crcRepeat(crc32.ChecksumIEEE(pat[:]), 4, uint64(c.len/4))
 			crc = crcCombine(crc, run, uint64(c.len))
 		}
-	}
-	if err := check(im.size); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if im.imageCRC != 0 && im.imageCRC != crc {
