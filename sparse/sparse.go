@@ -3,11 +3,12 @@
 // expanding them on disk.
 //
 // Open parses and checks every chunk header up front and keeps an index in
-// memory, one entry per chunk; Image.ReadAt then serves the expanded image
-// from it: RAW chunks are read from the sparse file, FILL chunks repeat
-// their 4-byte pattern and DONT_CARE chunks read as zeros. Image.Extents
-// lists the runs of blocks that are one fill pattern or zeros, so a hash
-// tree builder can hash such a block once instead of once per block.
+// memory of at most 64K entries (2 MiB) for any number of chunks;
+// Image.ReadAt then serves the expanded image from it: RAW chunks are read
+// from the sparse file, FILL chunks repeat their 4-byte pattern and
+// DONT_CARE chunks read as zeros. Image.WalkExtents lists the runs of
+// blocks that are one fill pattern or zeros, so a hash tree builder can
+// hash such a block once instead of once per block.
 //
 // # Format
 //
@@ -51,9 +52,11 @@
 // to check, so Open checks only their structure and CheckCRC verifies
 // their values (simg2img does not verify them at all). Open reads chunk
 // headers (and FILL patterns and CRC32 values), skipping RAW data: a few
-// small reads per run of consecutive headers, and in memory one index
-// entry per chunk (the declared chunk count is checked against the file
-// size before anything is allocated).
+// small reads per run of consecutive headers. The index has one entry per
+// run of chunks of one kind and pattern (one per RAW chunk); past 64K
+// runs it keeps only some, evenly spaced, and ReadAt finds a byte by
+// reading the chunk headers on from the entry before it, remembering where
+// it stopped for the next read nearby.
 //
 // # Block sizes
 //
