@@ -9,13 +9,10 @@ import (
 	"github.com/veritytree/veritytree/merkle"
 )
 
-// maxHoleRuns bounds the memory a very fragmented file can take: past it,
-// the rest of the file is read as usual.
-const maxHoleRuns = 1 << 20
-
 // HoleRuns finds the holes of the regular file f with SEEK_DATA and
 // SEEK_HOLE and returns the data blocks of the first blocks that lie
-// entirely inside one, as runs of zeros. A file system without hole
+// entirely inside one, as runs of zeros: the longest maxRuns of them, so
+// that a file of millions of small holes takes a few MiB, not hundreds. A file system without hole
 // support reports none, and an error stops the search: the blocks not in
 // a run are read, so the tree is right either way.
 func HoleRuns(f *os.File, dbs int, blocks uint64) []merkle.Run {
@@ -37,14 +34,14 @@ func HoleRuns(f *os.File, dbs int, blocks uint64) []merkle.Run {
 func FindHoles(seek func(off int64, whence int) (int64, error), dbs int, blocks uint64) []merkle.Run {
 	b := uint64(dbs)
 	end := blocks * b
-	var runs []merkle.Run
+	var keep runKeeper
 	add := func(from, to uint64) { // a hole from byte from to byte to
 		first, last := (from+b-1)/b, min(to, end)/b
 		if last > first {
-			runs = append(runs, merkle.Run{Start: first, Count: last - first})
+			keep.add(keptRun{start: first, count: last - first})
 		}
 	}
-	for off := uint64(0); off < end && len(runs) < maxHoleRuns; {
+	for off := uint64(0); off < end; {
 		data, err := seek(int64(off), unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
 			add(off, end) // no data from off on: a hole up to the end
@@ -65,5 +62,5 @@ func FindHoles(seek func(off int64, whence int) (int64, error), dbs int, blocks 
 		}
 		off = uint64(hole)
 	}
-	return runs
+	return keep.result()
 }

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"cmp"
+	"container/heap"
 	"encoding/binary"
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/veritytree/veritytree/merkle"
@@ -78,15 +81,75 @@ func (s *DataSource) Close() error { return s.File.Close() }
 
 // Runs lists the data blocks of the first blocks whose content is known
 // without reading them: FILL and DONT_CARE chunks of a sparse image, holes
-// of a raw regular file.
+// of a raw regular file; at most maxRuns of them, the longest.
 func (s *DataSource) Runs(dbs int, blocks uint64) []merkle.Run {
 	if s.Sparse != nil {
-		return SparseRuns(s.Sparse.Extents(), s.Sparse.BlockSize(), dbs, blocks)
+		// A failed read of the chunk headers ends the list early: the
+		// blocks not in a run are read, and the read fails again there.
+		return sparseRuns(s.Sparse.WalkExtents, s.Sparse.BlockSize(), dbs, blocks)
 	}
 	if info, err := s.File.Stat(); err != nil || !info.Mode().IsRegular() {
 		return nil
 	}
 	return HoleRuns(s.File, dbs, blocks)
+}
+
+// maxRuns caps the runs handed to the tree builder, which keeps about 100
+// bytes per run: runs only spare reads, so an image of millions of short
+// ones (alternating FILL chunks, a file of many holes) has only its
+// longest ones skipped, in a few MiB. A variable for tests.
+var maxRuns = 1 << 16
+
+// runKeeper keeps the maxRuns longest runs it is given: past maxRuns, in a
+// heap with the shortest on top.
+type runKeeper struct {
+	runs []keptRun
+}
+
+type keptRun struct {
+	start, count uint64
+	fill         uint32 // 0: zeros
+}
+
+func (k *runKeeper) Len() int           { return len(k.runs) }
+func (k *runKeeper) Less(i, j int) bool { return k.runs[i].count < k.runs[j].count }
+func (k *runKeeper) Swap(i, j int)      { k.runs[i], k.runs[j] = k.runs[j], k.runs[i] }
+func (k *runKeeper) Push(any)           { panic("unused") }
+func (k *runKeeper) Pop() any           { panic("unused") }
+
+func (k *runKeeper) add(r keptRun) {
+	switch {
+	case len(k.runs) < maxRuns:
+		k.runs = append(k.runs, r)
+		if len(k.runs) == maxRuns {
+			heap.Init(k)
+		}
+	case len(k.runs) > 0 && r.count > k.runs[0].count:
+		k.runs[0] = r
+		heap.Fix(k, 0)
+	}
+}
+
+// result returns the runs kept, sorted by Start as merkle wants them (they
+// came in order and do not overlap, so they still do not).
+func (k *runKeeper) result() []merkle.Run {
+	if len(k.runs) == 0 {
+		return nil
+	}
+	slices.SortFunc(k.runs, func(a, b keptRun) int { return cmp.Compare(a.start, b.start) })
+	out := make([]merkle.Run, len(k.runs))
+	var patterns []byte
+	for i, r := range k.runs {
+		out[i] = merkle.Run{Start: r.start, Count: r.count}
+		if r.fill != 0 {
+			if len(patterns) == cap(patterns) {
+				patterns = make([]byte, 0, 4096)
+			}
+			patterns = binary.LittleEndian.AppendUint32(patterns, r.fill)
+			out[i].Pattern = patterns[len(patterns)-4 : len(patterns) : len(patterns)]
+		}
+	}
+	return out
 }
 
 // SparseRuns maps the FILL and DONT_CARE extents of a sparse image (in its
@@ -98,35 +161,44 @@ func (s *DataSource) Runs(dbs int, blocks uint64) []merkle.Run {
 // starts at an offset that is a multiple of 4 (chunks start at multiples of
 // the sparse block size, itself a multiple of 4), and so does every data
 // block: each such data block is the pattern repeated from its first byte.
+// Of more than maxRuns runs, the longest are kept.
 func SparseRuns(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
-	type region struct {
-		start, end uint64 // bytes
-		fill       uint32
-	}
-	var regions []region
-	for _, e := range extents {
-		if e.Kind != sparse.Fill && e.Kind != sparse.DontCare {
-			continue
+	return sparseRuns(func(fn func(sparse.Extent) bool) error {
+		for _, e := range extents {
+			if !fn(e) {
+				break
+			}
 		}
-		start, end := e.Start*uint64(sbs), (e.Start+e.Blocks)*uint64(sbs)
-		if n := len(regions); n > 0 && regions[n-1].end == start && regions[n-1].fill == e.Fill {
-			regions[n-1].end = end
-			continue
-		}
-		regions = append(regions, region{start, end, e.Fill}) // DontCare has Fill 0
-	}
-	var runs []merkle.Run
+		return nil
+	}, sbs, dbs, blocks)
+}
+
+// sparseRuns is SparseRuns on a stream of extents, in bounded memory.
+func sparseRuns(walk func(func(sparse.Extent) bool) error, sbs, dbs int, blocks uint64) []merkle.Run {
+	var keep runKeeper
 	b := uint64(dbs)
-	for _, r := range regions {
-		first, last := (r.start+b-1)/b, min(r.end/b, blocks)
-		if last <= first {
-			continue
+	// The stretch of one pattern being joined: bytes [start, end).
+	var start, end uint64
+	var fill uint32
+	flush := func() {
+		first, last := (start+b-1)/b, min(end/b, blocks)
+		if last > first {
+			keep.add(keptRun{start: first, count: last - first, fill: fill})
 		}
-		run := merkle.Run{Start: first, Count: last - first}
-		if r.fill != 0 {
-			run.Pattern = binary.LittleEndian.AppendUint32(nil, r.fill)
-		}
-		runs = append(runs, run)
 	}
-	return runs
+	walk(func(e sparse.Extent) bool {
+		if e.Kind != sparse.Fill && e.Kind != sparse.DontCare {
+			return true
+		}
+		s, t := e.Start*uint64(sbs), (e.Start+e.Blocks)*uint64(sbs)
+		if end == s && fill == e.Fill && end > 0 {
+			end = t
+			return true
+		}
+		flush()
+		start, end, fill = s, t, e.Fill // DontCare has Fill 0
+		return s < blocks*b            // past the covered blocks, nothing more counts
+	})
+	flush()
+	return keep.result()
 }
