@@ -197,7 +197,7 @@ func sparseRuns(walk func(func(sparse.Extent) bool) error, sbs, dbs int, blocks 
 		}
 		flush()
 		start, end, fill = s, t, e.Fill // DontCare has Fill 0
-		return s < blocks*b            // past the covered blocks, nothing more counts
+		return s < blocks*b             // past the covered blocks, nothing more counts
 	})
 	flush()
 	return keep.result()
