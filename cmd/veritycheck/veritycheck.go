@@ -397,7 +397,10 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if parity != nil {
 		maxProblems = -1
 	}
-	bar := cli.NewProgress(stderr, showProgress, "checking", g.DataSize())
+	if line := src.Expansion(0); line != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+	}
+	bar := cli.NewProgress(stderr, showProgress, src.ProgressLabel("checking", g.DataSize()), g.DataSize())
 	rep, err := verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
 		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 	bar.Finish()

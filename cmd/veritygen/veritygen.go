@@ -208,6 +208,10 @@ type result struct {
 	// DataSize is the number of bytes the tree covers (data_blocks times
 	// data_block_size).
 	DataSize uint64 `json:"data_size"`
+	// ExpandedSize is the size of the image a sparse DATA expands to.
+	ExpandedSize uint64 `json:"expanded_size,omitempty"`
+	// TreeSize is the bytes of the tree, superblock included.
+	TreeSize uint64 `json:"tree_size"`
 	*fecResult
 	*appendResult
 	*bootParams
@@ -410,7 +414,10 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 			return nil, err
 		}
 	}
-	bar := cli.NewProgress(stderr, showProgress, "hashing", covered)
+	if line := src.Expansion(g.HashEnd() - g.HashOffset); line != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+	}
+	bar := cli.NewProgress(stderr, showProgress, src.ProgressLabel("hashing", covered), covered)
 	runs := src.Runs(p.DataBlockSize, g.DataBlocks)
 	root, err := buildTree(ctx, g, src.R, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
 	var fecRes *fecResult
@@ -451,9 +458,13 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		UncoveredBytes: uncovered,
 		DataFormat:     src.Format(),
 		DataSize:       covered,
+		TreeSize:       g.HashEnd() - g.HashOffset,
 		separate:       !inPlace && ap == nil,
 		fecResult:      fecRes,
 		appendResult:   ap,
+	}
+	if src.Sparse != nil {
+		res.ExpandedSize = uint64(src.Size)
 	}
 	if devs, err := o.bootDevices(dataPath, hashPath, inPlace || ap != nil, fecRes); err == nil {
 		res.bootParams = makeBootParams(g, root, devs, &o.boot, fecRes)

@@ -5,10 +5,13 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
@@ -23,6 +26,9 @@ type DataSource struct {
 	R      io.ReaderAt
 	Size   int64         // of the image the tree covers (expanded for sparse)
 	Sparse *sparse.Image // nil for a raw image
+	// FileSize is the size of DATA itself: for a sparse image, of the
+	// sparse file.
+	FileSize int64
 }
 
 // OpenData opens DATA and, unless raw, reads it as an Android sparse image
@@ -32,7 +38,7 @@ func OpenData(prog, path string, raw bool, stderr io.Writer) (*DataSource, error
 	if err != nil {
 		return nil, err
 	}
-	s := &DataSource{Path: path, File: f, R: f, Size: size}
+	s := &DataSource{Path: path, File: f, R: f, Size: size, FileSize: size}
 	if raw || !sparse.IsSparse(f) {
 		return s, nil
 	}
@@ -67,6 +73,32 @@ func sparseError(path string, err error) error {
 			"DATA %s is an Android sparse image whose checksum does not match: %s", path, msg)
 	}
 	return Errorf("", "reading the Android sparse image DATA %s: %s", path, msg)
+}
+
+// Expansion is what to say before hashing a sparse DATA, which may stand
+// for far more than it holds (a 40-byte file can declare 16 TiB of
+// DONT_CARE), so that a mistaken input is noticed at once: how large the
+// file is, how large its expansion, and with treeBytes > 0 its tree. ""
+// for a raw DATA.
+func (s *DataSource) Expansion(treeBytes uint64) string {
+	if s.Sparse == nil {
+		return ""
+	}
+	msg := fmt.Sprintf("DATA %s is an Android sparse image of %s that expands to %s (%d bytes)",
+		s.Path, humanize.IBytes(uint64(s.FileSize)), humanize.IBytes(uint64(s.Size)), s.Size)
+	if treeBytes > 0 {
+		msg += "; its tree will be " + humanize.IBytes(treeBytes)
+	}
+	return msg
+}
+
+// ProgressLabel is the progress bar's label: verb, and for a sparse DATA
+// how much of its expansion the run covers ("hashing 16 TiB expanded").
+func (s *DataSource) ProgressLabel(verb string, covered uint64) string {
+	if s.Sparse == nil {
+		return verb
+	}
+	return verb + " " + humanize.IBytes(covered) + " expanded"
 }
 
 // Format names the kind of DATA for reports.
