@@ -5,12 +5,13 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/testtool"
@@ -64,21 +65,53 @@ func writeChunks(t *testing.T, path string, bs, n, crcs int, dontCare bool) {
 	}
 }
 
-// runMeasured runs a built command and returns its peak RSS in bytes.
-func runMeasured(t *testing.T, name string, args ...string) int64 {
+// rssLauncher runs a command and prints its peak RSS in KiB. The test
+// cannot measure its children itself: Go starts a child sharing the
+// parent's memory until exec (vfork), and Linux counts that memory's peak
+// in the child's ru_maxrss, so a child of a large test process (a -race
+// one takes over 200 MiB) would seem as large. The launcher is small.
+const rssLauncher = `package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+}
+`
+
+// runMeasured runs a built command through the launcher and returns its
+// peak RSS in bytes.
+func runMeasured(t *testing.T, launcher, name string, args ...string) int64 {
 	t.Helper()
-	cmd := exec.Command(name, args...)
+	cmd := exec.Command(launcher, append([]string{name}, args...)...)
 	// The runtime's own limits must not be what bounds the memory.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GOGC=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
 	}
-	return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("launcher printed %q", out)
+	}
+	return kib << 10
 }
 
 // TestMemoryBounded: both commands stay under 64 MiB of RSS on sparse
@@ -87,12 +120,16 @@ func runMeasured(t *testing.T, name string, args ...string) int64 {
 func TestMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	root := testtool.ModuleRoot(t)
-	gen, check := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck")
-	for _, bin := range []string{gen, check} {
-		build := exec.Command("go", "build", "-o", bin, "./cmd/"+filepath.Base(bin))
+	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), filepath.Join(dir, "launcher")
+	launcherSrc := filepath.Join(dir, "launcher.go")
+	if err := os.WriteFile(launcherSrc, []byte(rssLauncher), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}, {launcher, launcherSrc}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", filepath.Base(bin), err, out)
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
 		}
 	}
 	for _, tc := range []struct {
@@ -112,12 +149,12 @@ func TestMemoryBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			simg, hash, rootFile := filepath.Join(dir, "data.simg"), filepath.Join(dir, "data.verity"), filepath.Join(dir, "root.hex")
 			writeChunks(t, simg, tc.bs, tc.n, tc.crcs, tc.dontCare)
-			if rss := runMeasured(t, gen, "--no-progress", tc.dataBlockArg, "--root-hash-file="+rootFile, simg, hash); rss > maxRSS {
+			if rss := runMeasured(t, launcher, gen, "--no-progress", tc.dataBlockArg, "--root-hash-file="+rootFile, simg, hash); rss > maxRSS {
 				t.Errorf("veritygen: peak RSS %d MiB, want < %d MiB", rss>>20, maxRSS>>20)
 			} else {
 				t.Logf("veritygen: peak RSS %.1f MiB", float64(rss)/(1<<20))
 			}
-			if rss := runMeasured(t, check, "--no-progress", "--root-hash-file="+rootFile, simg, hash); rss > maxRSS {
+			if rss := runMeasured(t, launcher, check, "--no-progress", "--root-hash-file="+rootFile, simg, hash); rss > maxRSS {
 				t.Errorf("veritycheck: peak RSS %d MiB, want < %d MiB", rss>>20, maxRSS>>20)
 			} else {
 				t.Logf("veritycheck: peak RSS %.1f MiB", float64(rss)/(1<<20))
