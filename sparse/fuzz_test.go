@@ -89,6 +89,19 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("ReadAt differs from the naive expansion at byte %d", firstDiff(got, want))
 			}
 			checkExtents(t, im, want)
+			// The same through an index thinned to 2 entries, which
+			// finds chunks by reading their headers again.
+			thin, err := open(bytes.NewReader(data), int64(len(data)), 2)
+			if err != nil {
+				t.Fatalf("Open with a thinned index: %v", err)
+			}
+			clear(got)
+			if n, err := thin.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+				t.Fatalf("thinned ReadAt = %d, %v; differs at byte %d", n, err, firstDiff(got, want))
+			}
+			if !equalExtents(thin.Extents(), im.Extents()) {
+				t.Fatalf("thinned Extents =\n%v\nwant\n%v", thin.Extents(), im.Extents())
+			}
 		} else {
 			// Too big to expand: read windows at the start, the middle
 			// and the end, and around every extent boundary.

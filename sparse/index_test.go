@@ -34,14 +34,6 @@ func randomImage(rng *rand.Rand, bs uint32, n int) *builder {
 	return b
 }
 
-// withMaxEntries runs f with the index capped at n entries.
-func withMaxEntries(t *testing.T, n int, f func()) {
-	old := maxEntries
-	maxEntries = n
-	defer func() { maxEntries = old }()
-	f()
-}
-
 // TestThinnedIndex: an index that keeps only some runs serves the same
 // bytes, extents and checksums as a full one, to concurrent readers too.
 func TestThinnedIndex(t *testing.T) {
@@ -52,20 +44,21 @@ func TestThinnedIndex(t *testing.T) {
 			b.imageCRC = crc32.ChecksumIEEE(b.want)
 			f := b.bytes()
 			wantExtents := openBytes(t, f).Extents()
-			withMaxEntries(t, limit, func() {
-				im := openBytes(t, f)
-				if im.exact || len(im.entries) > limit {
-					t.Fatalf("limit %d: exact %v, %d entries", limit, im.exact, len(im.entries))
-				}
-				checkImage(t, im, b.want, rng)
-				if got := im.Extents(); !equalExtents(got, wantExtents) {
-					t.Fatalf("limit %d: Extents =\n%v\nwant\n%v", limit, got, wantExtents)
-				}
-				if err := im.CheckCRC(); err != nil {
-					t.Fatalf("CheckCRC: %v", err)
-				}
-				concurrentReads(t, im, b.want)
-			})
+			im, err := open(bytes.NewReader(f), int64(len(f)), limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if im.exact || len(im.entries) > limit {
+				t.Fatalf("limit %d: exact %v, %d entries", limit, im.exact, len(im.entries))
+			}
+			checkImage(t, im, b.want, rng)
+			if got := im.Extents(); !equalExtents(got, wantExtents) {
+				t.Fatalf("limit %d: Extents =\n%v\nwant\n%v", limit, got, wantExtents)
+			}
+			if err := im.CheckCRC(); err != nil {
+				t.Fatalf("CheckCRC: %v", err)
+			}
+			concurrentReads(t, im, b.want)
 		}
 	}
 }

@@ -179,8 +179,8 @@ type entry struct {
 }
 
 // maxEntries caps the index: 64K entries of 32 bytes, 2 MiB, for any
-// number of chunks. A variable so that tests can thin small images.
-var maxEntries = 1 << 16
+// number of chunks.
+const maxEntries = 1 << 16
 
 // nCursors is how many positions of header scanning a thinned index
 // remembers: enough for the readers of a hash tree builder that read
@@ -234,6 +234,12 @@ func IsSparse(r io.ReaderAt) bool {
 // every chunk header (see the package documentation for what it rejects).
 // It reads only headers, not data; CheckCRC verifies checksums.
 func Open(r io.ReaderAt, size int64) (*Image, error) {
+	return open(r, size, maxEntries)
+}
+
+// open is Open with an index of at most limit entries (tests thin the
+// index of small images with a small limit).
+func open(r io.ReaderAt, size int64, limit int) (*Image, error) {
 	hr := headerReader{r: r, size: size}
 	if size < HeaderSize {
 		return nil, hdrErr(0, "file is %d bytes, shorter than the %d-byte sparse header", size, HeaderSize)
@@ -309,7 +315,7 @@ func Open(r io.ReaderAt, size int64) (*Image, error) {
 		prevKind, prevFill = k, c.value
 		if runs%stride == 0 {
 			im.entries = append(im.entries, entry{out: c.out, hdr: c.hdr, index: uint32(c.index), fill: c.value, kind: k})
-			if len(im.entries) > maxEntries {
+			if len(im.entries) > limit {
 				// Thin out: keep every other entry, twice as far apart.
 				n := 0
 				for i := 0; i < len(im.entries); i += 2 {
