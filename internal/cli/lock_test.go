@@ -139,7 +139,7 @@ func TestDetectFormat(t *testing.T) {
 		{put(0, []byte("XFSB")), "an XFS filesystem"},
 		{put(0, []byte("LUKS\xba\xbe")), "a LUKS volume"},
 		{make([]byte, size), ""},
-		{put(510, []byte{0x55, 0xAA}), ""}, // a bare boot signature
+		{put(510, []byte{0x55, 0xAA}), ""},                        // a bare boot signature
 		{put(1080, []byte{0x53, 0xEF}), "an ext2/3/4 filesystem"}, // block size field 0: 1 KiB
 	} {
 		if got := DetectFormat(bytes.NewReader(c.img), int64(len(c.img))); got != c.want {
