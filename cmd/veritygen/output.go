@@ -199,22 +199,24 @@ func (o *output) commit() error {
 	if err == nil && o.setMode {
 		err = o.f.Chmod(o.mode)
 	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil && o.tmp != "" {
 		err = o.checkUnchanged()
 	}
+	// Renamed (or removed) while still open, so still locked: another
+	// run's RemoveStaleTemps never takes it for a dead run's.
 	if err == nil && o.tmp != "" {
 		err = os.Rename(o.tmp, o.target)
+	}
+	if err != nil && o.tmp != "" {
+		os.Remove(o.tmp)
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
 	}
 	if o.old != nil {
 		o.old.Close()
 	}
 	if err != nil {
-		if o.tmp != "" {
-			os.Remove(o.tmp)
-		}
 		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
 	}
 	return nil
@@ -243,14 +245,14 @@ func (o *output) abort() {
 		return
 	}
 	o.done = true
+	if o.tmp != "" {
+		os.Remove(o.tmp)
+	}
 	if o.f != nil {
 		o.f.Close()
 	}
 	if o.old != nil {
 		o.old.Close()
-	}
-	if o.tmp != "" {
-		os.Remove(o.tmp)
 	}
 }
 

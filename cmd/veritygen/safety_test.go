@@ -408,3 +408,40 @@ func TestSafetyStaleTemporaryFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSafetyBlockDeviceHash: a block device named as HASH carrying a
+// filesystem is refused unless --force; one without a known format is
+// written in place as before; a block device as --root-hash-file is refused.
+func TestSafetyBlockDeviceHash(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.img")
+	cliImage(t, data, 64*4096, 7)
+	backing := filepath.Join(dir, "fs.img")
+	fsImg := safeExt4(t, backing, 1<<20)
+	dev := bdevLoop(t, backing, false)
+	safeRefused(t, "HASH "+dev+" is not a tree veritygen could have written (an ext2/3/4 filesystem)", data, dev)
+	safeRefused(t, "--root-hash-file "+dev+" is a block device", "--root-hash-file="+dev, data, filepath.Join(dir, "x.verity"))
+	safeSame(t, backing, fsImg)
+	cliOK(t, "--force", data, dev)
+	cliOK(t, data, dev) // now a tree: replaced without --force
+	if got := cliRead(t, backing); bytes.Equal(got, fsImg) || string(got[:6]) != "verity" {
+		t.Error("the tree was not written into the device")
+	}
+}
+
+// TestSafetySpecialOutputs: a FIFO or socket as HASH or FEC file is refused
+// before anything is written.
+func TestSafetySpecialOutputs(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.img")
+	cliImage(t, data, 16*4096, 8)
+	p := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	safeRefused(t, "HASH "+p+" is a FIFO", data, p)
+	safeRefused(t, "FEC device "+p+" is a FIFO", "--fec-device="+p, data, filepath.Join(dir, "h"))
+	if _, err := os.Stat(filepath.Join(dir, "h")); err == nil {
+		t.Error("HASH was written")
+	}
+}
