@@ -42,7 +42,19 @@ chunks of a sparse image are hashed once, not read.
 
 HASH is written under a temporary name and renamed when complete, so an
 interrupted run never leaves a partial tree under HASH; a block device is
-written in place, and must be large enough. DATA is only read, except:
+written in place, and must be large enough. An existing HASH (or FEC file)
+is replaced only if it looks like what veritygen writes: empty, a tree
+with its superblock, or (--no-superblock) no longer than the tree and no
+filesystem or image by its magic; --force replaces it anyway. Every
+output is opened before anything is hashed, so one that cannot be written
+fails the run before HASH is replaced. --root-hash-file replaces a regular
+file only if it holds a root hash (or nothing); a character device or a
+FIFO (with a reader) is written through, never replaced. Files written
+are locked (flock) and files read share a lock: a second veritygen or
+veritycheck on the same files fails at once rather than mixing its writes
+in. Temporary files of a killed run are removed by the next one.
+
+DATA is only read, except:
   - when HASH is DATA itself: the tree goes into DATA at --hash-offset,
     past the data;
   - with --append: DATA is padded with zeros to a whole block, then the
@@ -51,7 +63,9 @@ written in place, and must be large enough. DATA is only read, except:
     bytes are not changed. An interrupted --append leaves DATA longer than
     it was: run the same command again with --data-size=<original size>
     (the error message gives it) and the result is that of an
-    uninterrupted run.
+    uninterrupted run. --data-size cuts off only what an --append could
+    have written (zero padding, then no more than a whole tree and its
+    parity); anything else is refused unless --force.
 
 Examples:
   veritygen system.img                       tree in system.img.verity
@@ -99,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
-	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote")
+	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file, and let --data-size cut off any bytes)")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
 	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
 	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
