@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -29,6 +31,7 @@ type output struct {
 	oldInfo fs.FileInfo // the file replaced, nil if there was none
 	mode    fs.FileMode
 	setMode bool // restore the replaced file's mode, whatever the umask
+	noSync  bool // someone else's file descriptor: the caller's to sync
 	done    bool
 }
 
@@ -193,7 +196,7 @@ func (o *output) commit() error {
 	}
 	o.done = true
 	var err error
-	if info, serr := o.f.Stat(); serr != nil || info.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) == 0 {
+	if info, serr := o.f.Stat(); !o.noSync && (serr != nil || info.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) == 0) {
 		err = o.f.Sync() // a character device or a pipe has nothing to sync
 	}
 	if err == nil && o.setMode {
@@ -348,7 +351,10 @@ const maxRootHashFile = 1024
 // reader. Block devices and sockets are refused.
 func openRootHashFile(path string, force bool, stderr io.Writer) (*output, error) {
 	const role = "--root-hash-file"
-	info, err := os.Stat(path) // through links, even /proc/self/fd/N
+	if fd, ok := ownFD(path); ok {
+		return openOwnFD(path, fd)
+	}
+	info, err := os.Stat(path) // through links
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return openReplacement(path, role, nil, 0, stderr)
@@ -418,4 +424,50 @@ func (o *output) writeRootHash(rootHex string) error {
 		return fmt.Errorf("writing %s: %v", o.path, cli.UnwrapPath(err))
 	}
 	return o.commit()
+}
+
+// ownFD reports whether path names, directly or through symbolic links, one
+// of this process's own file descriptors (/dev/stdout, /proc/self/fd/N,
+// /dev/fd/N), and which.
+func ownFD(path string) (int, bool) {
+	self := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
+	p := path
+	for range 40 { // as the kernel's limit on nested links
+		clean := filepath.Clean(p)
+		for _, prefix := range []string{"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/", self} {
+			if rest, ok := strings.CutPrefix(clean, prefix); ok {
+				if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+					return n, true
+				}
+			}
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return 0, false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return 0, false
+}
+
+// openOwnFD writes the root hash through a copy of the process's own file
+// descriptor fd (e.g. stdout), at its current offset: replacing the file it
+// stands for by rename would leave fd writing into the old, unlinked one,
+// and opening it anew would write from its start.
+func openOwnFD(path string, fd int) (*output, error) {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil && flags&unix.O_ACCMODE == unix.O_RDONLY {
+		err = errors.New("open for reading only")
+	}
+	if err != nil {
+		return nil, cli.Errorf("", "--root-hash-file %s is file descriptor %d of veritygen, which cannot be written: %v", path, fd, err)
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, cli.Errorf("", "--root-hash-file %s (file descriptor %d): %v", path, fd, err)
+	}
+	return &output{path: path, f: os.NewFile(uintptr(dup), path), noSync: true}, nil
 }

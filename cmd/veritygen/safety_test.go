@@ -246,6 +246,35 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 		}
 	})
 
+	// As /dev/stdout redirected to a file: written through the descriptor,
+	// at its offset, not by replacing the file it has open.
+	t.Run("link to /proc/self/fd of a file", func(t *testing.T) {
+		out := filepath.Join(dir, "out.txt")
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString("before\n"); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := f.Stat()
+		l := filepath.Join(dir, "stdout-file")
+		if err := os.Symlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), l); err != nil {
+			t.Fatal(err)
+		}
+		m := cliJSON(t, cliOK(t, "--json", "--root-hash-file="+l, data, hashPath).stdout)
+		if _, err := f.WriteString("\nafter\n"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(cliRead(t, out)), "before\n"+cliString(t, m, "root_hash")+"\nafter\n"; got != want {
+			t.Errorf("the file holds %q, want %q", got, want)
+		}
+		if now, err := os.Stat(out); err != nil || !os.SameFile(now, before) {
+			t.Error("the file open as the descriptor was replaced")
+		}
+	})
+
 	t.Run("regular file that is not a root hash", func(t *testing.T) {
 		p := filepath.Join(dir, "notes.txt")
 		old := []byte("my notes, not a root hash\n")
