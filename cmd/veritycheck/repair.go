@@ -549,12 +549,21 @@ func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, 
 		return cli.Errorf("", "cannot open DATA %s for writing the repair: %v; nothing was written", dataPath, cli.UnwrapPath(err))
 	}
 	defer dataOut.Close()
+	// Exclusive: no other veritygen or veritycheck reads or writes while
+	// blocks are written back (a lock this run holds for reading is
+	// converted).
+	if err := cli.LockExclusive(dataOut, "DATA", dataPath); err != nil {
+		return fmt.Errorf("%w; nothing was written", err)
+	}
 	hashOut := dataOut
 	if !inPlace {
 		if hashOut, err = os.OpenFile(hashPath, os.O_WRONLY, 0); err != nil {
 			return cli.Errorf("", "cannot open HASH %s for writing the repair: %v; nothing was written", hashPath, cli.UnwrapPath(err))
 		}
 		defer hashOut.Close()
+		if err := cli.LockExclusive(hashOut, "HASH", hashPath); err != nil {
+			return fmt.Errorf("%w; nothing was written", err)
+		}
 	}
 	fixes := slices.Clone(rp.fixes)
 	slices.SortStableFunc(fixes, func(a, b fix) int {

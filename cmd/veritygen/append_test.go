@@ -154,15 +154,33 @@ func TestAppendRerun(t *testing.T) {
 	want := cliRead(t, ref)
 	rerun := append(append([]string{}, flags...), fmt.Sprintf("--data-size=%d", size))
 
-	// What an interrupted run may leave: the image, then anything.
+	// What an interrupted run may leave: the image, the zero padding (the
+	// first thing written), then anything up to the end of the tree and
+	// parity. More than that is not an earlier --append: refused, unless
+	// --force.
+	padded := (size + 4095) / 4096 * 4096
 	for _, tail := range []int{0, 1, 4000, 100000, len(want) - size, len(want) - size + 9999} {
 		t.Run(fmt.Sprintf("left %d bytes", tail), func(t *testing.T) {
 			junk := make([]byte, tail)
 			for i := range junk {
-				junk[i] = byte(i*13 + 7)
+				if size+i >= padded {
+					junk[i] = byte(i*13 + 7)
+				}
 			}
-			p := apndCopy(t, dir, "left.img", append(append([]byte{}, img...), junk...))
-			cliOK(t, append(rerun, p)...)
+			left := append(append([]byte{}, img...), junk...)
+			p := apndCopy(t, dir, "left.img", left)
+			args := append(rerun, p)
+			if len(left) > len(want) {
+				res := cliRun(t, context.Background(), args...)
+				if res.code != 2 || !strings.Contains(res.stderr, "cutting them off would lose them") {
+					t.Errorf("exit %d, want 2 and a refusal", res.code)
+				}
+				if !bytes.Equal(cliRead(t, p), left) {
+					t.Error("the refused run changed DATA")
+				}
+				args = append([]string{"--force"}, args...)
+			}
+			cliOK(t, args...)
 			if !bytes.Equal(cliRead(t, p), want) {
 				t.Error("the re-run's file differs from the uninterrupted run's")
 			}

@@ -1003,7 +1003,10 @@ func TestCLIFiles(t *testing.T) {
 		data := filepath.Join(dir, "data.img")
 		hashPath := filepath.Join(dir, "tree.bin")
 		img := cliImage(t, data, 20*4096, 5)
-		cliImage(t, hashPath, 100*4096, 6) // longer than the tree
+		// An earlier tree, longer than the new one.
+		cliImage(t, filepath.Join(dir, "big.img"), 1000*4096, 6)
+		cliOK(t, filepath.Join(dir, "big.img"), hashPath)
+		os.Remove(filepath.Join(dir, "big.img"))
 		if err := os.Chmod(hashPath, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -1127,7 +1130,9 @@ func TestCLIInterrupt(t *testing.T) {
 			cliImage(t, hashPath, 12345, 9)
 			listing := cliListing(t, dir)
 			for _, extra := range [][]string{nil, {"--hash-offset=4096"}} {
-				res := cliRun(t, canceled, append(append([]string{jobs}, extra...), data, hashPath)...)
+				// --force: an existing HASH that is not a tree is refused
+				// before the build otherwise.
+				res := cliRun(t, canceled, append(append([]string{jobs, "--force"}, extra...), data, hashPath)...)
 				check(t, res)
 				cliDiffListing(t, listing, cliListing(t, dir))
 			}
@@ -1211,7 +1216,7 @@ func TestCLIInterrupt(t *testing.T) {
 				time.Sleep(200 * time.Microsecond)
 			}
 		}()
-		res := cliRun(t, ctx, "--jobs=2", "--json", data, hashPath)
+		res := cliRun(t, ctx, "--jobs=2", "--json", "--force", data, hashPath)
 		cancel()
 		names := slices.Sorted(maps.Keys(cliListing(t, dir)))
 		if want := []string{"data.img", "data.verity"}; !slices.Equal(names, want) {

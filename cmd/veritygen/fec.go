@@ -99,9 +99,22 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 	return pl, nil
 }
 
+// openFECOutput opens where a plan's parity goes when it is not HASH's own
+// output: DATA in place, or the FEC file (replaced, or a device in place).
+func openFECOutput(pl *fecPlan, dataPath string, stderr io.Writer) (*output, error) {
+	switch {
+	case pl.inHash:
+		return nil, nil
+	case pl.inData:
+		return openInPlace(dataPath, "DATA")
+	}
+	return openReplacement(pl.path, "FEC device", pl.existing, pl.offset, stderr)
+}
+
 // writeFEC computes the parity of the data and the tree just written to
-// hashOut and writes it where the plan says.
-func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath string, data io.ReaderAt, hashOut *output, jobs int) (*fecResult, error) {
+// hashOut and writes it where the plan says: into hashOut, or into out
+// (from openFECOutput), which the caller commits.
+func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath string, data io.ReaderAt, hashOut, out *output, jobs int) (*fecResult, error) {
 	hashEnd := pl.offset
 	if pl.inHash {
 		// The parity covers the hash device up to itself; bytes between the
@@ -119,21 +132,10 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath str
 	if err != nil {
 		return nil, err
 	}
-	out := hashOut
-	switch {
-	case pl.inData:
-		out, err = openInPlace(dataPath, "DATA")
-	case !pl.inHash:
-		out, err = openReplacement(pl.path, "FEC device", pl.existing, pl.offset)
-	}
-	if err != nil {
+	if out == nil {
+		out = hashOut
+	} else if err := out.checkDeviceRoom("FEC device", pl.offset+fp.ParitySize()); err != nil {
 		return nil, err
-	}
-	if out != hashOut {
-		defer out.abort()
-		if err := out.checkDeviceRoom("FEC device", pl.offset+fp.ParitySize()); err != nil {
-			return nil, err
-		}
 	}
 	msg := g.FECMessage(fp, data, hashOut.f)
 	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.offset), jobs); err != nil {
@@ -141,11 +143,6 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *fecPlan, dataPath str
 	}
 	if err := out.extend(pl.offset + fp.ParitySize()); err != nil {
 		return nil, err
-	}
-	if out != hashOut {
-		if err := out.commit(); err != nil {
-			return nil, err
-		}
 	}
 	return &fecResult{Device: pl.path, Roots: pl.roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
 		Offset: pl.offset, Start: pl.offset / uint64(fp.BlockSize), Size: fp.ParitySize(), inHash: pl.inHash, inData: pl.inData}, nil

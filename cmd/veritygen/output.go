@@ -1,57 +1,119 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
 )
 
 // output is a file veritygen writes: either a temporary file renamed over
 // its path when complete, so an interrupted run leaves nothing half-written
 // under that name, or, for DATA itself and for devices, the file in place.
+// Every output is locked (flock) from its opening to its commit: a file
+// written in place through f, a replaced file through the old file
+// (locked), so that two runs never write the same file at once.
 type output struct {
 	path    string // as the user named it, for messages
 	f       *os.File
 	tmp     string // temporary name, "" when written in place
+	target  string // what tmp is renamed over
+	old     *os.File
+	oldInfo fs.FileInfo // the file replaced, nil if there was none
 	mode    fs.FileMode
 	setMode bool // restore the replaced file's mode, whatever the umask
+	noSync  bool // someone else's file descriptor: the caller's to sync
 	done    bool
 }
 
-// openInPlace opens an existing file (DATA, a device) for writing in place.
+// openInPlace opens an existing file (DATA, a device) for writing in place,
+// locked exclusively.
 func openInPlace(path, role string) (*output, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, cli.UnwrapPath(err))
 	}
+	if err := cli.LockExclusive(f, role, path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &output{path: path, f: f}, nil
+}
+
+// refuseSpecial refuses a FIFO or socket named as an output: the tree and
+// the parity are written at offsets, which only files and devices take.
+func refuseSpecial(role, path string, info fs.FileInfo) error {
+	kind := ""
+	switch {
+	case info.Mode()&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case info.Mode()&fs.ModeSocket != 0:
+		kind = "a socket"
+	default:
+		return nil
+	}
+	return cli.Errorf("name a regular file or a block device", "%s %s is %s: it is written at offsets, which only a file or a device takes", role, path, kind)
 }
 
 // openReplacement starts a new version of path in a temporary file beside
 // it. When keepFrom > 0 and path exists, its bytes are copied first, so that
-// writing from keepFrom on leaves those before it as they were.
-func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64) (*output, error) {
+// writing from keepFrom on leaves those before it as they were. Temporary
+// files of earlier, killed runs for the same path are removed (and named on
+// stderr).
+func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, stderr io.Writer) (*output, error) {
 	if existing != nil && !existing.Mode().IsRegular() {
+		if err := refuseSpecial(role, path, existing); err != nil {
+			return nil, err
+		}
 		return openInPlace(path, role)
 	}
-	target := cli.ResolveLink(path)       // a link is written through
-	o := &output{path: path, mode: 0o666} // filtered by the umask
+	target := cli.ResolveLink(path) // a link is written through
+	if existing != nil && target == path {
+		if l, err := os.Lstat(path); err == nil && l.Mode()&fs.ModeSymlink != 0 {
+			// A link whose target has no usable name (e.g. a deleted file
+			// through /proc): renaming would replace the link itself.
+			return nil, cli.Errorf("name the file itself", "%s %s is a symbolic link to a file that cannot be replaced by name", role, path)
+		}
+	}
+	o := &output{path: path, target: target, mode: 0o666, oldInfo: existing} // filtered by the umask
 	if existing != nil {
 		o.mode, o.setMode = existing.Mode().Perm(), true
+		old, err := os.Open(target)
+		if err != nil {
+			return nil, cli.Errorf("", "cannot open %s %s: %v", role, path, cli.UnwrapPath(err))
+		}
+		// The replaced file is the lock: a second run replacing the same
+		// file finds it held.
+		if err := cli.LockExclusive(old, role, path); err != nil {
+			old.Close()
+			return nil, err
+		}
+		o.old = old
+	}
+	if stale := cli.RemoveStaleTemps(target); len(stale) > 0 {
+		s := "s"
+		if len(stale) == 1 {
+			s = ""
+		}
+		fmt.Fprintf(stderr, "%s: removed %d stale temporary file%s left by an interrupted run: %s\n", prog, len(stale), s, strings.Join(stale, ", "))
 	}
 	f, err := cli.CreateTempBeside(target, o.mode)
 	if err != nil {
+		o.abort()
 		return nil, cli.Errorf("", "cannot create %s %s: %v", role, path, cli.UnwrapPath(err))
 	}
 	o.f, o.tmp = f, f.Name()
-	if existing != nil && keepFrom > 0 {
-		src, err := os.Open(target)
-		if err == nil {
-			_, err = io.Copy(f, src)
-			src.Close()
-		}
+	if o.old != nil && keepFrom > 0 {
+		_, err := io.Copy(f, io.NewSectionReader(o.old, 0, 1<<62))
 		if err != nil {
 			o.abort()
 			return nil, cli.Errorf("", "copying %s %s: %v", role, path, cli.UnwrapPath(err))
@@ -133,23 +195,50 @@ func (o *output) commit() error {
 		return nil
 	}
 	o.done = true
-	err := o.f.Sync()
+	var err error
+	if info, serr := o.f.Stat(); !o.noSync && (serr != nil || info.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) == 0) {
+		err = o.f.Sync() // a character device or a pipe has nothing to sync
+	}
 	if err == nil && o.setMode {
 		err = o.f.Chmod(o.mode)
+	}
+	if err == nil && o.tmp != "" {
+		err = o.checkUnchanged()
+	}
+	// Renamed (or removed) while still open, so still locked: another
+	// run's RemoveStaleTemps never takes it for a dead run's.
+	if err == nil && o.tmp != "" {
+		err = os.Rename(o.tmp, o.target)
+	}
+	if err != nil && o.tmp != "" {
+		os.Remove(o.tmp)
 	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && o.tmp != "" {
-		err = os.Rename(o.tmp, cli.ResolveLink(o.path))
+	if o.old != nil {
+		o.old.Close()
 	}
 	if err != nil {
-		if o.tmp != "" {
-			os.Remove(o.tmp)
-		}
 		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
 	}
 	return nil
+}
+
+// checkUnchanged fails if the file to be replaced is no longer the one this
+// run locked, or has appeared meanwhile: another run replaced it, and
+// renaming now would silently drop that run's output.
+func (o *output) checkUnchanged() error {
+	now, err := os.Stat(o.target)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	case err != nil && o.oldInfo == nil:
+		return nil
+	case err == nil && o.oldInfo != nil && os.SameFile(now, o.oldInfo):
+		return nil
+	}
+	return errors.New("another process replaced it while this run was writing; nothing was replaced, run again")
 }
 
 // abort drops a temporary file; a file written in place keeps what was
@@ -159,8 +248,226 @@ func (o *output) abort() {
 		return
 	}
 	o.done = true
-	o.f.Close()
 	if o.tmp != "" {
 		os.Remove(o.tmp)
 	}
+	if o.f != nil {
+		o.f.Close()
+	}
+	if o.old != nil {
+		o.old.Close()
+	}
+}
+
+// writeThrough writes b at the current offset of a file written in place
+// (a character device, a FIFO) in one write(2), never waiting for a FIFO's
+// reader to make room: an error instead of a run that never ends.
+func (o *output) writeThrough(b []byte) error {
+	rc, err := o.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = unix.Write(int(fd), b)
+			if werr != unix.EINTR {
+				return true
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if werr == nil && n < len(b) {
+		werr = io.ErrShortWrite
+	}
+	return werr
+}
+
+// foreignOutput says why an existing output (a HASH, or a FEC file when sbAt
+// < 0) is not something veritygen could have written, or returns "" if it
+// could be. A file is ours if it is empty, or has a valid verity superblock
+// at sbAt (an earlier tree, with or without needSB); otherwise a known image
+// format is not, nor a regular file without superblock where needSB says
+// one belongs, nor one longer than maxSize (the bytes veritygen writes
+// there). A device without a known format is written in place, as always.
+func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSize uint64) (string, error) {
+	if info.Mode().IsRegular() && info.Size() == 0 {
+		return "", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	size, err := cli.Size(f)
+	if err != nil {
+		return "", err
+	}
+	if sbAt >= 0 {
+		b := make([]byte, merkle.SuperblockSize)
+		if _, err := f.ReadAt(b, sbAt); err == nil {
+			if _, err := merkle.DecodeSuperblock(b); err == nil {
+				return "", nil
+			}
+		}
+	}
+	if kind := cli.DetectFormat(f, size); kind != "" {
+		return kind, nil
+	}
+	switch {
+	case !info.Mode().IsRegular():
+		return "", nil
+	case needSB:
+		return fmt.Sprintf("%d bytes without a verity superblock at byte %d", size, sbAt), nil
+	case uint64(size) > maxSize:
+		return fmt.Sprintf("%d bytes, more than the %d written there", size, maxSize), nil
+	}
+	return "", nil
+}
+
+// looksLikeTree reports whether DATA is rather a hash tree: named *.verity,
+// or starting with a verity superblock.
+func looksLikeTree(path string, f *os.File) bool {
+	if strings.HasSuffix(path, ".verity") {
+		return true
+	}
+	b := make([]byte, 8)
+	_, err := f.ReadAt(b, 0)
+	return err == nil && string(b) == "verity\x00\x00"
+}
+
+// maxRootHashFile is the largest existing --root-hash-file replaced without
+// --force: a root hash is at most 128 hex digits, with a newline or so.
+const maxRootHashFile = 1024
+
+// openRootHashFile prepares --root-hash-file before anything is hashed, so
+// that a path that cannot be written fails the run before the tree is
+// replaced. A regular file (or none) is replaced by rename when the root
+// hash is known, but only if it is empty or already a root hash (hex
+// digits), unless force. A character device or a FIFO (e.g. /dev/stdout, a
+// pipe) is written through, never replaced: a FIFO must already have a
+// reader. Block devices and sockets are refused.
+func openRootHashFile(path string, force bool, stderr io.Writer) (*output, error) {
+	const role = "--root-hash-file"
+	if fd, ok := ownFD(path); ok {
+		return openOwnFD(path, fd)
+	}
+	info, err := os.Stat(path) // through links
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return openReplacement(path, role, nil, 0, stderr)
+	case err != nil:
+		return nil, cli.Errorf("", "%s %s: %v", role, path, cli.UnwrapPath(err))
+	case info.Mode().IsRegular():
+		if !force {
+			if why := foreignRootHash(path, info); why != "" {
+				return nil, cli.Errorf("name another file, or add --force to replace it",
+					"%s %s is not a root hash file (%s): replacing it would destroy it", role, path, why)
+			}
+		}
+		return openReplacement(path, role, info, 0, stderr)
+	case cli.IsBlockDevice(info):
+		return nil, cli.Errorf("name a regular file", "%s %s is a block device: the root hash would overwrite its first bytes", role, path)
+	case info.Mode()&fs.ModeSocket != 0:
+		return nil, cli.Errorf("name a regular file", "%s %s is a socket", role, path)
+	case info.Mode()&fs.ModeNamedPipe != 0:
+		// Non-blocking: with no reader the open fails (ENXIO) at once
+		// instead of waiting for one, maybe forever.
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENXIO) {
+			return nil, cli.Errorf("start the reader first (e.g. cat "+path+" &), or name a regular file",
+				"%s %s is a FIFO that no process is reading", role, path)
+		}
+		if err != nil {
+			return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, err)
+		}
+		return &output{path: path, f: os.NewFile(uintptr(fd), path)}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0) // a character device, written through
+	if err != nil {
+		return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, cli.UnwrapPath(err))
+	}
+	return &output{path: path, f: f}, nil
+}
+
+// foreignRootHash says why an existing regular file is not a root hash file
+// veritygen (or anyone) wrote, or returns "".
+func foreignRootHash(path string, info fs.FileInfo) string {
+	if info.Size() > maxRootHashFile {
+		return fmt.Sprintf("%d bytes", info.Size())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	for _, c := range strings.TrimSpace(string(b)) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return "not hexadecimal"
+		}
+	}
+	return ""
+}
+
+// writeRootHash writes the root hash into an output from openRootHashFile
+// and commits it.
+func (o *output) writeRootHash(rootHex string) error {
+	var err error
+	if o.tmp != "" {
+		_, err = o.f.Write([]byte(rootHex))
+	} else {
+		err = o.writeThrough([]byte(rootHex))
+	}
+	if err != nil {
+		o.abort()
+		return fmt.Errorf("writing %s: %v", o.path, cli.UnwrapPath(err))
+	}
+	return o.commit()
+}
+
+// ownFD reports whether path names, directly or through symbolic links, one
+// of this process's own file descriptors (/dev/stdout, /proc/self/fd/N,
+// /dev/fd/N), and which.
+func ownFD(path string) (int, bool) {
+	self := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
+	p := path
+	for range 40 { // as the kernel's limit on nested links
+		clean := filepath.Clean(p)
+		for _, prefix := range []string{"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/", self} {
+			if rest, ok := strings.CutPrefix(clean, prefix); ok {
+				if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+					return n, true
+				}
+			}
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return 0, false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return 0, false
+}
+
+// openOwnFD writes the root hash through a copy of the process's own file
+// descriptor fd (e.g. stdout), at its current offset: replacing the file it
+// stands for by rename would leave fd writing into the old, unlinked one,
+// and opening it anew would write from its start.
+func openOwnFD(path string, fd int) (*output, error) {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil && flags&unix.O_ACCMODE == unix.O_RDONLY {
+		err = errors.New("open for reading only")
+	}
+	if err != nil {
+		return nil, cli.Errorf("", "--root-hash-file %s is file descriptor %d of veritygen, which cannot be written: %v", path, fd, err)
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, cli.Errorf("", "--root-hash-file %s (file descriptor %d): %v", path, fd, err)
+	}
+	return &output{path: path, f: os.NewFile(uintptr(dup), path), noSync: true}, nil
 }

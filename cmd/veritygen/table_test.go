@@ -190,6 +190,9 @@ func TestTableFlags(t *testing.T) {
 	})
 
 	t.Run("fec device names", func(t *testing.T) {
+		// The --no-superblock tree above is not replaced by one with a
+		// superblock without --force.
+		os.Remove(hash)
 		fecFile := filepath.Join(dir, "data.fec")
 		m := cliJSON(t, cliOK(t, "--json", "--salt=-", "--fec-device="+fecFile, data).stdout)
 		if got := cliString(t, m, "table"); !strings.Contains(got, " 8 use_fec_from_device "+fecFile+" fec_start 0 fec_blocks 65 fec_roots 2") {

@@ -42,7 +42,19 @@ chunks of a sparse image are hashed once, not read.
 
 HASH is written under a temporary name and renamed when complete, so an
 interrupted run never leaves a partial tree under HASH; a block device is
-written in place, and must be large enough. DATA is only read, except:
+written in place, and must be large enough. An existing HASH (or FEC file)
+is replaced only if it looks like what veritygen writes: empty, a tree
+with its superblock, or (--no-superblock) no longer than the tree and no
+filesystem or image by its magic; --force replaces it anyway. Every
+output is opened before anything is hashed, so one that cannot be written
+fails the run before HASH is replaced. --root-hash-file replaces a regular
+file only if it holds a root hash (or nothing); a character device or a
+FIFO (with a reader) is written through, never replaced. Files written
+are locked (flock) and files read share a lock: a second veritygen or
+veritycheck on the same files fails at once rather than mixing its writes
+in. Temporary files of a killed run are removed by the next one.
+
+DATA is only read, except:
   - when HASH is DATA itself: the tree goes into DATA at --hash-offset,
     past the data;
   - with --append: DATA is padded with zeros to a whole block, then the
@@ -51,7 +63,9 @@ written in place, and must be large enough. DATA is only read, except:
     bytes are not changed. An interrupted --append leaves DATA longer than
     it was: run the same command again with --data-size=<original size>
     (the error message gives it) and the result is that of an
-    uninterrupted run.
+    uninterrupted run. --data-size cuts off only what an --append could
+    have written (zero padding, then no more than a whole tree and its
+    parity); anything else is refused unless --force.
 
 Examples:
   veritygen system.img                       tree in system.img.verity
@@ -84,6 +98,7 @@ type options struct {
 	appendTree   bool
 	fecAppend    bool
 	dataSize     uint64
+	force        bool
 	boot         bootFlags
 }
 
@@ -98,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
+	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file, and let --data-size cut off any bytes)")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
 	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
 	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
@@ -244,6 +260,15 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	}
 	defer src.Close()
 	dataFile, dataSize := src.File, src.Size
+	// Shared while DATA is only read; exclusive (below) when it is written.
+	if o.appendTree {
+		err = cli.LockExclusive(dataFile, "DATA", dataPath)
+	} else {
+		err = cli.LockShared(dataFile, "DATA", dataPath)
+	}
+	if err != nil {
+		return nil, err
+	}
 	dataInfo, err := dataFile.Stat()
 	if err != nil {
 		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))
@@ -375,13 +400,22 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		}
 		outEnd = fl.offset + fp.ParitySize()
 	}
-
-	// merkle.Build writes the superblock before it first looks at ctx, and
-	// with several jobs may not notice a cancellation at all: an already
-	// canceled run must stop here, before anything is written.
-	if err := ctx.Err(); err != nil {
+	if inPlace || fl != nil && fl.inData {
+		if err := cli.LockExclusive(dataFile, "DATA", dataPath); err != nil {
+			return nil, err
+		}
+	}
+	if ap != nil {
+		if err := checkAppendTail(o, ap, g, dataPath, dataFile, uint64(dataSize), outEnd); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkOutputs(o, g, fl, dataPath, dataFile, hashPath, hashInfo, inPlace || ap != nil, outEnd); err != nil {
 		return nil, err
 	}
+
+	// Every output is opened (and locked) before anything is hashed: one
+	// that cannot be written fails the run while nothing has changed.
 	var hashOut *output
 	if inPlace || ap != nil {
 		hashOut, err = openInPlace(dataPath, "DATA")
@@ -393,12 +427,33 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		if fl != nil && fl.inHash {
 			keepFrom = 1
 		}
-		hashOut, err = openReplacement(hashPath, "HASH", hashInfo, keepFrom)
+		hashOut, err = openReplacement(hashPath, "HASH", hashInfo, keepFrom, stderr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer hashOut.abort()
+	var fecOut, rootOut *output
+	if fl != nil {
+		if fecOut, err = openFECOutput(fl, dataPath, stderr); err != nil {
+			return nil, err
+		}
+		if fecOut != nil {
+			defer fecOut.abort()
+		}
+	}
+	if o.rootHashFile != "" {
+		if rootOut, err = openRootHashFile(o.rootHashFile, o.force, stderr); err != nil {
+			return nil, err
+		}
+		defer rootOut.abort()
+	}
+	// merkle.Build writes the superblock before it first looks at ctx, and
+	// with several jobs may not notice a cancellation at all: an already
+	// canceled run must stop here, before anything is written.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	role := "HASH"
 	if inPlace || ap != nil {
 		role = "DATA"
@@ -422,7 +477,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	root, err := buildTree(ctx, g, src.R, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
 	var fecRes *fecResult
 	if err == nil && fl != nil {
-		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.R, hashOut, o.jobs)
+		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.R, hashOut, fecOut, o.jobs)
 	}
 	if err == nil && ap != nil {
 		// Drop what a previous, interrupted or longer, run left past the
@@ -447,9 +502,22 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		return nil, err
 	}
 	rootHex := hex.EncodeToString(root)
-	if o.rootHashFile != "" {
-		if err := cli.WriteFileAtomic(o.rootHashFile, []byte(rootHex), 0o666); err != nil {
-			return nil, cli.Errorf("", "writing --root-hash-file %s: %v", o.rootHashFile, err)
+	// The tree is committed: a later failure must not lose its root hash.
+	afterCommit := func(what string, err error) error {
+		where := "in " + hashPath
+		if inPlace || ap != nil {
+			where = "in DATA " + dataPath
+		}
+		return cli.Errorf("", "the new tree is %s, root hash %s; %s: %v", where, rootHex, what, err)
+	}
+	if fecOut != nil {
+		if err := fecOut.commit(); err != nil {
+			return nil, afterCommit("the error correction", err)
+		}
+	}
+	if rootOut != nil {
+		if err := rootOut.writeRootHash(rootHex); err != nil {
+			return nil, afterCommit("--root-hash-file", err)
 		}
 	}
 	res := &result{
@@ -470,7 +538,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		res.bootParams = makeBootParams(g, root, devs, &o.boot, fecRes)
 	} else if o.boot.wanted() {
 		// The tree is written: say why the boot parameters are missing.
-		return nil, err
+		return nil, cli.WithHint(afterCommit("boot parameters", err), hintOf(err))
 	}
 	return res, nil
 }
@@ -599,3 +667,105 @@ func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath str
 }
 
 func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
+
+// hintOf returns err's hint, if it has one.
+func hintOf(err error) string {
+	var e *cli.Error
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return ""
+}
+
+// checkAppendTail refuses an --append --data-size that would cut off DATA
+// bytes past the image that are not provably what an earlier --append of
+// the same image wrote: the file may end anywhere from the image's end to
+// the end of a complete tree and parity (an interrupted run stops anywhere
+// in between), and the padding before the tree must be zeros. A block
+// device keeps its size and is not checked.
+func checkAppendTail(o *options, ap *appendResult, g *merkle.Geometry, dataPath string, f *os.File, size, outEnd uint64) error {
+	if size <= ap.OriginalSize || o.force {
+		return nil
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return err
+	}
+	hint := fmt.Sprintf("check --data-size (DATA's size before the earlier --append); to cut DATA at byte %d anyway, add --force", ap.OriginalSize)
+	if size > outEnd {
+		return cli.Errorf(hint, "DATA %s is %d bytes, more than an --append of its first %d bytes makes (%d): "+
+			"the bytes past --data-size are not only an earlier tree, and cutting them off would lose them", dataPath, size, ap.OriginalSize, outEnd)
+	}
+	pad := make([]byte, min(g.HashOffset, size)-ap.OriginalSize)
+	if _, err := f.ReadAt(pad, int64(ap.OriginalSize)); err != nil {
+		return cli.Errorf("", "reading DATA %s: %v", dataPath, cli.UnwrapPath(err))
+	}
+	for i, b := range pad {
+		if b != 0 {
+			return cli.Errorf(hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
+				"they are not an earlier tree, and cutting them off would lose them", dataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
+		}
+	}
+	return nil
+}
+
+// checkOutputs refuses, unless --force, to replace an existing HASH or FEC
+// file that is not something veritygen could have written (see
+// foreignOutput): a filesystem or image named as HASH by mistake, e.g.
+// DATA and HASH swapped. treeInData: the tree goes into DATA, whose bytes
+// the user gave over to it with --hash-offset or --append.
+func checkOutputs(o *options, g *merkle.Geometry, fl *fecPlan, dataPath string, dataFile *os.File, hashPath string, hashInfo fs.FileInfo, treeInData bool, outEnd uint64) error {
+	// Checked first: opening a FIFO to read it would wait for a writer.
+	if !treeInData && hashInfo != nil {
+		if err := refuseSpecial("HASH", hashPath, hashInfo); err != nil {
+			return err
+		}
+	}
+	if fl != nil && fl.existing != nil {
+		if err := refuseSpecial("FEC device", fl.path, fl.existing); err != nil {
+			return err
+		}
+	}
+	if o.force {
+		return nil
+	}
+	if !treeInData && hashInfo != nil {
+		why, err := foreignOutput(hashPath, hashInfo, int64(g.HashOffset), g.Superblock, outEnd)
+		if err != nil {
+			return cli.Errorf("", "HASH %s: %v", hashPath, cli.UnwrapPath(err))
+		}
+		if why != "" {
+			hint := "to replace it anyway, add --force"
+			if looksLikeTree(dataPath, dataFile) {
+				hint = fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\n", hashPath, dataPath) + hint
+			}
+			return cli.Errorf(hint, "HASH %s is not a tree veritygen could have written (%s): replacing it would destroy it", hashPath, why)
+		}
+	}
+	if fl == nil || fl.inHash || fl.inData || fl.existing == nil {
+		return nil
+	}
+	// The parity covers the hash output as it will be: the tree, or all of
+	// an existing HASH whose bytes are kept.
+	hashEnd := g.HashEnd()
+	if hashInfo != nil && (g.HashOffset > 0 || !hashInfo.Mode().IsRegular()) {
+		if f, err := os.Open(hashPath); err == nil {
+			if n, err := cli.Size(f); err == nil {
+				hashEnd = max(hashEnd, uint64(n))
+			}
+			f.Close()
+		}
+	}
+	fp, err := g.FECParams(fl.roots, hashEnd)
+	if err != nil {
+		return err
+	}
+	why, err := foreignOutput(fl.path, fl.existing, -1, false, fl.offset+fp.ParitySize())
+	if err != nil {
+		return cli.Errorf("", "--fec-device %s: %v", fl.path, cli.UnwrapPath(err))
+	}
+	if why != "" {
+		return cli.Errorf("name another file, or add --force to replace it anyway",
+			"--fec-device %s is not error correction veritygen could have written (%s): replacing it would destroy it", fl.path, why)
+	}
+	return nil
+}

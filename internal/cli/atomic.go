@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // ResolveLink follows path if it is a symbolic link, so that a file
@@ -22,43 +24,79 @@ func ResolveLink(path string) string {
 }
 
 // CreateTempBeside creates a new, empty file in path's directory, named
-// after it, to be renamed over path once complete. perm is filtered by the
-// umask, as for any new file (os.CreateTemp would force 0600).
+// after it (.BASE.tmpXXXXXXXXXXXX), to be renamed over path once complete.
+// perm is filtered by the umask, as for any new file (os.CreateTemp would
+// force 0600). The file holds an exclusive lock while it is open, so that
+// RemoveStaleTemps can tell a live run's file from a dead one's.
 func CreateTempBeside(path string, perm fs.FileMode) (*os.File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	for range 100 {
-		var r [6]byte
+		var r [tempRandBytes]byte
 		rand.Read(r[:])
 		name := filepath.Join(dir, "."+base+".tmp"+hex.EncodeToString(r[:]))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
+		if err == nil {
+			// A new name nobody else knows yet: the lock cannot be held.
+			TryLockExclusive(f)
+		}
 		return f, err
 	}
 	return nil, errors.New("cannot find a free temporary name")
 }
 
-// WriteFileAtomic writes b to path through a temporary file and a rename,
-// so that path holds either its old content or b, never a part.
-func WriteFileAtomic(path string, b []byte, perm fs.FileMode) error {
-	path = ResolveLink(path)
-	tmp, err := CreateTempBeside(path, perm)
+const tempRandBytes = 6
+
+// RemoveStaleTemps removes the temporary files CreateTempBeside made for
+// path that no live process holds: those left by a run that was killed
+// before it could remove them (its lock died with it). It returns their
+// names. Only names of CreateTempBeside's exact pattern are considered, and
+// only regular files.
+func RemoveStaleTemps(path string) []string {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return UnwrapPath(err)
+		return nil
 	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	prefix := "." + base + ".tmp"
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		suffix, ok := strings.CutPrefix(name, prefix)
+		if !ok || !isLowerHex(suffix, 2*tempRandBytes) || !e.Type().IsRegular() {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && TryLockExclusive(f) {
+			if os.Remove(full) == nil {
+				removed = append(removed, name)
+			}
+		}
+		f.Close()
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+	return removed
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
 	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
 	}
-	return err
+	return true
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRepairLocked: --repair writes nothing into DATA or HASH while another
+// process (another veritycheck, a veritygen) holds it, and says so (issue
+// 12, item 5).
+func TestRepairLocked(t *testing.T) {
+	master := fecMake(t, &fecCases[3], 31) // made by the library: no peer tool needed
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, role := range []string{"DATA", "HASH"} {
+		t.Run(role, func(t *testing.T) {
+			m := master.clone(t)
+			m.corrupt(t, rng, map[fecBlk]bool{{-1, 3}: true, {0, 0}: true}, true)
+			path := m.data
+			if role == "HASH" {
+				path = m.hash
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
+			data, hash := vcRead(t, m.data), vcRead(t, m.hash)
+			r := vcRun(m.args("--repair")...)
+			want := "veritycheck: error: " + role + " " + path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish; nothing was written\n"
+			if r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Errorf("want exit 2 and %q:\n%v", want, r)
+			}
+			if !bytes.Equal(vcRead(t, m.data), data) || !bytes.Equal(vcRead(t, m.hash), hash) {
+				t.Error("the refused repair wrote")
+			}
+			f.Close()
+			if r := vcRun(m.args("--repair")...); r.code != 0 {
+				t.Errorf("once the lock is gone the repair should succeed:\n%v", r)
+			}
+		})
+	}
+}
