@@ -410,14 +410,16 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	var rp *repairPlan
 	var after *merkle.VerifyReport
 	if parity != nil && !rep.OK() {
-		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, inPlace, root, rep, o.jobs); err != nil {
+		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, root, rep, o.jobs); err != nil {
 			return cli.ExitError, err
 		}
+		defer rp.close()
+		rp.updateReport(rep)
 		if o.repair && rp.whole() {
 			if err := ctx.Err(); err != nil {
 				return cli.ExitError, err
 			}
-			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
+			if err := rp.write(func(part *repairPlan) error { return writeRepair(g, part, dataPath, hashPath, inPlace) }); err != nil {
 				return cli.ExitError, err
 			}
 			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
