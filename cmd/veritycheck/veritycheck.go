@@ -422,11 +422,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			if err := rp.write(func(part *repairPlan) error { return writeRepair(g, part, dataPath, hashPath, inPlace) }); err != nil {
 				return cli.ExitError, err
 			}
-			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
-			after, err = verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
-				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
-			bar.Finish()
-			if err != nil {
+			if after, err = verifyWritten(ctx, g, parity, src.R, hashFile, root, rp); err != nil {
 				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
 			}
 		}
