@@ -51,12 +51,13 @@ type RoundResult struct {
 	Bad int
 }
 
-// RoundDecoder decodes the codewords of one round at a time: it reads the
-// round once (in column slices, so memory stays about 2 MiB for any block
-// size, plus the Bad blocks' contents), recomputes its parity with the
-// encoder to find the codewords that are not codewords, and decodes only
-// those. A RoundDecoder is not safe for concurrent use: make one per
-// goroutine.
+// RoundDecoder decodes the codewords of a round, or of a run of
+// consecutive rounds (their blocks are next to each other, so the run is
+// read in k reads): it reads them once (in column slices for big blocks,
+// so memory stays a few MiB for any block size, plus the Bad blocks'
+// contents), recomputes their parity with the encoder to find the
+// codewords that are not codewords, and decodes only those. A RoundDecoder
+// is not safe for concurrent use: make one per goroutine.
 type RoundDecoder struct {
 	p           Params
 	pl          *plan
@@ -65,6 +66,9 @@ type RoundDecoder struct {
 	msg, parity io.ReaderAt
 }
 
+// runBytes bounds the message a RoundDecoder reads at once.
+const runBytes = 8 << 20
+
 // NewRoundDecoder returns a decoder of the message read through msg, with
 // its parity read through parity at offset 0.
 func NewRoundDecoder(p Params, msg, parity io.ReaderAt) (*RoundDecoder, error) {
@@ -72,99 +76,133 @@ func NewRoundDecoder(p Params, msg, parity io.ReaderAt) (*RoundDecoder, error) {
 		return nil, err
 	}
 	pl := newPlan(p)
-	pl.roundsPer = 1 // one round at a time: only damaged rounds are read
+	pl.roundsPer = 1
+	if pl.width == pl.bs {
+		pl.roundsPer = uint64(max(1, runBytes/(pl.k*pl.bs)))
+	}
 	d := &RoundDecoder{p: p, pl: pl, w: newWorker(pl), msg: msg, parity: parity}
-	d.par = make([]byte, pl.width*p.Roots)
+	d.par = make([]byte, int(pl.roundsPer)*pl.width*p.Roots)
 	return d, nil
 }
+
+// MaxRun is the most rounds DecodeRun takes at once.
+func (d *RoundDecoder) MaxRun() int { return int(d.pl.roundsPer) }
 
 // Decode decodes round r. state gives the state of each message block of
 // the round (blocks past the message are zeros, always Good). Per codeword,
 // the decodings of s are tried in turn, and the first that yields a
 // codeword without changing a Good block is taken.
 func (d *RoundDecoder) Decode(r uint64, state func(b uint64) BlockState, s Strategy) (*RoundResult, error) {
+	res, err := d.DecodeRun(r, 1, state, s)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// roundState is what Decode needs of one round of a run.
+type roundState struct {
+	states  []BlockState
+	bad     []int
+	solvers []*erasureSolver
+	out     [][]byte
+}
+
+// DecodeRun decodes rounds first to first+n-1 (n at most MaxRun) as
+// Decode does, and returns their results in order.
+func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) BlockState, s Strategy) ([]*RoundResult, error) {
 	pl, p := d.pl, d.p
-	if r >= pl.rounds {
-		return nil, fmt.Errorf("fec: round %d is outside the %d rounds", r, pl.rounds)
+	if n < 1 || n > d.MaxRun() || first >= pl.rounds || uint64(n) > pl.rounds-first {
+		return nil, fmt.Errorf("fec: rounds %d to %d: not a run of 1 to %d of the %d rounds", first, first+uint64(n)-1, d.MaxRun(), pl.rounds)
 	}
 	k, bs, roots, w := pl.k, pl.bs, p.Roots, pl.width
-	states := make([]BlockState, k)
-	var bad, suspects []int
-	for j := range k {
-		b := uint64(j)*pl.rounds + r
-		if b >= p.Blocks {
-			continue
+	results := make([]*RoundResult, n)
+	rs := make([]roundState, n)
+	for i := range n {
+		r := first + uint64(i)
+		st := &rs[i]
+		st.states = make([]BlockState, k)
+		var suspects []int
+		for j := range k {
+			b := uint64(j)*pl.rounds + r
+			if b >= p.Blocks {
+				continue
+			}
+			st.states[j] = state(b)
+			switch st.states[j] {
+			case Bad:
+				st.bad = append(st.bad, j)
+				suspects = append(suspects, j)
+			case Unknown:
+				suspects = append(suspects, j)
+			}
 		}
-		states[j] = state(b)
-		switch states[j] {
-		case Bad:
-			bad = append(bad, j)
-			suspects = append(suspects, j)
-		case Unknown:
-			suspects = append(suspects, j)
+		if s == EraseSuspects && len(suspects) <= roots && len(suspects) > len(st.bad) {
+			st.solvers = append(st.solvers, newErasureSolver(roots, suspects))
 		}
-	}
-	var solvers []*erasureSolver
-	if s == EraseSuspects && len(suspects) <= roots && len(suspects) > len(bad) {
-		solvers = append(solvers, newErasureSolver(roots, suspects))
-	}
-	if s <= EraseBad && len(bad) > 0 && len(bad) <= roots {
-		solvers = append(solvers, newErasureSolver(roots, bad))
-	}
-	res := &RoundResult{Blocks: make(map[uint64][]byte, len(bad)), Bad: len(bad)}
-	out := make([][]byte, len(bad))
-	for i, j := range bad {
-		out[i] = make([]byte, bs)
-		res.Blocks[uint64(j)*pl.rounds+r] = out[i]
+		if s <= EraseBad && len(st.bad) > 0 && len(st.bad) <= roots {
+			st.solvers = append(st.solvers, newErasureSolver(roots, st.bad))
+		}
+		results[i] = &RoundResult{Blocks: make(map[uint64][]byte, len(st.bad)), Bad: len(st.bad)}
+		st.out = make([][]byte, len(st.bad))
+		for x, j := range st.bad {
+			st.out[x] = make([]byte, bs)
+			results[i].Blocks[uint64(j)*pl.rounds+r] = st.out[x]
+		}
 	}
 	cw := make([]byte, N)
 	buf := d.w.buf
+	run := n * w // bytes of each row j in buf: the rounds' columns one after the other
 	for col := 0; col < bs; col += w {
-		un := unit{round: r, nrounds: 1, col: col}
+		un := unit{round: first, nrounds: n, col: col}
 		if err := pl.readUnit(d.msg, un, buf); err != nil {
 			return nil, err
 		}
 		rem := d.w.encodeUnit(un)
+		par := d.par[:run*roots]
 		off := int64(pl.firstCodeword(un)) * int64(roots)
-		if err := readFull(d.parity, d.par, off); err != nil {
-			return nil, fmt.Errorf("reading parity for round %d: %w", r, err)
+		if err := readFull(d.parity, par, off); err != nil {
+			return nil, fmt.Errorf("reading parity for rounds %d to %d: %w", first, first+uint64(n)-1, err)
 		}
-		for c := range w {
-			rc := rem[c*roots : (c+1)*roots]
-			nz := byte(0)
-			for i := range rc {
-				rc[i] ^= d.par[c*roots+i]
-				nz |= rc[i]
-			}
-			if nz == 0 {
-				continue // a codeword already
-			}
-			ok := false
-			for _, sv := range solvers {
-				if ok = sv.apply(rc, buf, w, c); ok {
-					break
+		for i := range n {
+			st := &rs[i]
+			for c := i * w; c < (i+1)*w; c++ {
+				rc := rem[c*roots : (c+1)*roots]
+				nz := byte(0)
+				for x := range rc {
+					rc[x] ^= par[c*roots+x]
+					nz |= rc[x]
+				}
+				if nz == 0 {
+					continue // a codeword already
+				}
+				ok := false
+				for _, sv := range st.solvers {
+					if ok = sv.apply(rc, buf, run, c); ok {
+						break
+					}
+				}
+				if !ok {
+					ok = d.slow(cw, buf, run, c, par[c*roots:(c+1)*roots], st.states, st.bad, s)
+				}
+				if !ok {
+					results[i].Failed++
 				}
 			}
-			if !ok {
-				ok = d.slow(cw, buf, c, states, bad, s)
+			for x, j := range st.bad {
+				copy(st.out[x][col:col+w], buf[j*run+i*w:j*run+(i+1)*w])
 			}
-			if !ok {
-				res.Failed++
-			}
-		}
-		for i, j := range bad {
-			copy(out[i][col:col+w], buf[j*w:(j+1)*w])
 		}
 	}
-	return res, nil
+	return results, nil
 }
 
-// slow decodes codeword c of the column slice in buf (its parity in d.par)
+// slow decodes codeword c of buf (rows of stride bytes; its parity in par)
 // with the general decoder: the bad blocks erased and errors elsewhere,
 // then errors only; it takes the first result that leaves the Good blocks
 // alone.
-func (d *RoundDecoder) slow(cw, buf []byte, c int, states []BlockState, bad []int, s Strategy) bool {
-	k, roots, w := d.pl.k, d.p.Roots, d.pl.width
+func (d *RoundDecoder) slow(cw, buf []byte, stride, c int, par []byte, states []BlockState, bad []int, s Strategy) bool {
+	k, roots := d.pl.k, d.p.Roots
 	var tries [][]int
 	if s <= EraseBad && len(bad) > 0 && len(bad) <= roots {
 		tries = append(tries, bad)
@@ -172,15 +210,15 @@ func (d *RoundDecoder) slow(cw, buf []byte, c int, states []BlockState, bad []in
 	tries = append(tries, nil)
 	for _, eras := range tries {
 		for j := range k {
-			cw[j] = buf[j*w+c]
+			cw[j] = buf[j*stride+c]
 		}
-		copy(cw[k:], d.par[c*roots:(c+1)*roots])
+		copy(cw[k:], par)
 		if _, err := DecodeCodeword(roots, cw, eras); err != nil {
 			continue
 		}
 		ok := true
 		for j := range k {
-			if cw[j] != buf[j*w+c] && states[j] == Good {
+			if cw[j] != buf[j*stride+c] && states[j] == Good {
 				ok = false
 				break
 			}
@@ -189,7 +227,7 @@ func (d *RoundDecoder) slow(cw, buf []byte, c int, states []BlockState, bad []in
 			continue
 		}
 		for j := range k {
-			buf[j*w+c] = cw[j]
+			buf[j*stride+c] = cw[j]
 		}
 		return true
 	}
@@ -265,10 +303,10 @@ func newErasureSolver(roots int, pos []int) *erasureSolver {
 	return sv
 }
 
-// apply solves codeword c of the slice in buf (rows of w bytes) from its
+// apply solves codeword c of buf (rows of stride bytes) from its
 // remainder rc; it corrects the erased bytes and returns true, or returns
 // false when the remainder shows errors elsewhere.
-func (sv *erasureSolver) apply(rc []byte, buf []byte, w, c int) bool {
+func (sv *erasureSolver) apply(rc []byte, buf []byte, stride, c int) bool {
 	var y [maxWords]uint64
 	for t, x := range rc {
 		if x == 0 {
@@ -284,7 +322,7 @@ func (sv *erasureSolver) apply(rc []byte, buf []byte, w, c int) bool {
 		}
 	}
 	for i, j := range sv.pos {
-		buf[j*w+c] ^= byte(y[i/8] >> (8 * (i % 8)))
+		buf[j*stride+c] ^= byte(y[i/8] >> (8 * (i % 8)))
 	}
 	return true
 }

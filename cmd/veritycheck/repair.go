@@ -458,31 +458,49 @@ func (rr *repairer) run() error {
 	}
 }
 
-// decodeAll decodes the rounds of list on rr.jobs goroutines.
+// decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
+// consecutive rounds together: their blocks are next to each other.
 func (rr *repairer) decodeAll(list []*roundJob) error {
+	d0, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+	if err != nil {
+		return err
+	}
+	var runs [][]*roundJob
+	for i := 0; i < len(list); {
+		n := 1
+		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) {
+			n++
+		}
+		runs = append(runs, list[i:i+n])
+		i += n
+	}
 	var (
 		mu    sync.Mutex
 		next  int
 		first error
 		wg    sync.WaitGroup
 	)
-	for range min(rr.jobs, len(list)) {
+	for w := range min(rr.jobs, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+			d := d0
+			var err error
+			if w > 0 {
+				d, err = fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+			}
 			h := rr.g.Hash.NewBlockHasher(rr.g.DataBlockSize, rr.g.Salt, rr.g.SaltPosition())
 			for err == nil {
 				mu.Lock()
-				if next == len(list) || first != nil {
+				if next == len(runs) || first != nil {
 					mu.Unlock()
 					return
 				}
-				j := list[next]
+				run := runs[next]
 				next++
 				mu.Unlock()
 				if err = rr.ctx.Err(); err == nil {
-					err = rr.decodeRound(d, h, j)
+					err = rr.decodeRun(d, h, run)
 				}
 			}
 			mu.Lock()
@@ -499,18 +517,35 @@ func (rr *repairer) decodeAll(list []*roundJob) error {
 	return first
 }
 
-// decodeRound decodes round j.round, the ways of fec.Strategy in turn,
-// until every wanted block matches its digest, and keeps those that
-// do. The maps of rr are only read here (decodeAll runs it concurrently).
-func (rr *repairer) decodeRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *roundJob) error {
-	g := rr.g
-	j.ok, j.failed = map[uint64][]byte{}, map[uint64]string{}
-	digest := make([]byte, g.DigestSlot)
-	var res *fec.RoundResult
-	for st := fec.EraseSuspects; st <= fec.ErrorsOnly; st++ {
-		var err error
-		if res, err = d.Decode(j.round, rr.state, st); err != nil {
+// decodeRun decodes a run of consecutive rounds, then each round whose
+// wanted blocks do not all match their digests again, the other ways of
+// fec.Strategy in turn, and keeps the blocks that match. The maps of rr are
+// only read here (decodeAll runs it concurrently).
+func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []*roundJob) error {
+	res, err := d.DecodeRun(run[0].round, len(run), rr.state, fec.EraseSuspects)
+	if err != nil {
+		return err
+	}
+	for i, j := range run {
+		j.ok, j.failed = map[uint64][]byte{}, map[uint64]string{}
+		if err := rr.checkRound(d, h, j, res[i]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkRound keeps the blocks of res that match their digests; when some do
+// not, it decodes the round the next ways of fec.Strategy.
+func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *roundJob, res *fec.RoundResult) error {
+	g := rr.g
+	digest := make([]byte, g.DigestSlot)
+	for st := fec.EraseSuspects; ; st++ {
+		if st > fec.EraseSuspects {
+			var err error
+			if res, err = d.Decode(j.round, rr.state, st); err != nil {
+				return err
+			}
 		}
 		done := true
 		for m, want := range j.want {
@@ -527,6 +562,9 @@ func (rr *repairer) decodeRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *r
 		}
 		if done {
 			return nil
+		}
+		if st == fec.ErrorsOnly {
+			break
 		}
 	}
 	cur := make([]byte, g.DataBlockSize)
