@@ -320,7 +320,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 // rebuildBudget is how much rebuilt content is kept in memory; the rest
 // goes to a temporary file, so that any amount of damage repairs in
 // bounded memory.
-const rebuildBudget = 64 << 20
+var rebuildBudget = 64 << 20 // a variable for the tests
 
 // parentOf returns the parent hash block of message block m as a message
 // block (ok false for the top block, or a data block without a tree: their
@@ -1230,4 +1230,71 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 		}
 	}
 	return rep, nil
+}
+
+// blockRange is a run of blocks of one level (merkle.DataLevel for data
+// blocks), first to last.
+type blockRange struct {
+	Level int    `json:"level"`
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
+}
+
+// rangesBelow returns, level by level down to the data, the blocks under
+// hash block index of level: what cannot be checked while it is corrupted.
+func rangesBelow(g *merkle.Geometry, level int, index uint64) []blockRange {
+	hpb := uint64(g.HashesPerBlock)
+	var out []blockRange
+	lo, hi := index, index+1
+	for l := level - 1; l >= merkle.DataLevel; l-- {
+		n := g.DataBlocks
+		if l >= 0 {
+			n = g.LevelBlocks[l]
+		}
+		lo, hi = min(lo*hpb, n), min(hi*hpb, n)
+		if hi > lo {
+			out = append(out, blockRange{Level: l, First: lo, Last: hi - 1})
+		}
+	}
+	return out
+}
+
+// describeBelow says what under a corrupted hash block could not be
+// checked, e.g. "data blocks 128-255 (bytes 524288-1048575 of DATA) and
+// hash blocks 4-5 of level 0 could not be checked: hash block 1 of level
+// 1 above them is corrupted".
+func describeBelow(g *merkle.Geometry, level int, index uint64, dataPath string) string {
+	var parts []string
+	var data string
+	for _, r := range rangesBelow(g, level, index) {
+		span := fmt.Sprintf("%d-%d", r.First, r.Last)
+		if r.First == r.Last {
+			span = fmt.Sprint(r.First)
+		}
+		if r.Level == merkle.DataLevel {
+			bs := uint64(g.DataBlockSize)
+			what := "data blocks"
+			if r.First == r.Last {
+				what = "data block"
+			}
+			data = fmt.Sprintf("%s %s (bytes %d-%d of %s)", what, span, r.First*bs, (r.Last+1)*bs-1, dataPath)
+			continue
+		}
+		what := "hash blocks"
+		if r.First == r.Last {
+			what = "hash block"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s of level %d", what, span, r.Level))
+	}
+	parts = append([]string{data}, parts...)
+	return fmt.Sprintf("%s could not be checked: hash block %d of level %d above them is corrupted", strings.Join(parts, " and "), index, level)
+}
+
+// rebuiltBlock reports whether the repair rebuilt hash block index of level
+// (and so could check what is under it); false without a repair.
+func (rp *repairPlan) rebuiltBlock(g *merkle.Geometry, level int, index uint64) bool {
+	if rp == nil {
+		return false
+	}
+	return rp.store.has(msgIndex(g, level, index))
 }

@@ -268,6 +268,9 @@ type problem struct {
 	Index  uint64 `json:"index"`
 	Offset uint64 `json:"offset"`
 	Reason string `json:"reason"`
+	// Unchecked: for a hash block, the blocks under it that could not be
+	// checked (none once error correction rebuilt it).
+	Unchecked []blockRange `json:"unchecked,omitempty"`
 }
 
 func check(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
@@ -438,7 +441,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
 		for _, pr := range rep.Problems {
-			res.Problems = append(res.Problems, toProblem(pr))
+			p := toProblem(pr)
+			if pr.Level >= 0 && !rp.rebuiltBlock(g, pr.Level, pr.Index) {
+				p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
+			}
+			res.Problems = append(res.Problems, p)
 		}
 		if parity != nil {
 			res.repairJSON = newRepairJSON(parity, rp, after != nil, o.maxProblems)
@@ -447,7 +454,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return cli.ExitError, err
 		}
 	} else {
-		printProblems(stdout, rep, dataPath, hashPath)
+		printProblems(stdout, rep, g, rp, dataPath, hashPath)
 		if rp != nil {
 			printRepair(stdout, rp, after != nil, o.maxProblems, dataPath, hashPath, parity.path)
 		}
@@ -497,7 +504,7 @@ func toProblem(pr *merkle.CorruptionError) problem {
 	return out
 }
 
-func printProblems(w io.Writer, rep *merkle.VerifyReport, dataPath, hashPath string) {
+func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string) {
 	for _, pr := range rep.Problems {
 		switch pr.Level {
 		case merkle.DataLevel:
@@ -506,6 +513,9 @@ func printProblems(w io.Writer, rep *merkle.VerifyReport, dataPath, hashPath str
 			fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
 		default:
 			fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
+			if !rp.rebuiltBlock(g, pr.Level, pr.Index) {
+				fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
+			}
 		}
 	}
 	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
