@@ -47,8 +47,21 @@ type RoundResult struct {
 	Blocks map[uint64][]byte
 	// Failed counts the codewords that could not be decoded.
 	Failed int
-	// Bad is the number of Bad blocks in the round.
-	Bad int
+	// Bad and Unknown count the round's blocks in those states.
+	Bad, Unknown int
+}
+
+// Same reports whether decoding the round with strategy s would do just
+// what decoding it with s-1 did (gave res): the strategies differ only in
+// the erasures they try first, and those may not apply to the round.
+func (res *RoundResult) Same(roots int, s Strategy) bool {
+	switch s {
+	case EraseBad: // no bad-and-unknown erasures were tried
+		return res.Unknown == 0 || res.Bad+res.Unknown > roots
+	case ErrorsOnly: // no bad erasures were tried
+		return res.Bad == 0 || res.Bad > roots
+	}
+	return false
 }
 
 // RoundDecoder decodes the codewords of a round, or of a run of
@@ -143,7 +156,7 @@ func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) Block
 		if s <= EraseBad && len(st.bad) > 0 && len(st.bad) <= roots {
 			st.solvers = append(st.solvers, newErasureSolver(roots, st.bad))
 		}
-		results[i] = &RoundResult{Blocks: make(map[uint64][]byte, len(st.bad)), Bad: len(st.bad)}
+		results[i] = &RoundResult{Blocks: make(map[uint64][]byte, len(st.bad)), Bad: len(st.bad), Unknown: len(suspects) - len(st.bad)}
 		st.out = make([][]byte, len(st.bad))
 		for x, j := range st.bad {
 			st.out[x] = make([]byte, bs)

@@ -540,7 +540,10 @@ func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []
 func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *roundJob, res *fec.RoundResult) error {
 	g := rr.g
 	digest := make([]byte, g.DigestSlot)
-	for st := fec.EraseSuspects; ; st++ {
+	for st := fec.EraseSuspects; st <= fec.ErrorsOnly; st++ {
+		if st > fec.EraseSuspects && res.Same(rr.s.roots, st) {
+			continue // would decode the same
+		}
 		if st > fec.EraseSuspects {
 			var err error
 			if res, err = d.Decode(j.round, rr.state, st); err != nil {
@@ -563,11 +566,9 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		if done {
 			return nil
 		}
-		if st == fec.ErrorsOnly {
-			break
-		}
 	}
 	cur := make([]byte, g.DataBlockSize)
+	reasons := map[string]string{}
 	for m := range j.want {
 		if j.ok[m] != nil {
 			continue
@@ -575,7 +576,13 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
 			return err
 		}
-		j.failed[m] = rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
+		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
+		if prev, ok := reasons[why]; ok {
+			why = prev // one copy per distinct reason, however many blocks
+		} else {
+			reasons[why] = why
+		}
+		j.failed[m] = why
 	}
 	return nil
 }
