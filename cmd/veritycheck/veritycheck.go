@@ -43,11 +43,15 @@ veritygen, and --salt is then required).
 With --fec-device, the Reed-Solomon parity that veritygen or 'veritysetup
 format' wrote there (same --fec-device, --fec-offset and --fec-roots; the
 parity may be in its own file, in HASH past the tree, or in DATA) rebuilds
-the corrupted blocks: each is decoded as a known erasure, and the image with
-the rebuilt blocks in place is verified against the tree before anything is
-trusted, so wrong parity or parameters can only end in "cannot recover".
-veritycheck then says what it can repair. --repair writes the rebuilt blocks
-back into DATA and HASH, in place, and verifies again from the disk: it is
+the corrupted blocks: each codeword of a damaged round is decoded with the
+corrupted blocks as erasures (up to roots of them per round), or else with
+errors at unknown places (up to roots/2 damaged bytes per codeword, as the
+kernel and veritysetup decode). A corrupted hash block is rebuilt first,
+then the blocks under it are checked against it. Every rebuilt block is
+checked against the tree before it is trusted, so wrong parity or
+parameters can only end in "cannot recover". veritycheck then says what it
+can repair. --repair writes the rebuilt blocks back into DATA and HASH, in
+place, and reads them back to check them against the tree: it is
 the only time veritycheck writes, and it writes only when every corrupted
 block can be rebuilt (otherwise it names those it cannot recover and writes
 nothing). The parity does not cover the superblock (in veritysetup's format
