@@ -158,3 +158,44 @@ func TestRoundDecodeKeepsGood(t *testing.T) {
 	res := decodeRound(t, p, damaged, parity, 0, map[uint64]BlockState{152: Bad, 153: Bad}, EraseBad)
 	checkBlocks(t, "erased", p, orig, res, []uint64{152, 153})
 }
+
+// TestRoundDecodeRun: a run of rounds decoded at once gives what each
+// round decoded alone gives.
+func TestRoundDecodeRun(t *testing.T) {
+	p, orig, parity := roundCase(t, 4, 512, 8)
+	damaged := bytes.Clone(orig)
+	rng := newRand(t, 8)
+	states := map[uint64]BlockState{}
+	var bad []uint64
+	for r := range p.Rounds() {
+		for _, j := range rng.Perm(N - 4)[:int(r)+2] {
+			if b := uint64(j)*p.Rounds() + r; b < p.Blocks {
+				states[b] = Bad
+				bad = append(bad, b)
+				fillRand(rng, damaged[b*512:(b+1)*512])
+			}
+		}
+	}
+	d, err := NewRoundDecoder(p, bytes.NewReader(damaged), bytes.NewReader(parity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MaxRun() < int(p.Rounds()) {
+		t.Fatalf("MaxRun %d", d.MaxRun())
+	}
+	res, err := d.DecodeRun(0, int(p.Rounds()), func(b uint64) BlockState { return states[b] }, EraseSuspects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := &RoundResult{Blocks: map[uint64][]byte{}}
+	for _, r := range res {
+		for b, c := range r.Blocks {
+			all.Blocks[b] = c
+		}
+		all.Failed += r.Failed
+	}
+	checkBlocks(t, "run", p, orig, all, bad)
+	if _, err := d.DecodeRun(1, int(p.Rounds()), nil, EraseSuspects); err == nil {
+		t.Errorf("a run past the last round: no error")
+	}
+}

@@ -339,19 +339,19 @@ func (rr *repairer) parentOf(m uint64) (parent uint64, slot int, ok bool) {
 // trusted: every hash block above it is on the disk and verified, or
 // rebuilt and verified.
 func (rr *repairer) trustedParent(m uint64) bool {
-	if rr.s.locate(rr.g, m).level == pastTree {
+	g := rr.g
+	ref := rr.s.locate(g, m)
+	if ref.level == pastTree {
 		return false
 	}
-	for {
-		p, _, ok := rr.parentOf(m)
-		if !ok {
-			return true
-		}
+	for level, index := ref.level, ref.index; level < g.Levels-1; level++ {
+		index, _ = g.Parent(level, index)
+		p := msgIndex(g, level+1, index)
 		if rr.bad[p] && !rr.rebuilt.has(p) {
 			return false
 		}
-		m = p
 	}
+	return true
 }
 
 // state is what is known of message block m.
