@@ -119,7 +119,17 @@ type roundState struct {
 	bad     []int
 	solvers []*erasureSolver
 	out     [][]byte
+	decoded int // codewords corrected so far
 }
+
+// hopelessAfter is how many codewords of a round may fail to decode, with
+// nearly none decoded (fewer than one in 8, which a random word near
+// enough to another codeword also gives), before the round's other
+// codewords are given up (counted as failed, left as read): a round that
+// far gone (more blocks destroyed than the parity reaches, as in an image
+// overwritten whole) would cost a failed decoding per codeword, and a block
+// with bytes in a failed codeword cannot come back anyway.
+const hopelessAfter = 256
 
 // DecodeRun decodes rounds first to first+n-1 (n at most MaxRun) as
 // Decode does, and returns their results in order.
@@ -189,6 +199,10 @@ func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) Block
 				if nz == 0 {
 					continue // a codeword already
 				}
+				if f := results[i].Failed; f >= hopelessAfter && f > 8*st.decoded {
+					results[i].Failed++ // given up: see hopelessAfter
+					continue
+				}
 				ok := false
 				for _, sv := range st.solvers {
 					if ok = sv.apply(rc, buf, run, c); ok {
@@ -198,7 +212,9 @@ func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) Block
 				if !ok {
 					ok = d.slow(cw, buf, run, c, par[c*roots:(c+1)*roots], st.states, st.bad, s)
 				}
-				if !ok {
+				if ok {
+					st.decoded++
+				} else {
 					results[i].Failed++
 				}
 			}
