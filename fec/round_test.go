@@ -199,3 +199,25 @@ func TestRoundDecodeRun(t *testing.T) {
 		t.Errorf("a run past the last round: no error")
 	}
 }
+
+// TestRoundDecodeHopeless: a round overwritten whole is given up after
+// hopelessAfter failed codewords instead of failing every one (a few
+// random words decode to some codeword, which the caller's check refuses).
+func TestRoundDecodeHopeless(t *testing.T) {
+	p, orig, parity := roundCase(t, 8, 4096, 9)
+	damaged := bytes.Clone(orig)
+	fillRand(newRand(t, 9), damaged)
+	states := map[uint64]BlockState{}
+	for b := range p.Blocks {
+		states[b] = Bad
+	}
+	res := decodeRound(t, p, damaged, parity, 1, states, ErrorsOnly)
+	if res.Failed < 4096*7/8 || res.Bad != N-8 {
+		t.Errorf("%d codewords failed, %d bad blocks", res.Failed, res.Bad)
+	}
+	for b, got := range res.Blocks {
+		if bytes.Equal(got, orig[b*4096:(b+1)*4096]) {
+			t.Errorf("block %d came back", b)
+		}
+	}
+}
