@@ -206,7 +206,7 @@ func TestRoundDecodeRun(t *testing.T) {
 func TestRoundDecodeHopeless(t *testing.T) {
 	p, orig, parity := roundCase(t, 8, 4096, 9)
 	damaged := bytes.Clone(orig)
-	fillRand(newRand(t, 9), damaged)
+	fillRand(newRand(t, 99), damaged)
 	states := map[uint64]BlockState{}
 	for b := range p.Blocks {
 		states[b] = Bad
