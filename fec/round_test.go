@@ -212,7 +212,7 @@ func TestRoundDecodeHopeless(t *testing.T) {
 		states[b] = Bad
 	}
 	res := decodeRound(t, p, damaged, parity, 1, states, ErrorsOnly)
-	if res.Failed < 4096*7/8 || res.Bad != N-8 {
+	if res.Failed < 4096*7/8 || res.Bad != int((p.Blocks+1)/3) || len(res.Blocks) != res.Bad {
 		t.Errorf("%d codewords failed, %d bad blocks", res.Failed, res.Bad)
 	}
 	for b, got := range res.Blocks {
