@@ -313,7 +313,9 @@ func TestCLIProblemLines(t *testing.T) {
 		fmt.Sprintf("corrupted: superblock area, byte 100 of %s: non-zero reserved or padding byte in the superblock", hash),
 		fmt.Sprintf("corrupted: superblock area, byte 1000 of %s: non-zero byte between the superblock and the tree", hash),
 		fmt.Sprintf("corrupted: hash block 0 of level 0 (byte 8192 of %s): digest mismatch", hash),
+		fmt.Sprintf("unchecked: data blocks 0-127 (bytes 0-524287 of %s) could not be checked: hash block 0 of level 0 above them is corrupted", data),
 		fmt.Sprintf("corrupted: hash block 2 of level 0 (byte 16384 of %s): non-zero padding at byte %d of the block", hash, 44*32+7),
+		fmt.Sprintf("unchecked: data blocks 256-299 (bytes 1048576-1228799 of %s) could not be checked: hash block 2 of level 0 above them is corrupted", data),
 		fmt.Sprintf("corrupted: data block 150 (byte %d of %s): digest mismatch", 150*4096, data),
 	}
 	if r.code != 1 || r.stdout != strings.Join(want, "\n")+"\n" {

@@ -14,10 +14,11 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
+	"sync"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -156,48 +157,8 @@ func msgIndex(g *merkle.Geometry, level int, index uint64) uint64 {
 	return g.DataBlocks + g.LevelStart[level] + index - g.HashStartBlock
 }
 
-// patch is bytes that replace a file's at off.
-type patch struct {
-	off int64
-	b   []byte
-}
-
-// overlay reads r with patches (sorted, disjoint) in place of its bytes:
-// the image as it would be once repaired. Safe for concurrent reads.
-type overlay struct {
-	r       io.ReaderAt
-	patches []patch
-}
-
-func newOverlay(r io.ReaderAt, patches []patch) *overlay {
-	ps := slices.Clone(patches)
-	slices.SortFunc(ps, func(a, b patch) int { return compareInt64(a.off, b.off) })
-	return &overlay{r: r, patches: ps}
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (o *overlay) ReadAt(p []byte, off int64) (int, error) {
-	n, err := o.r.ReadAt(p, off)
-	end := off + int64(n)
-	i := sort.Search(len(o.patches), func(i int) bool { return o.patches[i].off+int64(len(o.patches[i].b)) > off })
-	for ; i < len(o.patches) && o.patches[i].off < end; i++ {
-		pt := o.patches[i]
-		lo, hi := max(pt.off, off), min(pt.off+int64(len(pt.b)), end)
-		copy(p[lo-off:hi-off], pt.b[lo-pt.off:hi-pt.off])
-	}
-	return n, err
-}
-
-// fix is a block to write back: its rebuilt content differs from the disk.
+// fix is a block to write back: its rebuilt content, checked against the
+// tree. b is nil when the content was spilled to the plan's store.
 type fix struct {
 	ref blockRef
 	b   []byte
@@ -212,6 +173,7 @@ type lost struct {
 // repairPlan is what error correction can do for a corrupted image.
 type repairPlan struct {
 	fixes []fix
+	store *blockStore
 	// header is the canonical superblock area (the superblock encoded from
 	// its own fields, then zeros up to the tree), when it differs from the
 	// disk in headerBytes bytes. FEC does not cover it.
@@ -221,250 +183,669 @@ type repairPlan struct {
 	// image whole. unchecked counts the blocks under lost hash blocks.
 	lost      []lost
 	unchecked uint64
+	// found lists the corrupted blocks found under rebuilt hash blocks,
+	// which the first verification could not check; checked counts the
+	// blocks under them that could then be checked, uncheckedData and
+	// uncheckedHash those that still cannot.
+	found                        []*merkle.CorruptionError
+	uncheckedData, uncheckedHash uint64
 }
 
 func (rp *repairPlan) whole() bool { return len(rp.lost) == 0 }
 
-// maxRepairPasses bounds the rebuild-and-check passes: each pass can make
-// the blocks under a rebuilt hash block checkable, one level at a time.
-func maxRepairPasses(g *merkle.Geometry) int { return g.Levels + 4 }
+func (rp *repairPlan) close() {
+	if rp != nil {
+		rp.store.close()
+	}
+}
+
+// updateReport puts what the repair found under the corrupted hash blocks
+// into rep: the corrupted blocks it located there, and what is left
+// unchecked.
+func (rp *repairPlan) updateReport(rep *merkle.VerifyReport) {
+	for _, pr := range rp.found {
+		rep.Problems = append(rep.Problems, pr)
+		if pr.Level == merkle.DataLevel {
+			rep.CorruptDataBlocks++
+		} else {
+			rep.CorruptHashBlocks++
+		}
+	}
+	// The first verification's order: superblock area, the tree from the
+	// top down, then the data.
+	rank := func(p *merkle.CorruptionError) int {
+		switch p.Level {
+		case merkle.HeaderLevel:
+			return -1 << 30
+		case merkle.DataLevel:
+			return 1 << 30
+		}
+		return -p.Level
+	}
+	slices.SortStableFunc(rep.Problems, func(a, b *merkle.CorruptionError) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return compareInt64(int64(a.Offset), int64(b.Offset))
+	})
+	rep.UncheckedDataBlocks, rep.UncheckedHashBlocks = rp.uncheckedData, rp.uncheckedHash
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// repairer works out the repair: top down, it rebuilds the corrupted
+// blocks whose parent it can trust (on the disk and verified, or rebuilt
+// and verified), checks each rebuilt block against its parent's digest
+// before keeping it, and checks the blocks under each rebuilt hash block,
+// which finds the corrupted ones hidden there; then again, until nothing
+// changes. Only the rounds holding corrupted blocks are read and decoded.
+type repairer struct {
+	ctx        context.Context
+	g          *merkle.Geometry
+	s          *fecSetup
+	data, hash io.ReaderAt
+	msg        io.ReaderAt
+	root       []byte
+	jobs       int
+	// bad: message blocks known corrupted. intact: blocks right under a
+	// corrupted hash block that match their digest in it (a corrupted
+	// block cannot vouch for them, but those that match it were not
+	// touched; the others are the suspects). rebuilt: their verified
+	// contents. given: bad blocks given up for now, with the reason;
+	// retried when what is known of their round changes.
+	bad     map[uint64]bool
+	intact  map[uint64]bool
+	rebuilt *blockStore
+	given   map[uint64]string
+	found   []*merkle.CorruptionError
+}
 
 // planRepair works out, without writing anything, how to make the image
-// whole from the parity: the corrupted blocks of rep (and those they hide)
-// are rebuilt as erasures, and the image with the rebuilt blocks in place
-// is verified against the tree, whole, before anything is trusted. Blocks
-// under a corrupted hash block cannot be checked until it is rebuilt, so
-// this repeats while verification finds new corrupted blocks.
-func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, inPlace bool, root []byte,
+// whole from the parity (see repairer). The blocks under a corrupted hash
+// block that cannot be rebuilt stay unchecked.
+func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
 	rep *merkle.VerifyReport, jobs int) (*repairPlan, error) {
 	rp := &repairPlan{}
-	var headerPatch []patch
 	if rep.CorruptHeaderBytes > 0 {
 		rp.header = make([]byte, g.TreeOffset()-g.HashOffset)
 		copy(rp.header, merkle.EncodeSuperblock(g))
 		rp.headerBytes = rep.CorruptHeaderBytes
-		headerPatch = []patch{{off: int64(g.HashOffset), b: rp.header}}
 	}
-	d := &decoder{p: s.p, msg: g.FECMessage(s.p, data, hash), parity: s.parity, path: s.path,
-		known: map[uint64]bool{}, withSuspects: map[uint64]bool{}}
+	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: g.FECMessage(s.p, data, hash), root: root, jobs: jobs,
+		bad: map[uint64]bool{}, intact: map[uint64]bool{}, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), given: map[uint64]string{}}
+	rp.store = rr.rebuilt
 	for _, pr := range rep.Problems {
 		if pr.Level != merkle.HeaderLevel {
-			d.known[msgIndex(g, pr.Level, pr.Index)] = true
+			rr.bad[msgIndex(g, pr.Level, pr.Index)] = true
 		}
 	}
-	var err error
-	if d.suspects, err = findSuspects(g, rep, data, hash); err != nil {
+	for m := range rr.bad {
+		if err := rr.markIntact(m); err != nil {
+			return nil, err
+		}
+	}
+	if err := rr.run(); err != nil {
+		rp.close()
 		return nil, err
 	}
-	for pass := 1; ; pass++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := d.run(); err != nil {
-			return nil, err
-		}
-		var dataPatches, hashPatches []patch
-		for m, b := range d.rebuilt {
-			ref := s.locate(g, m)
-			if ref.inHash {
-				hashPatches = append(hashPatches, patch{off: int64(ref.off), b: b})
-			} else {
-				dataPatches = append(dataPatches, patch{off: int64(ref.off), b: b})
+	rp.found = rr.found
+	for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
+		ref := s.locate(g, m)
+		if rr.rebuilt.has(m) {
+			fx := fix{ref: ref}
+			if rr.rebuilt.inMemory(m) {
+				fx.b, _ = rr.rebuilt.get(m)
 			}
+			rp.fixes = append(rp.fixes, fx)
+			continue
 		}
-		hashPatches = append(hashPatches, headerPatch...)
-		if inPlace {
-			dataPatches = append(dataPatches, hashPatches...)
-			hashPatches = dataPatches
+		if !rr.trustedParent(m) {
+			continue // under a lost hash block: counted as unchecked
 		}
-		dataR, hashR := newOverlay(data, dataPatches), newOverlay(hash, hashPatches)
-		after, err := merkle.Verify(ctx, g, dataR, hashR, root, &merkle.VerifyOptions{Jobs: jobs, MaxProblems: -1})
+		rp.lost = append(rp.lost, lost{ref: ref, reason: rr.given[m]})
+	}
+	rp.uncheckedData, rp.uncheckedHash = rr.unchecked()
+	rp.unchecked = rp.uncheckedData + rp.uncheckedHash
+	return rp, nil
+}
+
+// rebuildBudget is how much rebuilt content is kept in memory; the rest
+// goes to a temporary file, so that any amount of damage repairs in
+// bounded memory.
+var rebuildBudget = 64 << 20 // a variable for the tests
+
+// parentOf returns the parent hash block of message block m as a message
+// block (ok false for the top block, or a data block without a tree: their
+// digest is the root hash), with the digest's offset in it.
+func (rr *repairer) parentOf(m uint64) (parent uint64, slot int, ok bool) {
+	g := rr.g
+	ref := rr.s.locate(g, m)
+	if ref.level == pastTree || ref.level == g.Levels-1 || g.Levels == 0 {
+		return 0, 0, false
+	}
+	p, slot := g.Parent(ref.level, ref.index)
+	return msgIndex(g, ref.level+1, p), slot, true
+}
+
+// trustedParent reports whether the digest of message block m can be
+// trusted: every hash block above it is on the disk and verified, or
+// rebuilt and verified.
+func (rr *repairer) trustedParent(m uint64) bool {
+	g := rr.g
+	ref := rr.s.locate(g, m)
+	if ref.level == pastTree {
+		return false
+	}
+	for level, index := ref.level, ref.index; level < g.Levels-1; level++ {
+		index, _ = g.Parent(level, index)
+		p := msgIndex(g, level+1, index)
+		if rr.bad[p] && !rr.rebuilt.has(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// state is what is known of message block m.
+func (rr *repairer) state(m uint64) fec.BlockState {
+	switch {
+	case rr.bad[m]:
+		return fec.Bad
+	case !rr.trustedParent(m) && !rr.intact[m]:
+		return fec.Unknown // outside the tree, or under a corrupted hash block
+	}
+	return fec.Good
+}
+
+// expected returns the digest block m must have (its slot in its trusted
+// parent, or the root hash).
+func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) {
+	g := rr.g
+	p, slot, ok := rr.parentOf(m)
+	if !ok {
+		return rr.root, nil
+	}
+	b := cache[p]
+	if b == nil {
+		var err error
+		if rr.bad[p] {
+			b, err = rr.rebuilt.get(p)
+		} else {
+			b = make([]byte, g.HashBlockSize)
+			ref := rr.s.locate(g, p)
+			err = readFull(rr.hash, b, int64(ref.off))
+		}
 		if err != nil {
 			return nil, err
 		}
-		if after.OK() {
-			return rp, rp.collectFixes(g, s, d.rebuilt, data, hash)
+		cache[p] = b
+	}
+	return b[slot : slot+g.DigestSize], nil
+}
+
+// roundJob is a round to decode, with the digests its bad blocks must
+// have (those whose parent is trusted).
+type roundJob struct {
+	round uint64
+	want  map[uint64][]byte
+	// Results: the verified contents, and why the others failed.
+	ok     map[uint64][]byte
+	failed map[uint64]string
+}
+
+func (rr *repairer) run() error {
+	for {
+		if err := rr.ctx.Err(); err != nil {
+			return err
 		}
-		progress := false
-		var still []uint64
-		for _, pr := range after.Problems {
-			if pr.Level == merkle.HeaderLevel {
-				continue // cannot happen: the header is patched
+		// The rounds with a corrupted block that can be checked now.
+		cache := map[uint64][]byte{}
+		jobs := map[uint64]*roundJob{}
+		for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
+			if rr.rebuilt.has(m) || rr.given[m] != "" || !rr.trustedParent(m) {
+				continue
 			}
-			m := msgIndex(g, pr.Level, pr.Index)
-			still = append(still, m)
-			if !d.known[m] {
-				d.known[m], progress = true, true
+			if m >= rr.s.p.Blocks {
+				rr.given[m] = "outside what the FEC parity covers"
+				continue
 			}
-			// Rebuilt, but wrong: an error at an unknown place. Erasing the
-			// suspects of its round may help.
-			if r, _ := s.p.Round(m); d.rebuilt[m] != nil && !d.withSuspects[r] {
-				d.withSuspects[r], progress = true, true
+			want, err := rr.expected(m, cache)
+			if err != nil {
+				return err
+			}
+			r, _ := rr.s.p.Round(m)
+			if jobs[r] == nil {
+				jobs[r] = &roundJob{round: r, want: map[uint64][]byte{}}
+			}
+			jobs[r].want[m] = want
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		list := slices.SortedFunc(maps.Values(jobs), func(a, b *roundJob) int { return compareInt64(int64(a.round), int64(b.round)) })
+		if err := rr.decodeAll(list); err != nil {
+			return err
+		}
+		var newHash []uint64
+		for _, j := range list {
+			for _, m := range slices.Sorted(maps.Keys(j.ok)) {
+				if err := rr.rebuilt.put(m, j.ok[m]); err != nil {
+					return err
+				}
+				if rr.s.locate(rr.g, m).level >= 0 {
+					newHash = append(newHash, m)
+				}
+			}
+			for m, why := range j.failed {
+				rr.given[m] = why
 			}
 		}
-		next, err := findSuspects(g, after, dataR, hashR)
-		if err != nil {
-			return nil, err
-		}
-		if !maps.Equal(next, d.suspects) {
-			d.suspects, progress = next, true
-		}
-		if !progress || pass == maxRepairPasses(g) {
-			if err := rp.explainLost(g, s, still, d, data, hash); err != nil {
-				return nil, err
+		// Check the blocks under each rebuilt hash block: the corrupted
+		// ones join the bad blocks, and their rounds are tried again.
+		for _, h := range newHash {
+			if err := rr.checkChildren(h); err != nil {
+				return err
 			}
-			rp.unchecked = after.UncheckedDataBlocks + after.UncheckedHashBlocks
-			return rp, nil
 		}
 	}
 }
 
-// decoder rebuilds the corrupted blocks round by round.
-type decoder struct {
-	p      fec.Params
-	msg    io.ReaderAt
-	parity io.ReaderAt
-	path   string
-	// known: blocks the tree says are corrupted. suspects: blocks that
-	// may be (see findSuspects). withSuspects: rounds to decode with their
-	// suspects erased too.
-	known, suspects map[uint64]bool
-	withSuspects    map[uint64]bool
-	// What the last run gave: the rebuilt blocks, the blocks of the rounds
-	// that could not be decoded, and the erasures of each round.
-	rebuilt  map[uint64][]byte
-	failed   map[uint64]bool
-	erasures map[uint64][]uint64
-}
-
-// run decodes every round with known corrupted blocks (or suspects). A
-// round that fails is decoded again with its suspects erased, when they
-// fit: erasing an intact block costs one parity byte per codeword and
-// yields its own bytes, while a corrupted block left out costs two (an
-// error at an unknown place), more than roots 2 can give beside one
-// erasure.
-func (d *decoder) run() error {
-	d.rebuilt, d.failed = map[uint64][]byte{}, map[uint64]bool{}
-	d.erasures = d.choose(func(r uint64) bool { return d.withSuspects[r] })
-	if err := d.decode(d.erasures); err != nil {
+// decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
+// consecutive rounds together: their blocks are next to each other.
+func (rr *repairer) decodeAll(list []*roundJob) error {
+	d0, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+	if err != nil {
 		return err
 	}
-	retry := map[uint64]bool{}
-	for m := range d.failed {
-		if r, _ := d.p.Round(m); !d.withSuspects[r] {
-			retry[r] = true
+	var runs [][]*roundJob
+	for i := 0; i < len(list); {
+		n := 1
+		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) {
+			n++
 		}
+		runs = append(runs, list[i:i+n])
+		i += n
 	}
-	if len(retry) == 0 {
-		return nil
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for w := range min(rr.jobs, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := d0
+			var err error
+			if w > 0 {
+				d, err = fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+			}
+			h := rr.g.Hash.NewBlockHasher(rr.g.DataBlockSize, rr.g.Salt, rr.g.SaltPosition())
+			for err == nil {
+				mu.Lock()
+				if next == len(runs) || first != nil {
+					mu.Unlock()
+					return
+				}
+				run := runs[next]
+				next++
+				mu.Unlock()
+				if err = rr.ctx.Err(); err == nil {
+					err = rr.decodeRun(d, h, run)
+				}
+			}
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}()
 	}
-	again := map[uint64][]uint64{}
-	for r, ms := range d.choose(func(r uint64) bool { return true }) {
-		if retry[r] && len(ms) > len(d.erasures[r]) {
-			again[r] = ms
-			d.withSuspects[r] = true
-		}
+	wg.Wait()
+	if first != nil && !errors.Is(first, context.Canceled) {
+		return fmt.Errorf("reading the FEC message or the parity in %s: %w", rr.s.path, first)
 	}
-	if len(again) == 0 {
-		return nil
-	}
-	for r, ms := range again {
-		d.erasures[r] = ms
-		for _, m := range ms {
-			delete(d.failed, m)
-		}
-	}
-	return d.decode(again)
+	return first
 }
 
-// choose returns the erasures of each round: the known corrupted blocks,
-// and for the rounds withSuspects selects, the suspects too if they all
-// fit.
-func (d *decoder) choose(withSuspects func(r uint64) bool) map[uint64][]uint64 {
-	out := map[uint64][]uint64{}
-	for m := range d.known {
-		r, _ := d.p.Round(m)
-		out[r] = append(out[r], m)
+// decodeRun decodes a run of consecutive rounds, then each round whose
+// wanted blocks do not all match their digests again, the other ways of
+// fec.Strategy in turn, and keeps the blocks that match. The maps of rr are
+// only read here (decodeAll runs it concurrently).
+func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []*roundJob) error {
+	res, err := d.DecodeRun(run[0].round, len(run), rr.state, fec.EraseSuspects)
+	if err != nil {
+		return err
 	}
-	extra := map[uint64][]uint64{}
-	for m := range d.suspects {
-		if r, _ := d.p.Round(m); !d.known[m] && withSuspects(r) {
-			extra[r] = append(extra[r], m)
+	for i, j := range run {
+		j.ok, j.failed = map[uint64][]byte{}, map[uint64]string{}
+		if err := rr.checkRound(d, h, j, res[i]); err != nil {
+			return err
 		}
 	}
-	for r, ms := range extra {
-		if len(out[r])+len(ms) <= d.p.Roots {
-			out[r] = append(out[r], ms...)
-		}
-	}
-	for _, ms := range out {
-		slices.Sort(ms)
-	}
-	return out
-}
-
-// decode rebuilds the blocks of rounds, recording what it rebuilt and what
-// it could not.
-func (d *decoder) decode(rounds map[uint64][]uint64) error {
-	var list []uint64
-	for _, ms := range rounds {
-		list = append(list, ms...)
-	}
-	slices.Sort(list)
-	got, err := fec.RepairBlocks(d.p, d.msg, d.parity, list)
-	var ue *fec.UnrecoverableError
-	if errors.As(err, &ue) {
-		for _, b := range ue.Blocks {
-			d.failed[b] = true
-		}
-	} else if err != nil {
-		return fmt.Errorf("reading the FEC message or the parity in %s: %w", d.path, err)
-	}
-	maps.Copy(d.rebuilt, got)
 	return nil
 }
 
-// findSuspects returns the message blocks right under the corrupted hash
-// blocks of rep that do not match their digest slot in that block: the
-// corrupted block cannot vouch for them, but those that match it were very
-// likely not touched, and the others very likely were. (Every guess is
-// checked against the tree afterwards.)
-func findSuspects(g *merkle.Geometry, rep *merkle.VerifyReport, data, hash io.ReaderAt) (map[uint64]bool, error) {
-	out := map[uint64]bool{}
-	bs := g.HashBlockSize
-	h := g.Hash.NewBlockHasher(bs, g.Salt, g.SaltPosition())
-	parent := make([]byte, bs)
-	child := make([]byte, bs)
+// checkRound keeps the blocks of res that match their digests; when some do
+// not, it decodes the round the next ways of fec.Strategy.
+func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *roundJob, res *fec.RoundResult) error {
+	g := rr.g
 	digest := make([]byte, g.DigestSlot)
-	for _, pr := range rep.Problems {
-		if pr.Level < 0 {
+	for st := fec.EraseSuspects; st <= fec.ErrorsOnly; st++ {
+		if st > fec.EraseSuspects && res.Same(rr.s.roots, st) {
+			continue // would decode the same
+		}
+		if st > fec.EraseSuspects {
+			var err error
+			if res, err = d.Decode(j.round, rr.state, st); err != nil {
+				return err
+			}
+		}
+		done := true
+		for m, want := range j.want {
+			if j.ok[m] != nil {
+				continue
+			}
+			b := res.Blocks[m]
+			h.HashBlocks(digest, g.DigestSlot, b)
+			if bytes.Equal(digest[:g.DigestSize], want) {
+				j.ok[m] = b
+			} else {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+	cur := make([]byte, g.DataBlockSize)
+	reasons := map[string]string{}
+	for m := range j.want {
+		if j.ok[m] != nil {
 			continue
 		}
-		if err := readFull(hash, parent, int64(g.BlockOffset(pr.Level, pr.Index))); err != nil {
-			return nil, err
+		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
+			return err
 		}
-		childLevel := pr.Level - 1
-		n := g.DataBlocks
-		if childLevel >= 0 {
-			n = g.LevelBlocks[childLevel]
+		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
+		if prev, ok := reasons[why]; ok {
+			why = prev // one copy per distinct reason, however many blocks
+		} else {
+			reasons[why] = why
 		}
-		first := pr.Index * uint64(g.HashesPerBlock)
-		for c := first; c < min(first+uint64(g.HashesPerBlock), n); c++ {
-			r, off := io.ReaderAt(data), int64(c)*int64(bs)
-			if childLevel >= 0 {
-				r, off = hash, int64(g.BlockOffset(childLevel, c))
+		j.failed[m] = why
+	}
+	return nil
+}
+
+// lostReason says why block m could not be rebuilt; same: the parity
+// gives back what is on the disk.
+func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) string {
+	r, _ := rr.s.p.Round(m)
+	roots := rr.s.roots
+	ref := rr.s.locate(rr.g, m)
+	switch {
+	case res.Failed > 0 && res.Bad > roots:
+		return fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
+			r, res.Bad, roots, roots, roots/2, res.Failed)
+	case res.Failed > 0:
+		return fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)
+	case same && ref.level == rr.g.Levels-1:
+		return "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?"
+	case same:
+		return "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?"
+	}
+	return "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset"
+}
+
+// markIntact records which blocks right under hash block h, which is
+// corrupted, still match their digest in it (nothing for a data block).
+func (rr *repairer) markIntact(h uint64) error {
+	ref := rr.s.locate(rr.g, h)
+	if ref.level < 0 {
+		return nil
+	}
+	b := make([]byte, rr.g.HashBlockSize)
+	if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
+		return err
+	}
+	return rr.forChildren(ref, b, func(m uint64, match bool, off int64) {
+		if match {
+			rr.intact[m] = true
+		}
+	})
+}
+
+// forChildren calls fn for each block right under hash block ref, whose
+// content is parent: its message index, whether it matches its digest in
+// parent, and its offset in its file.
+func (rr *repairer) forChildren(ref blockRef, parent []byte, fn func(m uint64, match bool, off int64)) error {
+	g := rr.g
+	hasher := g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
+	child := make([]byte, g.DataBlockSize)
+	digest := make([]byte, g.DigestSlot)
+	level := ref.level - 1
+	n := g.DataBlocks
+	if level >= 0 {
+		n = g.LevelBlocks[level]
+	}
+	first := ref.index * uint64(g.HashesPerBlock)
+	for c := first; c < min(first+uint64(g.HashesPerBlock), n); c++ {
+		off, r := int64(c)*int64(g.DataBlockSize), rr.data
+		if level >= 0 {
+			off, r = int64(g.BlockOffset(level, c)), rr.hash
+		}
+		if err := readFull(r, child, off); err != nil {
+			return err
+		}
+		hasher.HashBlocks(digest, g.DigestSlot, child)
+		_, slot := g.Parent(level, c)
+		fn(msgIndex(g, level, c), bytes.Equal(digest[:g.DigestSize], parent[slot:slot+g.DigestSize]), off)
+	}
+	return nil
+}
+
+// checkChildren checks the blocks under rebuilt hash block h against it,
+// which the first verification could not: those that do not match are
+// corrupted, found now; under those that match (now trusted), the check
+// goes on down. The rounds of the blocks checked are tried again, as what
+// is known of them changed.
+func (rr *repairer) checkChildren(h uint64) error {
+	parent, err := rr.rebuilt.get(h)
+	if err != nil {
+		return err
+	}
+	type todo struct {
+		ref     blockRef
+		content []byte
+	}
+	work := []todo{{rr.s.locate(rr.g, h), parent}}
+	var badKids []uint64
+	rounds := map[uint64]bool{}
+	for len(work) > 0 {
+		if err := rr.ctx.Err(); err != nil {
+			return err
+		}
+		t := work[len(work)-1]
+		work = work[:len(work)-1]
+		var trusted []uint64
+		err = rr.forChildren(t.ref, t.content, func(m uint64, match bool, off int64) {
+			if m < rr.s.p.Blocks {
+				round, _ := rr.s.p.Round(m)
+				rounds[round] = true
 			}
-			if err := readFull(r, child, off); err != nil {
-				return nil, err
+			c := rr.s.locate(rr.g, m)
+			if match {
+				if c.level >= 0 {
+					trusted = append(trusted, m)
+				}
+				return
 			}
-			h.HashBlocks(digest, g.DigestSlot, child)
-			_, slot := g.Parent(childLevel, c)
-			if !bytes.Equal(digest[:g.DigestSize], parent[slot:slot+g.DigestSize]) {
-				out[msgIndex(g, childLevel, c)] = true
+			rr.bad[m] = true
+			rr.found = append(rr.found, &merkle.CorruptionError{Level: c.level, Index: c.index, Offset: uint64(off), Reason: "digest mismatch"})
+			badKids = append(badKids, m)
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range trusted {
+			ref := rr.s.locate(rr.g, m)
+			b := make([]byte, rr.g.HashBlockSize)
+			if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
+				return err
+			}
+			work = append(work, todo{ref, b})
+		}
+	}
+	for m := range rr.given {
+		if r, _ := rr.s.p.Round(m); rounds[r] {
+			delete(rr.given, m)
+		}
+	}
+	for _, m := range badKids {
+		if err := rr.markIntact(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unchecked counts the data and hash blocks under the corrupted hash
+// blocks that could not be rebuilt (whose own parent is trusted).
+func (rr *repairer) unchecked() (data, hash uint64) {
+	g := rr.g
+	hpb := uint64(g.HashesPerBlock)
+	for m := range rr.bad {
+		ref := rr.s.locate(g, m)
+		if ref.level < 0 || rr.rebuilt.has(m) || !rr.trustedParent(m) {
+			continue
+		}
+		lo, hi := ref.index, ref.index+1
+		for l := ref.level - 1; l >= merkle.DataLevel; l-- {
+			n := g.DataBlocks
+			if l >= 0 {
+				n = g.LevelBlocks[l]
+			}
+			lo, hi = min(lo*hpb, n), min(hi*hpb, n)
+			if l >= 0 {
+				hash += hi - lo
+			} else {
+				data += hi - lo
 			}
 		}
 	}
-	return out, nil
+	return data, hash
+}
+
+// blockStore keeps rebuilt blocks: in memory up to a budget, the rest in
+// an unlinked temporary file.
+type blockStore struct {
+	bs       int
+	budget   int
+	mem      map[uint64][]byte
+	spill    *os.File
+	spillOff map[uint64]int64
+}
+
+func newBlockStore(bs, budget int) *blockStore {
+	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}, spillOff: map[uint64]int64{}}
+}
+
+func (st *blockStore) has(m uint64) bool {
+	_, ok := st.mem[m]
+	_, spilled := st.spillOff[m]
+	return ok || spilled
+}
+
+func (st *blockStore) inMemory(m uint64) bool { _, ok := st.mem[m]; return ok }
+
+func (st *blockStore) put(m uint64, b []byte) error {
+	if (len(st.mem)+1)*st.bs <= st.budget {
+		st.mem[m] = b
+		return nil
+	}
+	if st.spill == nil {
+		f, err := os.CreateTemp("", "veritycheck-repair-*")
+		if err != nil {
+			return cli.Errorf("set TMPDIR to a directory with room", "more rebuilt blocks than fit in memory, and no temporary file for them: %v", err)
+		}
+		os.Remove(f.Name()) // the open file stays usable, and goes away with it
+		st.spill = f
+	}
+	off := int64(len(st.spillOff)) * int64(st.bs)
+	if _, err := st.spill.WriteAt(b, off); err != nil {
+		return fmt.Errorf("keeping rebuilt blocks in a temporary file: %w", err)
+	}
+	st.spillOff[m] = off
+	return nil
+}
+
+func (st *blockStore) get(m uint64) ([]byte, error) {
+	if b, ok := st.mem[m]; ok {
+		return b, nil
+	}
+	off, ok := st.spillOff[m]
+	if !ok {
+		return nil, fmt.Errorf("internal error: block %d was not rebuilt", m)
+	}
+	b := make([]byte, st.bs)
+	if err := readFull(st.spill, b, off); err != nil {
+		return nil, fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+	}
+	return b, nil
+}
+
+func (st *blockStore) close() {
+	if st != nil && st.spill != nil {
+		st.spill.Close()
+	}
+}
+
+// write writes the repair through writeOut, in parts that fit in memory
+// when rebuilt blocks were spilled to the store's temporary file: each part
+// is written (and synced) before the next is loaded. The superblock area
+// goes with the last part.
+func (rp *repairPlan) write(writeOut func(part *repairPlan) error) error {
+	if len(rp.store.spillOff) == 0 {
+		return writeOut(rp)
+	}
+	fixes := slices.Clone(rp.fixes)
+	slices.SortStableFunc(fixes, func(a, b fix) int {
+		if a.ref.inHash != b.ref.inHash {
+			if a.ref.inHash {
+				return 1
+			}
+			return -1
+		}
+		return compareInt64(int64(a.ref.off), int64(b.ref.off))
+	})
+	per := max(1, rp.store.budget/rp.store.bs)
+	for i := 0; i < len(fixes); i += per {
+		part := &repairPlan{fixes: slices.Clone(fixes[i:min(i+per, len(fixes))])}
+		for k := range part.fixes {
+			b, err := rp.store.get(part.fixes[k].ref.msg)
+			if err != nil {
+				return err
+			}
+			part.fixes[k].b = b
+		}
+		if i+per >= len(fixes) {
+			part.header, part.headerBytes = rp.header, rp.headerBytes
+		}
+		if err := writeOut(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readFull(r io.ReaderAt, b []byte, off int64) error {
@@ -476,67 +857,6 @@ func readFull(r io.ReaderAt, b []byte, off int64) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, err)
-}
-
-// collectFixes keeps the rebuilt blocks that differ from the disk.
-func (rp *repairPlan) collectFixes(g *merkle.Geometry, s *fecSetup, rebuilt map[uint64][]byte, data, hash io.ReaderAt) error {
-	cur := make([]byte, g.DataBlockSize)
-	for _, m := range slices.Sorted(maps.Keys(rebuilt)) {
-		ref := s.locate(g, m)
-		r := data
-		if ref.inHash {
-			r = hash
-		}
-		if err := readFull(r, cur, int64(ref.off)); err != nil {
-			return err
-		}
-		if !bytes.Equal(cur, rebuilt[m]) {
-			rp.fixes = append(rp.fixes, fix{ref: ref, b: rebuilt[m]})
-		}
-	}
-	return nil
-}
-
-// explainLost lists the blocks still corrupted after the last pass, with
-// the reason each could not be rebuilt.
-func (rp *repairPlan) explainLost(g *merkle.Geometry, s *fecSetup, still []uint64, d *decoder, data, hash io.ReaderAt) error {
-	cur := make([]byte, g.DataBlockSize)
-	slices.Sort(still)
-	for _, m := range slices.Compact(still) {
-		ref := s.locate(g, m)
-		same := false // the parity gives back what is on the disk
-		if d.rebuilt[m] != nil {
-			r := data
-			if ref.inHash {
-				r = hash
-			}
-			if err := readFull(r, cur, int64(ref.off)); err != nil {
-				return err
-			}
-			same = bytes.Equal(cur, d.rebuilt[m])
-		}
-		r, _ := s.p.Round(m)
-		n := len(d.erasures[r])
-		var why string
-		switch {
-		case m >= s.p.Blocks:
-			why = "outside what the FEC parity covers"
-		case d.failed[m] && n > s.roots:
-			why = fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round", r, n, s.roots, s.roots)
-		case d.failed[m]:
-			why = fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)
-		case same && ref.level == g.Levels-1:
-			why = "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?"
-		case same:
-			why = "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?"
-		case d.rebuilt[m] != nil:
-			why = "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset"
-		default:
-			why = "not rebuilt"
-		}
-		rp.lost = append(rp.lost, lost{ref: ref, reason: why})
-	}
-	return nil
 }
 
 // writeRepair writes the fixes and the superblock area back, DATA's blocks
@@ -845,4 +1165,152 @@ func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON
 		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.ref, l.reason))
 	}
 	return j
+}
+
+// verifyWritten reads back from the disk each block the repair wrote and
+// checks it against its parent, and each hash block above it against its
+// own, up to the root hash, and the superblock area if it was written: a
+// repair confirmed from the disk, at the cost of the blocks it touched
+// rather than of a whole verification (everything else was verified
+// before, and was not written).
+func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte, rp *repairPlan) (*merkle.VerifyReport, error) {
+	rep := &merkle.VerifyReport{}
+	h := g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
+	digest := make([]byte, g.DigestSlot)
+	status := map[uint64]bool{} // hash blocks checked: whether they match
+	read := func(ref blockRef) ([]byte, error) {
+		b := make([]byte, g.DataBlockSize)
+		r := data
+		if ref.inHash {
+			r = hash
+		}
+		return b, readFull(r, b, int64(ref.off))
+	}
+	rr := &repairer{g: g, s: s}
+	var check func(m uint64) (bool, error)
+	check = func(m uint64) (bool, error) {
+		if ok, done := status[m]; done {
+			return ok, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		ref := s.locate(g, m)
+		b, err := read(ref)
+		if err != nil {
+			return false, err
+		}
+		want := root
+		if p, slot, ok := rr.parentOf(m); ok {
+			if ok, err := check(p); err != nil || !ok {
+				return false, err // the parent is reported
+			}
+			pb, err := read(s.locate(g, p))
+			if err != nil {
+				return false, err
+			}
+			want = pb[slot : slot+g.DigestSize]
+		}
+		h.HashBlocks(digest, g.DigestSlot, b) // after the parent's check, which uses digest too
+		ok := bytes.Equal(digest[:g.DigestSize], want)
+		if ref.level >= 0 {
+			status[m] = ok
+		}
+		if !ok {
+			if ref.level == merkle.DataLevel {
+				rep.CorruptDataBlocks++
+			} else {
+				rep.CorruptHashBlocks++
+			}
+			rep.RootMismatch = rep.RootMismatch || ref.level == g.Levels-1 || g.Levels == 0
+			rep.Problems = append(rep.Problems, &merkle.CorruptionError{Level: ref.level, Index: ref.index, Offset: ref.off, Reason: "digest mismatch after the repair"})
+		}
+		return ok, nil
+	}
+	for _, fx := range rp.fixes {
+		if _, err := check(fx.ref.msg); err != nil {
+			return nil, err
+		}
+	}
+	if rp.header != nil {
+		b := make([]byte, len(rp.header))
+		if err := readFull(hash, b, int64(g.HashOffset)); err != nil {
+			return nil, err
+		}
+		for i := range b {
+			if b[i] != rp.header[i] {
+				rep.CorruptHeaderBytes++
+				rep.Problems = append(rep.Problems, &merkle.CorruptionError{Level: merkle.HeaderLevel, Offset: g.HashOffset + uint64(i),
+					Reason: "superblock area byte differs after the repair"})
+			}
+		}
+	}
+	return rep, nil
+}
+
+// blockRange is a run of blocks of one level (merkle.DataLevel for data
+// blocks), first to last.
+type blockRange struct {
+	Level int    `json:"level"`
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
+}
+
+// rangesBelow returns, level by level down to the data, the blocks under
+// hash block index of level: what cannot be checked while it is corrupted.
+func rangesBelow(g *merkle.Geometry, level int, index uint64) []blockRange {
+	hpb := uint64(g.HashesPerBlock)
+	var out []blockRange
+	lo, hi := index, index+1
+	for l := level - 1; l >= merkle.DataLevel; l-- {
+		n := g.DataBlocks
+		if l >= 0 {
+			n = g.LevelBlocks[l]
+		}
+		lo, hi = min(lo*hpb, n), min(hi*hpb, n)
+		if hi > lo {
+			out = append(out, blockRange{Level: l, First: lo, Last: hi - 1})
+		}
+	}
+	return out
+}
+
+// describeBelow says what under a corrupted hash block could not be
+// checked, e.g. "data blocks 128-255 (bytes 524288-1048575 of DATA) and
+// hash blocks 4-5 of level 0 could not be checked: hash block 1 of level
+// 1 above them is corrupted".
+func describeBelow(g *merkle.Geometry, level int, index uint64, dataPath string) string {
+	var parts []string
+	var data string
+	for _, r := range rangesBelow(g, level, index) {
+		span := fmt.Sprintf("%d-%d", r.First, r.Last)
+		if r.First == r.Last {
+			span = fmt.Sprint(r.First)
+		}
+		if r.Level == merkle.DataLevel {
+			bs := uint64(g.DataBlockSize)
+			what := "data blocks"
+			if r.First == r.Last {
+				what = "data block"
+			}
+			data = fmt.Sprintf("%s %s (bytes %d-%d of %s)", what, span, r.First*bs, (r.Last+1)*bs-1, dataPath)
+			continue
+		}
+		what := "hash blocks"
+		if r.First == r.Last {
+			what = "hash block"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s of level %d", what, span, r.Level))
+	}
+	parts = append([]string{data}, parts...)
+	return fmt.Sprintf("%s could not be checked: hash block %d of level %d above them is corrupted", strings.Join(parts, " and "), index, level)
+}
+
+// rebuiltBlock reports whether the repair rebuilt hash block index of level
+// (and so could check what is under it); false without a repair.
+func (rp *repairPlan) rebuiltBlock(g *merkle.Geometry, level int, index uint64) bool {
+	if rp == nil {
+		return false
+	}
+	return rp.store.has(msgIndex(g, level, index))
 }

@@ -43,11 +43,15 @@ veritygen, and --salt is then required).
 With --fec-device, the Reed-Solomon parity that veritygen or 'veritysetup
 format' wrote there (same --fec-device, --fec-offset and --fec-roots; the
 parity may be in its own file, in HASH past the tree, or in DATA) rebuilds
-the corrupted blocks: each is decoded as a known erasure, and the image with
-the rebuilt blocks in place is verified against the tree before anything is
-trusted, so wrong parity or parameters can only end in "cannot recover".
-veritycheck then says what it can repair. --repair writes the rebuilt blocks
-back into DATA and HASH, in place, and verifies again from the disk: it is
+the corrupted blocks: each codeword of a damaged round is decoded with the
+corrupted blocks as erasures (up to roots of them per round), or else with
+errors at unknown places (up to roots/2 damaged bytes per codeword, as the
+kernel and veritysetup decode). A corrupted hash block is rebuilt first,
+then the blocks under it are checked against it. Every rebuilt block is
+checked against the tree before it is trusted, so wrong parity or
+parameters can only end in "cannot recover". veritycheck then says what it
+can repair. --repair writes the rebuilt blocks back into DATA and HASH, in
+place, and reads them back to check them against the tree: it is
 the only time veritycheck writes, and it writes only when every corrupted
 block can be rebuilt (otherwise it names those it cannot recover and writes
 nothing). The parity does not cover the superblock (in veritysetup's format
@@ -268,6 +272,9 @@ type problem struct {
 	Index  uint64 `json:"index"`
 	Offset uint64 `json:"offset"`
 	Reason string `json:"reason"`
+	// Unchecked: for a hash block, the blocks under it that could not be
+	// checked (none once error correction rebuilt it).
+	Unchecked []blockRange `json:"unchecked,omitempty"`
 }
 
 func check(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
@@ -413,21 +420,19 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	var rp *repairPlan
 	var after *merkle.VerifyReport
 	if parity != nil && !rep.OK() {
-		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, inPlace, root, rep, o.jobs); err != nil {
+		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, root, rep, o.jobs); err != nil {
 			return cli.ExitError, err
 		}
+		defer rp.close()
+		rp.updateReport(rep)
 		if o.repair && rp.whole() {
 			if err := ctx.Err(); err != nil {
 				return cli.ExitError, err
 			}
-			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
+			if err := rp.write(func(part *repairPlan) error { return writeRepair(g, part, dataPath, hashPath, inPlace) }); err != nil {
 				return cli.ExitError, err
 			}
-			bar := cli.NewProgress(stderr, showProgress, "checking the repair", g.DataSize())
-			after, err = verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
-				Jobs: o.jobs, Progress: bar.Update, MaxProblems: -1, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
-			bar.Finish()
-			if err != nil {
+			if after, err = verifyWritten(ctx, g, parity, src.R, hashFile, root, rp); err != nil {
 				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
 			}
 		}
@@ -443,7 +448,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
 		for _, pr := range rep.Problems {
-			res.Problems = append(res.Problems, toProblem(pr))
+			p := toProblem(pr)
+			if pr.Level >= 0 && !rp.rebuiltBlock(g, pr.Level, pr.Index) {
+				p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
+			}
+			res.Problems = append(res.Problems, p)
 		}
 		if parity != nil {
 			res.repairJSON = newRepairJSON(parity, rp, after != nil, o.maxProblems)
@@ -452,7 +461,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return cli.ExitError, err
 		}
 	} else {
-		printProblems(stdout, rep, dataPath, hashPath)
+		printProblems(stdout, rep, g, rp, dataPath, hashPath)
 		if rp != nil {
 			printRepair(stdout, rp, after != nil, o.maxProblems, dataPath, hashPath, parity.path)
 		}
@@ -502,7 +511,7 @@ func toProblem(pr *merkle.CorruptionError) problem {
 	return out
 }
 
-func printProblems(w io.Writer, rep *merkle.VerifyReport, dataPath, hashPath string) {
+func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string) {
 	for _, pr := range rep.Problems {
 		switch pr.Level {
 		case merkle.DataLevel:
@@ -511,6 +520,9 @@ func printProblems(w io.Writer, rep *merkle.VerifyReport, dataPath, hashPath str
 			fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
 		default:
 			fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
+			if !rp.rebuiltBlock(g, pr.Level, pr.Index) {
+				fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
+			}
 		}
 	}
 	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
