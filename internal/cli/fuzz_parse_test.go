@@ -97,7 +97,7 @@ func FuzzTreeFlags(f *testing.F) {
 			}
 			return
 		}
-		if p.Hash == nil || p.Hash.Name() != hash {
+		if p.Hash == nil || !strings.EqualFold(p.Hash.Name(), hash) {
 			t.Fatalf("--hash=%s gave %v", hash, p.Hash)
 		}
 		switch {
