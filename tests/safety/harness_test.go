@@ -44,9 +44,6 @@ const (
 var bins = map[string]string{}
 
 func TestMain(m *testing.M) {
-	if os.Getenv(launcherEnv) != "" {
-		os.Exit(launch(os.Args[1:]))
-	}
 	dir, err := os.MkdirTemp("", "veritytree-safety-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -54,9 +51,10 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		for _, name := range []string{"veritygen", "veritycheck"} {
+		for name, pkg := range map[string]string{"veritygen": "cmd/veritygen", "veritycheck": "cmd/veritycheck",
+			"launcher": "tests/safety/launcher"} {
 			out := filepath.Join(dir, name)
-			cmd := exec.Command("go", "build", "-o", out, "github.com/veritytree/veritytree/cmd/"+name)
+			cmd := exec.Command("go", "build", "-o", out, "github.com/veritytree/veritytree/"+pkg)
 			// Static, as the README says the commands are built.
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -69,37 +67,6 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}()
 	os.Exit(code)
-}
-
-// launcherEnv makes the test binary a launcher: it starts its arguments as
-// a command and reports on fd 3 its pid ("pid N") and then its exit code and peak RSS ("exit CODE RSS").
-//
-// The peak RSS of a command started directly from the test would not be
-// its own: Linux charges an exec'd process with the peak RSS of the memory
-// it was forked from, and Go forks by sharing the parent's memory (vfork),
-// so every command would count the test's own peak. The launcher is a
-// fresh, small process.
-const launcherEnv = "VERITYTREE_SAFETY_LAUNCHER"
-
-func launch(argv []string) int {
-	report := os.NewFile(3, "report")
-	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "launcher:", err)
-		return 125
-	}
-	fmt.Fprintf(report, "pid %d\n", p.Pid)
-	st, err := p.Wait()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "launcher:", err)
-		return 125
-	}
-	var rss int64
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
-	}
-	fmt.Fprintf(report, "exit %d %d\n", st.ExitCode(), rss)
-	return 0
 }
 
 // trigger sends a signal to the running command once it is waiting where
@@ -130,9 +97,10 @@ func runLimited(t *testing.T, dir string, timeout time.Duration, tr *trigger, bi
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	argv := append([]string{prlimit, fmt.Sprintf("--as=%d", addressSpaceLimit), fmt.Sprintf("--fsize=%d", fileSizeLimit), "--", bin}, args...)
-	cmd := exec.CommandContext(ctx, os.Args[0], argv...)
+	// Through the launcher, for the command's own peak RSS.
+	cmd := exec.CommandContext(ctx, bins["launcher"], argv...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C", launcherEnv+"=1")
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	// In a process group of its own, so that the timeout kills the
 	// command with its launcher.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
