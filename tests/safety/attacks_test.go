@@ -103,6 +103,7 @@ var attacks = []attack{
 	// 2: --root-hash-file never replaces a device or a link.
 	{item: "2", name: "--root-hash-file is a character device",
 		setup: func(t *testing.T, d string) {
+			needRoot(t, "mknod")
 			randomFile(t, d, "d.img", mib, 9)
 			if err := unix.Mknod(filepath.Join(d, "n"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
 				t.Fatal(err)
@@ -216,7 +217,7 @@ var attacks = []attack{
 			mkfifo(t, d, "fifo")
 		},
 		prog: "veritygen", args: withGen("d.img", "fifo"), exit: []int{2},
-		stderr:  []string{`FIFO`},
+		stderr:  []string{`(?i)FIFO|pipe|not a regular file`},
 		trigger: &trigger{sig: syscall.SIGTERM, onWchan: fifoWaits}, timeout: 10 * time.Second},
 	{item: "7", name: "veritycheck: waiting for the root hash from a FIFO, SIGINT",
 		setup: func(t *testing.T, d string) {
@@ -353,7 +354,7 @@ func TestAttacks(t *testing.T) {
 				a.setup(t, d)
 			}
 			before := snapshot(t, d)
-			timeout := cmp(a.timeout, defaultTimeout)
+			timeout := orDefault(a.timeout, defaultTimeout)
 			o := runLimited(t, d, timeout, a.trigger, bins[a.prog], a.args...)
 			sent := ""
 			if o.signalSent {
@@ -388,7 +389,7 @@ func TestAttacks(t *testing.T) {
 	}
 }
 
-func cmp(d, def time.Duration) time.Duration {
+func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
 	}
@@ -474,17 +475,28 @@ func oldOrNewRootGiven(t *testing.T, d string, o *outcome) {
 	run(t, d, "veritycheck", "--root-hash="+root, "m.img", "old.verity")
 }
 
+// needRoot skips the test unless it runs as root (fails it in CI, where
+// the tests run as root).
+func needRoot(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if testtool.InCI() {
+		t.Fatalf("%s needs root (the tests run as root in CI)", what)
+	}
+	t.Skipf("%s needs root", what)
+}
+
 // mountSmallFS mounts a tmpfs of size bytes at dir until the test ends.
 func mountSmallFS(t *testing.T, dir string, size int) {
 	t.Helper()
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	needRoot(t, "mounting a small tmpfs")
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		if testtool.InCI() {
-			t.Fatalf("mounting a %d-byte tmpfs (the tests run as root in CI): %v", size, err)
-		}
-		t.Skipf("cannot mount a small tmpfs (not root?): %v", err)
+		t.Fatalf("mounting a %d-byte tmpfs: %v", size, err)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(dir, 0); err != nil {
