@@ -98,6 +98,11 @@ func checkDeviceName(s string) error {
 			return fmt.Errorf("contains the control character %q", r)
 		}
 	}
+	// The kernel's isspace() is Latin-1's: byte 0xa0 (no-break space) is
+	// whitespace to it, also inside a UTF-8 character such as U+0920.
+	if i := strings.IndexByte(s, 0xa0); i >= 0 {
+		return fmt.Errorf("contains the byte 0xa0 (at %d), which the kernel counts as a space and would split at", i)
+	}
 	return nil
 }
 
