@@ -213,8 +213,12 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxRootHashFile bounds what is read of --root-hash-file: a root hash is
+// at most 128 hex digits, and room is left for spaces and a newline.
+const maxRootHashFile = 4096
+
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
-func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
+func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
 	given, fromFile := fs.Changed("root-hash"), fs.Changed("root-hash-file")
 	switch {
 	case given && fromFile:
@@ -226,9 +230,13 @@ func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) 
 	text := o.rootHex
 	what := "--root-hash"
 	if fromFile {
-		b, err := os.ReadFile(o.rootHashFile)
+		b, err := cli.ReadSmallFile(ctx, "--root-hash-file", o.rootHashFile, maxRootHashFile)
+		if errors.Is(err, cli.ErrTooLarge) {
+			return nil, cli.Errorf("the file holds the root hash in hex, as veritygen --root-hash-file writes it",
+				"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", o.rootHashFile, maxRootHashFile)
+		}
 		if err != nil {
-			return nil, cli.Errorf("", "reading --root-hash-file: %v", err)
+			return nil, err
 		}
 		text = strings.TrimSpace(string(b))
 		what = "root hash in " + o.rootHashFile
@@ -286,7 +294,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if len(args) == 2 {
 		hashPath = args[1]
 	}
-	root, err := rootHash(o, &o.tree)
+	root, err := rootHash(ctx, o, &o.tree)
 	if err != nil {
 		return cli.ExitError, err
 	}

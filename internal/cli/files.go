@@ -1,37 +1,109 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // OpenImage opens an image for reading and returns its size (a block
 // device's from the BLKGETSIZE64 ioctl, see Size); role names it in errors
-// ("DATA", "HASH"). Directories are refused.
+// ("DATA", "HASH"). Only regular files and block devices are accepted: an
+// image is read at any offset, and a FIFO, socket or character device
+// cannot be, while opening some of them would wait for a writer forever.
 func OpenImage(role, path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+	// Stat first, so that a device that is not an image is not even
+	// opened (opening some has side effects).
+	info, err := os.Stat(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, Errorf("", "%s %s does not exist", role, path)
-		}
-		return nil, 0, Errorf("", "cannot open %s %s: %v", role, path, UnwrapPath(err))
+		return nil, 0, openError(role, path, err)
 	}
-	info, err := f.Stat()
+	if err := CheckImageType(role, path, info.Mode()); err != nil {
+		return nil, 0, err
+	}
+	// O_NONBLOCK: should path have become a FIFO since the Stat, the open
+	// must not wait for a writer; the type is checked again on the open
+	// file below.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		f.Close()
-		return nil, 0, Errorf("", "%s %s: %v", role, path, UnwrapPath(err))
+		return nil, 0, openError(role, path, &fs.PathError{Op: "open", Path: path, Err: err})
 	}
-	if info.IsDir() {
-		f.Close()
-		return nil, 0, Errorf("give the image file, not its directory", "%s %s is a directory", role, path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, 0, Errorf("", "%s %s: %v", role, path, err)
 	}
+	if err := CheckImageType(role, path, fileMode(st.Mode)); err != nil {
+		unix.Close(fd)
+		return nil, 0, err
+	}
+	// Reads of files and block devices never return EAGAIN, but os.NewFile
+	// would treat a non-blocking descriptor as one for the poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, 0, Errorf("", "%s %s: %v", role, path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
 	size, err := Size(f)
 	if err != nil {
 		f.Close()
 		return nil, 0, Errorf("", "%s %s: %v", role, path, UnwrapPath(err))
 	}
 	return f, size, nil
+}
+
+func openError(role, path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return Errorf("", "%s %s does not exist", role, path)
+	}
+	return Errorf("", "cannot open %s %s: %v", role, path, UnwrapPath(err))
+}
+
+// CheckImageType refuses what cannot hold an image read or written at any
+// offset: anything but a regular file or a block device.
+func CheckImageType(role, path string, mode fs.FileMode) error {
+	if mode.IsRegular() || mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0 {
+		return nil
+	}
+	if mode.IsDir() {
+		return Errorf("give the image file, not its directory", "%s %s is a directory", role, path)
+	}
+	what := "a special file"
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		what = "a character device"
+	}
+	return Errorf("write it to a file first, and give that file",
+		"%s %s is %s: %s is read at any offset, which needs a file or a block device", role, path, what, role)
+}
+
+// fileMode converts a stat(2) st_mode to an fs.FileMode.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	default:
+		mode |= fs.ModeIrregular
+	}
+	return mode
 }
 
 // UnwrapPath drops the "op path:" prefix of a *fs.PathError, for messages
@@ -42,4 +114,48 @@ func UnwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// ErrTooLarge is ReadSmallFile's error for a file over its limit.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadSmallFile reads all of a small file, refusing (ErrTooLarge) one of
+// more than limit bytes without reading the rest: it may be /dev/zero, or
+// an image named by mistake. path may be a pipe (bash's <(...)) or a FIFO,
+// where the open waits for a writer and the read for the data: those waits
+// run on a goroutine, left behind if ctx ends first, so that Ctrl-C ends
+// them. role names it in errors.
+func ReadSmallFile(ctx context.Context, role, path string, limit int) ([]byte, error) {
+	if info, err := os.Stat(path); err != nil {
+		return nil, openError(role, path, err)
+	} else if info.IsDir() {
+		return nil, Errorf("", "%s %s is a directory", role, path)
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			done <- result{nil, openError(role, path, err)}
+			return
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+		switch {
+		case err != nil:
+			err = Errorf("", "reading %s %s: %v", role, path, UnwrapPath(err))
+		case len(b) > limit:
+			b, err = nil, ErrTooLarge
+		}
+		done <- result{b, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-done:
+		return r.b, r.err
+	}
 }
