@@ -146,6 +146,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 // treeFlagNames are the flags that give the parameters a superblock holds.
 var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
 
+// checkSuperblockOffset checks --hash-offset where a superblock is to be
+// read, before its hash block size is known.
+func checkSuperblockOffset(offset uint64) error {
+	if offset%merkle.SuperblockSize != 0 {
+		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", offset)
+	}
+	return cli.CheckHashOffset(offset, merkle.MinBlockSize)
+}
+
+// checkFECFlags checks the --fec-* flags that need no file, before any is
+// read; openFEC checks the rest against the tree.
+func checkFECFlags(o *options) error {
+	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
+		return cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
+			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
+	}
+	// At least one block of parity must fit before the end of a file.
+	if o.fecOffset > cli.MaxFileOffset-merkle.MinBlockSize+1 {
+		return cli.FECOffsetTooLarge(o.fecOffset)
+	}
+	return nil
+}
+
 // readSuperblock reads and decodes the superblock at the hash offset.
 func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.Params, error) {
 	b := make([]byte, merkle.SuperblockSize)
@@ -154,7 +177,7 @@ func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.P
 			return merkle.Params{}, cli.Errorf("if the tree has no superblock, add --no-superblock and its parameters",
 				"HASH %s ends before a superblock at byte %d", hashPath, offset)
 		}
-		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s: %v", hashPath, err)
+		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s at byte %d: %v", hashPath, offset, cli.UnwrapPath(err))
 	}
 	p, err := merkle.DecodeSuperblock(b)
 	if err != nil {
@@ -177,8 +200,8 @@ func dump(o *options, args []string, stdout io.Writer) error {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
 	}
-	if o.tree.HashOffset%merkle.SuperblockSize != 0 {
-		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+	if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
+		return err
 	}
 	hashPath := args[0]
 	f, _, err := cli.OpenImage("HASH", hashPath)
@@ -294,12 +317,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if len(args) == 2 {
 		hashPath = args[1]
 	}
-	root, err := rootHash(ctx, o, &o.tree)
-	if err != nil {
-		return cli.ExitError, err
-	}
 
+	// Every flag is checked before anything is read, the root hash file
+	// included.
 	var p merkle.Params
+	var err error
 	if o.tree.NoSuperblock {
 		if p, err = o.tree.Params(); err != nil {
 			return cli.ExitError, err
@@ -308,6 +330,12 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return cli.ExitError, cli.Errorf("give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
 				"--no-superblock needs --salt: without a superblock nothing records it")
 		}
+		if o.tree.Changed("data-blocks") {
+			// The data blocks must fit in a file too.
+			if _, err := merkle.NewGeometry(p); err != nil {
+				return cli.ExitError, cli.Errorf("", "%v", err)
+			}
+		}
 	} else {
 		for _, name := range treeFlagNames {
 			if o.tree.Changed(name) {
@@ -315,9 +343,18 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 					"--%s given, but the parameters come from HASH's superblock", name)
 			}
 		}
-		if o.tree.HashOffset%merkle.SuperblockSize != 0 {
-			return cli.ExitError, cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+		if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
+			return cli.ExitError, err
 		}
+	}
+	if o.fecDevice != "" {
+		if err := checkFECFlags(o); err != nil {
+			return cli.ExitError, err
+		}
+	}
+	root, err := rootHash(ctx, o, &o.tree)
+	if err != nil {
+		return cli.ExitError, err
 	}
 
 	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)

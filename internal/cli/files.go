@@ -22,7 +22,7 @@ func OpenImage(role, path string) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, openError(role, path, err)
 	}
-	if err := CheckImageType(role, path, info.Mode()); err != nil {
+	if err := CheckImageType(role, path, info.Mode(), "read"); err != nil {
 		return nil, 0, err
 	}
 	// O_NONBLOCK: should path have become a FIFO since the Stat, the open
@@ -37,7 +37,7 @@ func OpenImage(role, path string) (*os.File, int64, error) {
 		unix.Close(fd)
 		return nil, 0, Errorf("", "%s %s: %v", role, path, err)
 	}
-	if err := CheckImageType(role, path, fileMode(st.Mode)); err != nil {
+	if err := CheckImageType(role, path, fileMode(st.Mode), "read"); err != nil {
 		unix.Close(fd)
 		return nil, 0, err
 	}
@@ -64,8 +64,9 @@ func openError(role, path string, err error) error {
 }
 
 // CheckImageType refuses what cannot hold an image read or written at any
-// offset: anything but a regular file or a block device.
-func CheckImageType(role, path string, mode fs.FileMode) error {
+// offset: anything but a regular file or a block device. use says what is
+// done with it: "read", "written", "read and written".
+func CheckImageType(role, path string, mode fs.FileMode, use string) error {
 	if mode.IsRegular() || mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0 {
 		return nil
 	}
@@ -81,8 +82,11 @@ func CheckImageType(role, path string, mode fs.FileMode) error {
 	case mode&fs.ModeCharDevice != 0:
 		what = "a character device"
 	}
-	return Errorf("write it to a file first, and give that file",
-		"%s %s is %s: %s is read at any offset, which needs a file or a block device", role, path, what, role)
+	hint := "write it to a file first, and give that file"
+	if use != "read" {
+		hint = "name a file or a block device"
+	}
+	return Errorf(hint, "%s %s is %s: it must be a file or a block device, to be %s at any offset", role, path, what, use)
 }
 
 // fileMode converts a stat(2) st_mode to an fs.FileMode.
