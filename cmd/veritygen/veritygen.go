@@ -240,6 +240,9 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	}
 	defer src.Close()
 	dataFile, dataSize := src.File, src.Size
+	if src.Sparse == nil {
+		src.R = cli.GuardShrink(dataFile, "DATA", dataPath, dataSize)
+	}
 	dataInfo, err := dataFile.Stat()
 	if err != nil {
 		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))

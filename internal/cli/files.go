@@ -163,3 +163,35 @@ func ReadSmallFile(ctx context.Context, role, path string, limit int) ([]byte, e
 		return r.b, r.err
 	}
 }
+
+// shrinkGuard reads an image that was size bytes when opened, and calls a
+// read that ends early before that size what it is: the file shrank while
+// being read. Without it the user would see only where the failed read
+// was, not why.
+type shrinkGuard struct {
+	f          *os.File
+	role, path string
+	size       int64
+}
+
+// GuardShrink returns f as an io.ReaderAt whose reads ending early inside
+// the size it had when opened fail with an error that gives the size it
+// shrank to.
+func GuardShrink(f *os.File, role, path string, size int64) io.ReaderAt {
+	return &shrinkGuard{f: f, role: role, path: path, size: size}
+}
+
+func (g *shrinkGuard) ReadAt(p []byte, off int64) (int, error) {
+	n, err := g.f.ReadAt(p, off)
+	if n < len(p) && (err == nil || err == io.EOF) && off+int64(n) < g.size {
+		now, serr := Size(g.f)
+		if serr != nil || now >= g.size {
+			// Not smaller now (truncated and grown again?): the end of the
+			// read is all there is to tell.
+			now = off + int64(n)
+		}
+		return n, Errorf("", "%s %s shrank to %d bytes while being read (it was %d bytes): is another program writing it?",
+			g.role, g.path, now, g.size)
+	}
+	return n, err
+}
