@@ -130,8 +130,11 @@ var ErrTooLarge = errors.New("file too large")
 // run on a goroutine, left behind if ctx ends first, so that Ctrl-C ends
 // them. role names it in errors.
 func ReadSmallFile(ctx context.Context, role, path string, limit int) ([]byte, error) {
+	readError := func(err error) error {
+		return Errorf("", "reading %s %s: %v", role, path, UnwrapPath(err))
+	}
 	if info, err := os.Stat(path); err != nil {
-		return nil, openError(role, path, err)
+		return nil, readError(err)
 	} else if info.IsDir() {
 		return nil, Errorf("", "%s %s is a directory", role, path)
 	}
@@ -143,14 +146,14 @@ func ReadSmallFile(ctx context.Context, role, path string, limit int) ([]byte, e
 	go func() {
 		f, err := os.Open(path)
 		if err != nil {
-			done <- result{nil, openError(role, path, err)}
+			done <- result{nil, readError(err)}
 			return
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 		switch {
 		case err != nil:
-			err = Errorf("", "reading %s %s: %v", role, path, UnwrapPath(err))
+			err = readError(err)
 		case len(b) > limit:
 			b, err = nil, ErrTooLarge
 		}

@@ -141,7 +141,7 @@ func TestReadSmallFile(t *testing.T) {
 	if _, err := ReadSmallFile(ctx, "--root-hash-file", dir, 4096); err == nil || err.Error() != "--root-hash-file "+dir+" is a directory" {
 		t.Errorf("directory: %v", err)
 	}
-	if _, err := ReadSmallFile(ctx, "--root-hash-file", filepath.Join(dir, "none"), 4096); err == nil || !strings.HasSuffix(err.Error(), "none does not exist") {
+	if _, err := ReadSmallFile(ctx, "--root-hash-file", filepath.Join(dir, "none"), 4096); err == nil || err.Error() != "reading --root-hash-file "+filepath.Join(dir, "none")+": no such file or directory" {
 		t.Errorf("missing file: %v", err)
 	}
 
