@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex)")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
 	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
 	o.tree.Register(fs)
 	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
