@@ -59,18 +59,12 @@ func fecFlagsWithoutDevice(o *options) error {
 // openFEC checks the --fec-* flags against the tree and opens the parity
 // for reading. hashSize is the size of the hash device.
 func openFEC(o *options, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bool, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
-	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
-		return nil, cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
-			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
-	}
+	// checkFECFlags has checked --fec-roots and the range of --fec-offset.
 	if g.DataBlockSize != g.HashBlockSize {
 		return nil, cli.Errorf("", "error correction needs equal data and hash block sizes; this tree has %d and %d",
 			g.DataBlockSize, g.HashBlockSize)
 	}
 	bs := uint64(g.DataBlockSize)
-	if o.fecOffset > 1<<62 {
-		return nil, cli.Errorf("give the --fec-offset the parity was written at", "--fec-offset %d is beyond any device", o.fecOffset)
-	}
 	if o.fecOffset%bs != 0 {
 		return nil, cli.Errorf("give the --fec-offset the parity was written at", "--fec-offset %d is not a multiple of the block size %d", o.fecOffset, bs)
 	}
@@ -107,7 +101,13 @@ func openFEC(o *options, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bo
 		}
 	}
 	p, err := g.FECParams(s.roots, hashEnd)
-	if err != nil {
+	switch {
+	// In HASH, the parity covers HASH up to the offset: too large an
+	// offset is too large a message.
+	case err != nil && hashEnd == s.offset, err == nil && s.offset+p.ParitySize() > cli.MaxFileOffset:
+		f.Close()
+		return nil, cli.FECOffsetTooLarge(s.offset)
+	case err != nil:
 		f.Close()
 		return nil, cli.Errorf("", "%v", err)
 	}

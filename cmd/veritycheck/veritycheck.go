@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex)")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
 	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
 	o.tree.Register(fs)
 	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
@@ -150,6 +150,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 // treeFlagNames are the flags that give the parameters a superblock holds.
 var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
 
+// checkSuperblockOffset checks --hash-offset where a superblock is to be
+// read, before its hash block size is known.
+func checkSuperblockOffset(offset uint64) error {
+	if offset%merkle.SuperblockSize != 0 {
+		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", offset)
+	}
+	return cli.CheckHashOffset(offset, merkle.MinBlockSize)
+}
+
+// checkFECFlags checks the --fec-* flags that need no file, before any is
+// read; openFEC checks the rest against the tree.
+func checkFECFlags(o *options) error {
+	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
+		return cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
+			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
+	}
+	// At least one block of parity must fit before the end of a file.
+	if o.fecOffset > cli.MaxFileOffset-merkle.MinBlockSize+1 {
+		return cli.FECOffsetTooLarge(o.fecOffset)
+	}
+	return nil
+}
+
 // readSuperblock reads and decodes the superblock at the hash offset.
 func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.Params, error) {
 	b := make([]byte, merkle.SuperblockSize)
@@ -158,7 +181,7 @@ func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.P
 			return merkle.Params{}, cli.Errorf("if the tree has no superblock, add --no-superblock and its parameters",
 				"HASH %s ends before a superblock at byte %d", hashPath, offset)
 		}
-		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s: %v", hashPath, err)
+		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s at byte %d: %v", hashPath, offset, cli.UnwrapPath(err))
 	}
 	p, err := merkle.DecodeSuperblock(b)
 	if err != nil {
@@ -181,8 +204,8 @@ func dump(o *options, args []string, stdout io.Writer) error {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
 	}
-	if o.tree.HashOffset%merkle.SuperblockSize != 0 {
-		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+	if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
+		return err
 	}
 	hashPath := args[0]
 	f, _, err := cli.OpenImage("HASH", hashPath)
@@ -217,8 +240,12 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxRootHashFile bounds what is read of --root-hash-file: a root hash is
+// at most 128 hex digits, and room is left for spaces and a newline.
+const maxRootHashFile = 4096
+
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
-func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
+func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
 	given, fromFile := fs.Changed("root-hash"), fs.Changed("root-hash-file")
 	switch {
 	case given && fromFile:
@@ -230,9 +257,13 @@ func rootHash(o *options, fs interface{ Changed(string) bool }) ([]byte, error) 
 	text := o.rootHex
 	what := "--root-hash"
 	if fromFile {
-		b, err := os.ReadFile(o.rootHashFile)
+		b, err := cli.ReadSmallFile(ctx, "--root-hash-file", o.rootHashFile, maxRootHashFile)
+		if errors.Is(err, cli.ErrTooLarge) {
+			return nil, cli.Errorf("the file holds the root hash in hex, as veritygen --root-hash-file writes it",
+				"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", o.rootHashFile, maxRootHashFile)
+		}
 		if err != nil {
-			return nil, cli.Errorf("", "reading --root-hash-file: %v", err)
+			return nil, err
 		}
 		text = strings.TrimSpace(string(b))
 		what = "root hash in " + o.rootHashFile
@@ -293,12 +324,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if len(args) == 2 {
 		hashPath = args[1]
 	}
-	root, err := rootHash(o, &o.tree)
-	if err != nil {
-		return cli.ExitError, err
-	}
 
+	// Every flag is checked before anything is read, the root hash file
+	// included.
 	var p merkle.Params
+	var err error
 	if o.tree.NoSuperblock {
 		if p, err = o.tree.Params(); err != nil {
 			return cli.ExitError, err
@@ -307,6 +337,12 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return cli.ExitError, cli.Errorf("give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
 				"--no-superblock needs --salt: without a superblock nothing records it")
 		}
+		if o.tree.Changed("data-blocks") {
+			// The data blocks must fit in a file too.
+			if _, err := merkle.NewGeometry(p); err != nil {
+				return cli.ExitError, cli.Errorf("", "%v", err)
+			}
+		}
 	} else {
 		for _, name := range treeFlagNames {
 			if o.tree.Changed(name) {
@@ -314,9 +350,18 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 					"--%s given, but the parameters come from HASH's superblock", name)
 			}
 		}
-		if o.tree.HashOffset%merkle.SuperblockSize != 0 {
-			return cli.ExitError, cli.Errorf("", "--hash-offset %d is not a multiple of 512", o.tree.HashOffset)
+		if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
+			return cli.ExitError, err
 		}
+	}
+	if o.fecDevice != "" {
+		if err := checkFECFlags(o); err != nil {
+			return cli.ExitError, err
+		}
+	}
+	root, err := rootHash(ctx, o, &o.tree)
+	if err != nil {
+		return cli.ExitError, err
 	}
 
 	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)
@@ -325,6 +370,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	defer src.Close()
 	dataFile, dataSize := src.File, src.Size
+	if src.Sparse == nil {
+		src.R = cli.GuardShrink(dataFile, "DATA", dataPath, dataSize)
+	}
 	hashFile, hashSize, err := cli.OpenImage("HASH", hashPath)
 	if err != nil {
 		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil {

@@ -60,6 +60,10 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 		return nil, cli.Errorf("use the same --data-block-size and --hash-block-size",
 			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
 	}
+	// Checked first: rounding a huge offset up would wrap.
+	if o.fecOffset > cli.MaxFileOffset-bs+1 {
+		return nil, cli.FECOffsetTooLarge(o.fecOffset)
+	}
 	if o.fecOffset%bs != 0 {
 		return nil, cli.Errorf(fmt.Sprintf("round it up: --fec-offset=%d", roundUp(o.fecOffset, bs)),
 			"--fec-offset %d is not a multiple of the block size %d", o.fecOffset, bs)
@@ -74,6 +78,10 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 	if err == nil {
 		if info.IsDir() {
 			return nil, cli.Errorf("", "--fec-device %s is a directory", o.fecDevice)
+		}
+		// The parity is written at an offset: a FIFO cannot take it.
+		if err := cli.CheckImageType("FEC device", o.fecDevice, info.Mode(), "written"); err != nil {
+			return nil, err
 		}
 		pl.existing = info
 	}
@@ -95,6 +103,16 @@ func planFEC(o *options, g *merkle.Geometry, dataPath string, dataInfo fs.FileIn
 	}
 	if filepath.Clean(o.fecDevice) == filepath.Clean(o.rootHashFile) {
 		return nil, cli.Errorf("", "--fec-device and --root-hash-file are the same file")
+	}
+	// The parity must end before 2^63, checked now, before anything is
+	// written. In HASH it covers HASH up to itself; elsewhere at least the
+	// tree.
+	hashEnd := g.HashEnd()
+	if pl.inHash {
+		hashEnd = pl.offset
+	}
+	if fp, err := g.FECParams(pl.roots, hashEnd); err != nil || pl.offset+fp.ParitySize() > cli.MaxFileOffset {
+		return nil, cli.FECOffsetTooLarge(pl.offset)
 	}
 	return pl, nil
 }

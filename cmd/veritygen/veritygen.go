@@ -269,6 +269,9 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
+	if src.Sparse == nil {
+		src.R = cli.GuardShrink(dataFile, "DATA", dataPath, dataSize)
+	}
 	dataInfo, err := dataFile.Stat()
 	if err != nil {
 		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))
@@ -286,6 +289,11 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	case hashExists && hashInfo.IsDir():
 		return nil, cli.Errorf("name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
 			"HASH %s is a directory", hashPath)
+	case hashExists:
+		// The tree is written at offsets, and read back for the parity.
+		if err := cli.CheckImageType("HASH", hashPath, hashInfo.Mode(), "written"); err != nil {
+			return nil, err
+		}
 	}
 	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
 	if err := checkRootHashFile(o.rootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {

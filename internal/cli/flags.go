@@ -93,19 +93,40 @@ func (t *TreeFlags) Params() (merkle.Params, error) {
 	p.DataBlocks = t.DataBlocks
 	p.HashOffset = t.HashOffset
 	p.Superblock = !t.NoSuperblock
-	// Files end before 2^63; past that, offset arithmetic would wrap.
-	if maxOffset := uint64(1<<63) - uint64(p.HashBlockSize) - merkle.SuperblockSize; p.HashOffset > maxOffset {
-		return p, Errorf("", "--hash-offset %d is too large: at most %d", p.HashOffset, maxOffset)
-	}
-	if p.HashOffset%merkle.SuperblockSize != 0 {
-		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, merkle.SuperblockSize)),
-			"--hash-offset %d is not a multiple of 512", p.HashOffset)
+	if err := CheckHashOffset(p.HashOffset, p.HashBlockSize); err != nil {
+		return p, err
 	}
 	if !p.Superblock && p.HashOffset%uint64(p.HashBlockSize) != 0 {
 		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, uint64(p.HashBlockSize))),
 			"--hash-offset %d is not a multiple of the hash block size %d, which a tree without superblock needs", p.HashOffset, p.HashBlockSize)
 	}
 	return p, nil
+}
+
+// CheckHashOffset checks --hash-offset for hash blocks of hbs bytes: a
+// multiple of 512, and room for a superblock and a hash block before 2^63,
+// where files end and past which offset arithmetic would wrap. With the
+// parameters in a superblock yet unread, hbs is merkle.MinBlockSize.
+func CheckHashOffset(offset uint64, hbs int) error {
+	if maxOffset := uint64(1<<63) - uint64(hbs) - merkle.SuperblockSize; offset > maxOffset {
+		return Errorf("", "--hash-offset %d is too large: at most %d", offset, maxOffset)
+	}
+	if offset%merkle.SuperblockSize != 0 {
+		return Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(offset, merkle.SuperblockSize)),
+			"--hash-offset %d is not a multiple of 512", offset)
+	}
+	return nil
+}
+
+// MaxFileOffset is the largest byte offset of a file: files end before
+// 2^63 (offsets are int64).
+const MaxFileOffset = 1<<63 - 1
+
+// FECOffsetTooLarge is the error for a --fec-offset past which the parity
+// would not fit in a file.
+func FECOffsetTooLarge(offset uint64) error {
+	return Errorf("give the byte offset of the parity in the FEC device",
+		"--fec-offset %d is too large: the parity would end past byte %d, the end of the largest possible file", offset, uint64(MaxFileOffset))
 }
 
 func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
