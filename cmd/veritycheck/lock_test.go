@@ -48,3 +48,35 @@ func TestRepairLocked(t *testing.T) {
 		})
 	}
 }
+
+// A check takes shared locks: while a writer holds DATA, HASH or the FEC
+// device, it fails at once instead of reading what is being written.
+func TestCheckLockedByWriter(t *testing.T) {
+	master := fecMake(t, &fecCases[3], 32)
+	for _, role := range []string{"DATA", "HASH", "FEC device"} {
+		t.Run(role, func(t *testing.T) {
+			m := master.clone(t)
+			path := map[string]string{"DATA": m.data, "HASH": m.hash, "FEC device": m.fecPath}[role]
+			if path == "" {
+				t.Fatalf("no file for %s", role)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
+			r := vcRun(m.args()...)
+			want := role + " " + path + " is locked by another process"
+			if r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Errorf("want exit 2 and %q:\n%v", want, r)
+			}
+			f.Close()
+			if r := vcRun(m.args()...); r.code != 0 {
+				t.Errorf("once the lock is gone the check should pass:\n%v", r)
+			}
+		})
+	}
+}

@@ -72,6 +72,10 @@ func openFEC(o *options, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bo
 	if err != nil {
 		return nil, err
 	}
+	if err := cli.LockShared(f, "FEC device", o.fecDevice); err != nil {
+		f.Close()
+		return nil, err
+	}
 	s := &fecSetup{path: o.fecDevice, f: f, roots: o.fecRoots, offset: o.fecOffset}
 	info, err := f.Stat()
 	if err != nil {

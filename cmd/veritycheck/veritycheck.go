@@ -381,6 +381,16 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		return cli.ExitError, err
 	}
 	defer hashFile.Close()
+	// A writer (veritygen, another --repair) must not change what is being
+	// checked; --repair converts these to exclusive locks to write.
+	for _, l := range []struct {
+		f          *os.File
+		role, path string
+	}{{dataFile, "DATA", dataPath}, {hashFile, "HASH", hashPath}} {
+		if err := cli.LockShared(l.f, l.role, l.path); err != nil {
+			return cli.ExitError, err
+		}
+	}
 	dataInfo, _ := dataFile.Stat()
 	hashInfo, _ := hashFile.Stat()
 	inPlace := os.SameFile(dataInfo, hashInfo)

@@ -49,21 +49,6 @@ func openInPlace(path, role string) (*output, error) {
 	return &output{path: path, f: f}, nil
 }
 
-// refuseSpecial refuses a FIFO or socket named as an output: the tree and
-// the parity are written at offsets, which only files and devices take.
-func refuseSpecial(role, path string, info fs.FileInfo) error {
-	kind := ""
-	switch {
-	case info.Mode()&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case info.Mode()&fs.ModeSocket != 0:
-		kind = "a socket"
-	default:
-		return nil
-	}
-	return cli.Errorf("name a regular file or a block device", "%s %s is %s: it is written at offsets, which only a file or a device takes", role, path, kind)
-}
-
 // openReplacement starts a new version of path in a temporary file beside
 // it. When keepFrom > 0 and path exists, its bytes are copied first, so that
 // writing from keepFrom on leaves those before it as they were. Temporary
@@ -71,7 +56,7 @@ func refuseSpecial(role, path string, info fs.FileInfo) error {
 // stderr).
 func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, stderr io.Writer) (*output, error) {
 	if existing != nil && !existing.Mode().IsRegular() {
-		if err := refuseSpecial(role, path, existing); err != nil {
+		if err := cli.CheckImageType(role, path, existing.Mode(), "written"); err != nil {
 			return nil, err
 		}
 		return openInPlace(path, role)

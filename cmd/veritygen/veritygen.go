@@ -722,17 +722,8 @@ func checkAppendTail(o *options, ap *appendResult, g *merkle.Geometry, dataPath 
 // DATA and HASH swapped. treeInData: the tree goes into DATA, whose bytes
 // the user gave over to it with --hash-offset or --append.
 func checkOutputs(o *options, g *merkle.Geometry, fl *fecPlan, dataPath string, dataFile *os.File, hashPath string, hashInfo fs.FileInfo, treeInData bool, outEnd uint64) error {
-	// Checked first: opening a FIFO to read it would wait for a writer.
-	if !treeInData && hashInfo != nil {
-		if err := refuseSpecial("HASH", hashPath, hashInfo); err != nil {
-			return err
-		}
-	}
-	if fl != nil && fl.existing != nil {
-		if err := refuseSpecial("FEC device", fl.path, fl.existing); err != nil {
-			return err
-		}
-	}
+	// FIFOs, sockets and character devices were refused by generate and
+	// planFEC (cli.CheckImageType) before anything was opened.
 	if o.force {
 		return nil
 	}
