@@ -370,9 +370,6 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	defer src.Close()
 	dataFile, dataSize := src.File, src.Size
-	if src.Sparse == nil {
-		src.R = cli.GuardShrink(dataFile, "DATA", dataPath, dataSize)
-	}
 	hashFile, hashSize, err := cli.OpenImage("HASH", hashPath)
 	if err != nil {
 		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil {

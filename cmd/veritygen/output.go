@@ -166,7 +166,10 @@ func (o *output) extend(n uint64) error {
 	if err != nil || size >= n || o.tmp == "" && !isRegular(o.f) {
 		return err
 	}
-	return o.f.Truncate(int64(n))
+	if err := o.f.Truncate(int64(n)); err != nil {
+		return cli.Errorf("", "writing %s up to byte %d: %v", o.path, n, cli.UnwrapPath(err))
+	}
+	return nil
 }
 
 func isRegular(f *os.File) bool {

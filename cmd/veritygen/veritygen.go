@@ -269,9 +269,6 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
-	if src.Sparse == nil {
-		src.R = cli.GuardShrink(dataFile, "DATA", dataPath, dataSize)
-	}
 	dataInfo, err := dataFile.Stat()
 	if err != nil {
 		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))

@@ -38,11 +38,14 @@ func OpenData(prog, path string, raw bool, stderr io.Writer) (*DataSource, error
 	if err != nil {
 		return nil, err
 	}
-	s := &DataSource{Path: path, File: f, R: f, Size: size, FileSize: size}
+	// Reads that end early say what DATA shrank to, also through the
+	// sparse reader.
+	guarded := GuardShrink(f, "DATA", path, size)
+	s := &DataSource{Path: path, File: f, R: guarded, Size: size, FileSize: size}
 	if raw || !sparse.IsSparse(f) {
 		return s, nil
 	}
-	im, err := sparse.Open(f, size)
+	im, err := sparse.Open(guarded, size)
 	if err == nil {
 		// CRC32 chunks and the header's image CRC are rare (img2simg
 		// writes neither); when there are some, check them before the
