@@ -179,19 +179,30 @@ type repairPlan struct {
 	// disk in headerBytes bytes. FEC does not cover it.
 	header      []byte
 	headerBytes uint64
-	// lost lists what cannot be recovered; empty when the repair makes the
-	// image whole. unchecked counts the blocks under lost hash blocks.
-	lost      []lost
-	unchecked uint64
-	// found lists the corrupted blocks found under rebuilt hash blocks,
-	// which the first verification could not check; checked counts the
-	// blocks under them that could then be checked, uncheckedData and
-	// uncheckedHash those that still cannot.
-	found                        []*merkle.CorruptionError
+	// lost lists the first lostKept of the lostCount blocks that cannot be
+	// recovered (none when the repair makes the image whole); reasons the
+	// first two of their reasonCount distinct reasons. unchecked counts
+	// the blocks under lost hash blocks.
+	lost        []lost
+	lostCount   int
+	reasons     []string
+	reasonCount int
+	unchecked   uint64
+	// marks: what is known of each message block, among it the corrupted
+	// blocks found under rebuilt hash blocks, which the first verification
+	// could not check (foundData and foundHash count them);
+	// uncheckedData and uncheckedHash count the blocks that still cannot be
+	// checked.
+	marks                        blockMarks
+	foundData, foundHash         uint64
 	uncheckedData, uncheckedHash uint64
 }
 
-func (rp *repairPlan) whole() bool { return len(rp.lost) == 0 }
+// lostKept is how many unrecoverable blocks a plan names; the rest are
+// counted.
+var lostKept = 1000
+
+func (rp *repairPlan) whole() bool { return rp.lostCount == 0 }
 
 func (rp *repairPlan) close() {
 	if rp != nil {
@@ -202,32 +213,10 @@ func (rp *repairPlan) close() {
 // updateReport puts what the repair found under the corrupted hash blocks
 // into rep: the corrupted blocks it located there, and what is left
 // unchecked.
+// (eachProblem lists them from the marks).
 func (rp *repairPlan) updateReport(rep *merkle.VerifyReport) {
-	for _, pr := range rp.found {
-		rep.Problems = append(rep.Problems, pr)
-		if pr.Level == merkle.DataLevel {
-			rep.CorruptDataBlocks++
-		} else {
-			rep.CorruptHashBlocks++
-		}
-	}
-	// The first verification's order: superblock area, the tree from the
-	// top down, then the data.
-	rank := func(p *merkle.CorruptionError) int {
-		switch p.Level {
-		case merkle.HeaderLevel:
-			return -1 << 30
-		case merkle.DataLevel:
-			return 1 << 30
-		}
-		return -p.Level
-	}
-	slices.SortStableFunc(rep.Problems, func(a, b *merkle.CorruptionError) int {
-		if c := rank(a) - rank(b); c != 0 {
-			return c
-		}
-		return compareInt64(int64(a.Offset), int64(b.Offset))
-	})
+	rep.CorruptDataBlocks += rp.foundData
+	rep.CorruptHashBlocks += rp.foundHash
 	rep.UncheckedDataBlocks, rep.UncheckedHashBlocks = rp.uncheckedData, rp.uncheckedHash
 }
 
@@ -255,24 +244,27 @@ type repairer struct {
 	msg        io.ReaderAt
 	root       []byte
 	jobs       int
-	// bad: message blocks known corrupted. intact: blocks right under a
-	// corrupted hash block that match their digest in it (a corrupted
-	// block cannot vouch for them, but those that match it were not
-	// touched; the others are the suspects). rebuilt: their verified
-	// contents. given: bad blocks given up for now, with the reason;
-	// retried when what is known of their round changes.
-	bad     map[uint64]bool
-	intact  map[uint64]bool
-	rebuilt *blockStore
-	given   map[uint64]string
-	found   []*merkle.CorruptionError
+	// marks: per message block, markBad: known corrupted. markIntact:
+	// right under a corrupted hash block and matching its digest in it (a
+	// corrupted block cannot vouch for them, but those that match it were
+	// not touched; the others are the suspects). markRebuilt: rebuilt and
+	// verified, its contents in rebuilt. markGiven: given up for now, the
+	// reason in the mark's reason code (and roundReason); retried when
+	// what is known of its round changes.
+	marks       blockMarks
+	rebuilt     *blockStore
+	roundReason map[uint64]string
+	// foundData and foundHash count the corrupted blocks found under
+	// rebuilt hash blocks.
+	foundData, foundHash uint64
+	decoders             []*fec.RoundDecoder
 }
 
 // planRepair works out, without writing anything, how to make the image
 // whole from the parity (see repairer). The blocks under a corrupted hash
 // block that cannot be rebuilt stay unchecked.
 func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
-	rep *merkle.VerifyReport, jobs int) (*repairPlan, error) {
+	rep *merkle.VerifyReport, marks blockMarks, jobs int) (*repairPlan, error) {
 	rp := &repairPlan{}
 	if rep.CorruptHeaderBytes > 0 {
 		rp.header = make([]byte, g.TreeOffset()-g.HashOffset)
@@ -280,26 +272,27 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
 	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: g.FECMessage(s.p, data, hash), root: root, jobs: jobs,
-		bad: map[uint64]bool{}, intact: map[uint64]bool{}, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), given: map[uint64]string{}}
-	rp.store = rr.rebuilt
-	for _, pr := range rep.Problems {
-		if pr.Level != merkle.HeaderLevel {
-			rr.bad[msgIndex(g, pr.Level, pr.Index)] = true
-		}
-	}
-	for m := range rr.bad {
-		if err := rr.markIntact(m); err != nil {
-			return nil, err
+		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
+	rp.store, rp.marks = rr.rebuilt, marks
+	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
+		if marks.has(m, markBad) {
+			if err := rr.markIntact(m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := rr.run(); err != nil {
 		rp.close()
 		return nil, err
 	}
-	rp.found = rr.found
-	for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
+	rp.foundData, rp.foundHash = rr.foundData, rr.foundHash
+	seen := map[string]bool{}
+	for m := range uint64(len(marks)) {
+		if !marks.has(m, markBad) {
+			continue
+		}
 		ref := s.locate(g, m)
-		if rr.rebuilt.has(m) {
+		if marks.has(m, markRebuilt) {
 			fx := fix{ref: ref}
 			if rr.rebuilt.inMemory(m) {
 				fx.b, _ = rr.rebuilt.get(m)
@@ -310,7 +303,18 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		if !rr.trustedParent(m) {
 			continue // under a lost hash block: counted as unchecked
 		}
-		rp.lost = append(rp.lost, lost{ref: ref, reason: rr.given[m]})
+		reason := rr.reason(m)
+		if !seen[reason] {
+			seen[reason] = true
+			rp.reasonCount++
+			if len(rp.reasons) < 2 {
+				rp.reasons = append(rp.reasons, reason)
+			}
+		}
+		rp.lostCount++
+		if len(rp.lost) < lostKept {
+			rp.lost = append(rp.lost, lost{ref: ref, reason: reason})
+		}
 	}
 	rp.uncheckedData, rp.uncheckedHash = rr.unchecked()
 	rp.unchecked = rp.uncheckedData + rp.uncheckedHash
@@ -320,7 +324,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 // rebuildBudget is how much rebuilt content is kept in memory; the rest
 // goes to a temporary file, so that any amount of damage repairs in
 // bounded memory.
-var rebuildBudget = 64 << 20 // a variable for the tests
+var rebuildBudget = 16 << 20 // a variable for the tests
 
 // parentOf returns the parent hash block of message block m as a message
 // block (ok false for the top block, or a data block without a tree: their
@@ -347,7 +351,7 @@ func (rr *repairer) trustedParent(m uint64) bool {
 	for level, index := ref.level, ref.index; level < g.Levels-1; level++ {
 		index, _ = g.Parent(level, index)
 		p := msgIndex(g, level+1, index)
-		if rr.bad[p] && !rr.rebuilt.has(p) {
+		if rr.marks.has(p, markBad) && !rr.marks.has(p, markRebuilt) {
 			return false
 		}
 	}
@@ -357,9 +361,9 @@ func (rr *repairer) trustedParent(m uint64) bool {
 // state is what is known of message block m.
 func (rr *repairer) state(m uint64) fec.BlockState {
 	switch {
-	case rr.bad[m]:
+	case rr.marks.has(m, markBad):
 		return fec.Bad
-	case !rr.trustedParent(m) && !rr.intact[m]:
+	case !rr.trustedParent(m) && !rr.marks.has(m, markIntact):
 		return fec.Unknown // outside the tree, or under a corrupted hash block
 	}
 	return fec.Good
@@ -376,7 +380,7 @@ func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) 
 	b := cache[p]
 	if b == nil {
 		var err error
-		if rr.bad[p] {
+		if rr.marks.has(p, markBad) {
 			b, err = rr.rebuilt.get(p)
 		} else {
 			b = make([]byte, g.HashBlockSize)
@@ -395,57 +399,67 @@ func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) 
 // have (those whose parent is trusted).
 type roundJob struct {
 	round uint64
+	bad   int // the round's bad blocks
 	want  map[uint64][]byte
 	// Results: the verified contents, and why the others failed.
 	ok     map[uint64][]byte
-	failed map[uint64]string
+	failed map[uint64]lostWhy
+}
+
+// lostWhy is why a block could not be rebuilt: a reason code, with the
+// text of a round's reason (reasonRound).
+type lostWhy struct {
+	code byte
+	text string
 }
 
 func (rr *repairer) run() error {
+	rounds := rr.s.p.Rounds()
 	for {
 		if err := rr.ctx.Err(); err != nil {
 			return err
 		}
 		// The rounds with a corrupted block that can be checked now.
-		cache := map[uint64][]byte{}
-		jobs := map[uint64]*roundJob{}
-		for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
-			if rr.rebuilt.has(m) || rr.given[m] != "" || !rr.trustedParent(m) {
+		pending := make([]uint64, (rounds+63)/64)
+		any := false
+		for m := range uint64(len(rr.marks)) {
+			if !rr.checkable(m) {
 				continue
 			}
 			if m >= rr.s.p.Blocks {
-				rr.given[m] = "outside what the FEC parity covers"
+				rr.give(m, reasonOutside, "")
 				continue
 			}
-			want, err := rr.expected(m, cache)
-			if err != nil {
-				return err
-			}
 			r, _ := rr.s.p.Round(m)
-			if jobs[r] == nil {
-				jobs[r] = &roundJob{round: r, want: map[uint64][]byte{}}
-			}
-			jobs[r].want[m] = want
+			pending[r/64] |= 1 << (r % 64)
+			any = true
 		}
-		if len(jobs) == 0 {
+		if !any {
 			return nil
 		}
-		list := slices.SortedFunc(maps.Values(jobs), func(a, b *roundJob) int { return compareInt64(int64(a.round), int64(b.round)) })
-		if err := rr.decodeAll(list); err != nil {
-			return err
-		}
-		var newHash []uint64
-		for _, j := range list {
-			for _, m := range slices.Sorted(maps.Keys(j.ok)) {
-				if err := rr.rebuilt.put(m, j.ok[m]); err != nil {
+		// A batch of rounds at a time, so that the digests wanted and the
+		// parent blocks read for them stay few; what is rebuilt counts
+		// only from the next pass, as if all were decoded at once.
+		var newRebuilt []uint64
+		var batch []uint64
+		for r := uint64(0); r <= rounds; r++ {
+			if r < rounds && pending[r/64]&(1<<(r%64)) != 0 {
+				batch = append(batch, r)
+			}
+			if len(batch) == roundBatch || r == rounds && len(batch) > 0 {
+				done, err := rr.decodeBatch(batch)
+				if err != nil {
 					return err
 				}
-				if rr.s.locate(rr.g, m).level >= 0 {
-					newHash = append(newHash, m)
-				}
+				newRebuilt = append(newRebuilt, done...)
+				batch = batch[:0]
 			}
-			for m, why := range j.failed {
-				rr.given[m] = why
+		}
+		var newHash []uint64
+		for _, m := range newRebuilt {
+			rr.marks.set(m, markRebuilt)
+			if rr.s.locate(rr.g, m).level >= 0 {
+				newHash = append(newHash, m)
 			}
 		}
 		// Check the blocks under each rebuilt hash block: the corrupted
@@ -458,17 +472,95 @@ func (rr *repairer) run() error {
 	}
 }
 
+// roundBatch is how many rounds are decoded together.
+const roundBatch = 32
+
+// runOutBytes bounds the rebuilt blocks of a run of rounds decoded at once.
+const runOutBytes = 2 << 20
+
+// maxDecoders bounds the rounds decoded at once, whatever --jobs says: a
+// decoder holds 8 MiB of message, and as much again of rebuilt blocks when
+// its rounds are all corrupted.
+const maxDecoders = 2
+
+// checkable reports whether m is a corrupted block to rebuild now: not
+// rebuilt, not given up, and its digest trusted.
+func (rr *repairer) checkable(m uint64) bool {
+	return rr.marks.has(m, markBad) && !rr.marks.has(m, markRebuilt|markGiven) && rr.trustedParent(m)
+}
+
+// roundBlocks returns the message blocks of round r.
+func (rr *repairer) roundBlocks(r uint64) func(yield func(uint64) bool) {
+	return func(yield func(uint64) bool) {
+		for m := r; m < rr.s.p.Blocks; m += rr.s.p.Rounds() {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// decodeBatch decodes the rounds of batch (sorted), keeps the blocks that
+// match their digests in the store and returns them, and gives up the
+// others.
+func (rr *repairer) decodeBatch(batch []uint64) ([]uint64, error) {
+	cache := map[uint64][]byte{}
+	var list []*roundJob
+	for _, r := range batch {
+		j := &roundJob{round: r, want: map[uint64][]byte{}}
+		for m := range rr.roundBlocks(r) {
+			if rr.marks.has(m, markBad) {
+				j.bad++
+			}
+			if !rr.checkable(m) {
+				continue
+			}
+			want, err := rr.expected(m, cache)
+			if err != nil {
+				return nil, err
+			}
+			j.want[m] = want
+		}
+		list = append(list, j)
+	}
+	if err := rr.decodeAll(list); err != nil {
+		return nil, err
+	}
+	var done []uint64
+	for _, j := range list {
+		for _, m := range slices.Sorted(maps.Keys(j.ok)) {
+			if err := rr.rebuilt.put(m, j.ok[m]); err != nil {
+				return nil, err
+			}
+			done = append(done, m)
+		}
+		for m, why := range j.failed {
+			rr.give(m, why.code, why.text)
+		}
+	}
+	return done, nil
+}
+
 // decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
 // consecutive rounds together: their blocks are next to each other.
 func (rr *repairer) decodeAll(list []*roundJob) error {
-	d0, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
-	if err != nil {
-		return err
+	workers := min(rr.jobs, maxDecoders)
+	for len(rr.decoders) < workers {
+		d, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+		if err != nil {
+			return err
+		}
+		rr.decoders = append(rr.decoders, d)
 	}
+	d0 := rr.decoders[0]
 	var runs [][]*roundJob
 	for i := 0; i < len(list); {
-		n := 1
-		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) {
+		// A run's decoder returns every bad block of its rounds: a few
+		// rounds when they are all bad.
+		n, out := 1, list[i].bad
+		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) &&
+			(out+list[i+n].bad)*rr.g.DataBlockSize <= runOutBytes {
+			out += list[i+n].bad
 			n++
 		}
 		runs = append(runs, list[i:i+n])
@@ -480,15 +572,12 @@ func (rr *repairer) decodeAll(list []*roundJob) error {
 		first error
 		wg    sync.WaitGroup
 	)
-	for w := range min(rr.jobs, len(runs)) {
+	for w := range min(workers, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := d0
+			d := rr.decoders[w]
 			var err error
-			if w > 0 {
-				d, err = fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
-			}
 			h := rr.g.Hash.NewBlockHasher(rr.g.DataBlockSize, rr.g.Salt, rr.g.SaltPosition())
 			for err == nil {
 				mu.Lock()
@@ -527,7 +616,7 @@ func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []
 		return err
 	}
 	for i, j := range run {
-		j.ok, j.failed = map[uint64][]byte{}, map[uint64]string{}
+		j.ok, j.failed = map[uint64][]byte{}, map[uint64]lostWhy{}
 		if err := rr.checkRound(d, h, j, res[i]); err != nil {
 			return err
 		}
@@ -568,7 +657,6 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		}
 	}
 	cur := make([]byte, g.DataBlockSize)
-	reasons := map[string]string{}
 	for m := range j.want {
 		if j.ok[m] != nil {
 			continue
@@ -576,35 +664,66 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
 			return err
 		}
-		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
-		if prev, ok := reasons[why]; ok {
-			why = prev // one copy per distinct reason, however many blocks
-		} else {
-			reasons[why] = why
-		}
-		j.failed[m] = why
+		j.failed[m] = rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
 	}
 	return nil
 }
 
 // lostReason says why block m could not be rebuilt; same: the parity
 // gives back what is on the disk.
-func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) string {
+func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWhy {
 	r, _ := rr.s.p.Round(m)
 	roots := rr.s.roots
 	ref := rr.s.locate(rr.g, m)
 	switch {
 	case res.Failed > 0 && res.Bad > roots:
-		return fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
-			r, res.Bad, roots, roots, roots/2, res.Failed)
+		return lostWhy{reasonRound, fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
+			r, res.Bad, roots, roots, roots/2, res.Failed)}
 	case res.Failed > 0:
-		return fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)
+		return lostWhy{reasonRound, fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)}
 	case same && ref.level == rr.g.Levels-1:
-		return "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?"
+		return lostWhy{code: reasonSameTop}
 	case same:
-		return "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?"
+		return lostWhy{code: reasonSame}
 	}
-	return "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset"
+	return lostWhy{code: reasonMismatch}
+}
+
+// The reasons a block is given up, as codes in its mark.
+const (
+	reasonRound    = 1 + iota // the round's own reason, in roundReason
+	reasonSameTop             // the following are reasonText's
+	reasonSame
+	reasonMismatch
+	reasonOutside
+)
+
+var reasonText = [...]string{
+	reasonSameTop:  "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?",
+	reasonSame:     "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?",
+	reasonMismatch: "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset",
+	reasonOutside:  "outside what the FEC parity covers",
+}
+
+// give gives block m up, for now, for the reason code (text: the round's
+// reason, for reasonRound).
+func (rr *repairer) give(m uint64, code byte, text string) {
+	if code == reasonRound {
+		r, _ := rr.s.p.Round(m)
+		rr.roundReason[r] = text
+	}
+	rr.marks.setReason(m, code)
+	rr.marks.set(m, markGiven)
+}
+
+// reason says why block m was given up.
+func (rr *repairer) reason(m uint64) string {
+	code := rr.marks.reason(m)
+	if code == reasonRound {
+		r, _ := rr.s.p.Round(m)
+		return rr.roundReason[r]
+	}
+	return reasonText[code]
 }
 
 // markIntact records which blocks right under hash block h, which is
@@ -620,7 +739,7 @@ func (rr *repairer) markIntact(h uint64) error {
 	}
 	return rr.forChildren(ref, b, func(m uint64, match bool, off int64) {
 		if match {
-			rr.intact[m] = true
+			rr.marks.set(m, markIntact)
 		}
 	})
 }
@@ -690,9 +809,15 @@ func (rr *repairer) checkChildren(h uint64) error {
 				}
 				return
 			}
-			rr.bad[m] = true
-			rr.found = append(rr.found, &merkle.CorruptionError{Level: c.level, Index: c.index, Offset: uint64(off), Reason: "digest mismatch"})
-			badKids = append(badKids, m)
+			rr.marks.set(m, markBad)
+			if c.level == merkle.DataLevel {
+				rr.foundData++
+			} else {
+				rr.foundHash++
+			}
+			if c.level >= 0 {
+				badKids = append(badKids, m)
+			}
 		})
 		if err != nil {
 			return err
@@ -706,9 +831,9 @@ func (rr *repairer) checkChildren(h uint64) error {
 			work = append(work, todo{ref, b})
 		}
 	}
-	for m := range rr.given {
-		if r, _ := rr.s.p.Round(m); rounds[r] {
-			delete(rr.given, m)
+	for r := range rounds {
+		for m := range rr.roundBlocks(r) {
+			rr.marks.clear(m, markGiven)
 		}
 	}
 	for _, m := range badKids {
@@ -724,9 +849,12 @@ func (rr *repairer) checkChildren(h uint64) error {
 func (rr *repairer) unchecked() (data, hash uint64) {
 	g := rr.g
 	hpb := uint64(g.HashesPerBlock)
-	for m := range rr.bad {
+	for m := g.DataBlocks; m < uint64(len(rr.marks)); m++ {
+		if !rr.marks.has(m, markBad) {
+			continue
+		}
 		ref := rr.s.locate(g, m)
-		if ref.level < 0 || rr.rebuilt.has(m) || !rr.trustedParent(m) {
+		if ref.level < 0 || rr.marks.has(m, markRebuilt) || !rr.trustedParent(m) {
 			continue
 		}
 		lo, hi := ref.index, ref.index+1
@@ -990,7 +1118,8 @@ func describeRef(r blockRef, dataPath, hashPath string) string {
 
 // describeLost names the lost blocks briefly: "data blocks 0, 2 and hash
 // block 5 of level 0", at most ten of them.
-func describeLost(ls []lost) string {
+func (rp *repairPlan) describeLost() string {
+	ls := rp.lost
 	const most = 10
 	var parts []string
 	var data []string
@@ -1012,9 +1141,9 @@ func describeLost(ls []lost) string {
 	} else if len(data) > 1 {
 		parts = append([]string{"data blocks " + joinList(data)}, parts...)
 	}
-	s := fmt.Sprintf("%s (%s", plural(len(ls), "corrupted block"), joinList(parts))
-	if len(ls) > most {
-		s += fmt.Sprintf(" and %d more", len(ls)-most)
+	s := fmt.Sprintf("%s (%s", plural(rp.lostCount, "corrupted block"), joinList(parts))
+	if rp.lostCount > most {
+		s += fmt.Sprintf(" and %d more", rp.lostCount-most)
 	}
 	return s + ")"
 }
@@ -1022,23 +1151,10 @@ func describeLost(ls []lost) string {
 func joinList(s []string) string { return strings.Join(s, ", ") }
 
 // lostReasons returns the distinct reasons, the first two.
-func lostReasons(ls []lost) string {
-	var rs []string
-	for _, l := range ls {
-		if !slices.Contains(rs, l.reason) {
-			rs = append(rs, l.reason)
-		}
-	}
-	s := ""
-	for i, r := range rs {
-		if i == 2 {
-			s += fmt.Sprintf("; and %d other reasons", len(rs)-2)
-			break
-		}
-		if i > 0 {
-			s += "; "
-		}
-		s += r
+func (rp *repairPlan) lostReasons() string {
+	s := strings.Join(rp.reasons, "; ")
+	if rp.reasonCount > len(rp.reasons) {
+		s += fmt.Sprintf("; and %d other reasons", rp.reasonCount-len(rp.reasons))
 	}
 	return s
 }
@@ -1077,10 +1193,13 @@ func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, has
 	}
 	for i, l := range rp.lost {
 		if !more() {
-			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", len(rp.lost)-i)
-			break
+			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", rp.lostCount-i)
+			return
 		}
 		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.ref, dataPath, hashPath), l.reason)
+	}
+	if rp.lostCount > len(rp.lost) {
+		fmt.Fprintf(w, "... and %d more unrecoverable blocks (only the first %d are named)\n", rp.lostCount-len(rp.lost), len(rp.lost))
 	}
 }
 
@@ -1105,7 +1224,8 @@ type repairJSON struct {
 	UnrecoverableCount     int        `json:"unrecoverable_count"`
 	UnrecoverableBlocks    []fecBlock `json:"unrecoverable_blocks"`
 	UnrecoverableUnchecked uint64     `json:"unrecoverable_unchecked_blocks"`
-	// The two lists are capped at --max-problems.
+	// The two lists are capped at --max-problems (and the unrecoverable
+	// blocks at the first 1000).
 	RepairListsTruncated bool `json:"repair_lists_truncated"`
 }
 
@@ -1157,12 +1277,15 @@ func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON
 		}
 		return j
 	}
-	j.UnrecoverableCount, j.UnrecoverableUnchecked = len(rp.lost), rp.unchecked
+	j.UnrecoverableCount, j.UnrecoverableUnchecked = rp.lostCount, rp.unchecked
 	for _, l := range rp.lost {
 		if !room(len(j.UnrecoverableBlocks)) {
 			break
 		}
 		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.ref, l.reason))
+	}
+	if len(j.UnrecoverableBlocks) < rp.lostCount {
+		j.RepairListsTruncated = true // capped at --max-problems, or at lostKept
 	}
 	return j
 }
@@ -1312,5 +1435,39 @@ func (rp *repairPlan) rebuiltBlock(g *merkle.Geometry, level int, index uint64) 
 	if rp == nil {
 		return false
 	}
-	return rp.store.has(msgIndex(g, level, index))
+	return rp.marks.has(msgIndex(g, level, index), markRebuilt)
+}
+
+// blockMarks is what is known of each block of the FEC message (and of
+// every tree block), a byte each: 256 KiB per GiB of 4 KiB blocks, where
+// maps and lists took tens of bytes per corrupted block.
+type blockMarks []byte
+
+const (
+	markBad      byte = 1 << iota // known corrupted
+	markReported                  // found by the first verification
+	markIntact
+	markRebuilt
+	markGiven
+	// The top three bits: the reason code of a given-up block.
+	reasonShift = 5
+)
+
+// newBlockMarks returns marks for the message of s, and for every tree
+// block even past the message.
+func newBlockMarks(g *merkle.Geometry, s *fecSetup) blockMarks {
+	n := s.p.Blocks
+	if g.Levels > 0 {
+		top := g.Levels - 1
+		n = max(n, msgIndex(g, top, g.LevelBlocks[top]-1)+1)
+	}
+	return make(blockMarks, max(n, g.DataBlocks))
+}
+
+func (b blockMarks) has(m uint64, mark byte) bool { return b[m]&mark != 0 }
+func (b blockMarks) set(m uint64, mark byte)      { b[m] |= mark }
+func (b blockMarks) clear(m uint64, mark byte)    { b[m] &^= mark }
+func (b blockMarks) reason(m uint64) byte         { return b[m] >> reasonShift }
+func (b blockMarks) setReason(m uint64, code byte) {
+	b[m] = b[m]&(1<<reasonShift-1) | code<<reasonShift
 }
