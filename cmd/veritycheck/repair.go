@@ -691,8 +691,8 @@ func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWh
 
 // The reasons a block is given up, as codes in its mark.
 const (
-	reasonRound    = 1 + iota // the round's own reason, in roundReason
-	reasonSameTop             // the following are reasonText's
+	reasonRound   = 1 + iota // the round's own reason, in roundReason
+	reasonSameTop            // the following are reasonText's
 	reasonSame
 	reasonMismatch
 	reasonOutside
@@ -886,12 +886,6 @@ type blockStore struct {
 
 func newBlockStore(bs, budget int) *blockStore {
 	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}, spillOff: map[uint64]int64{}}
-}
-
-func (st *blockStore) has(m uint64) bool {
-	_, ok := st.mem[m]
-	_, spilled := st.spillOff[m]
-	return ok || spilled
 }
 
 func (st *blockStore) inMemory(m uint64) bool { _, ok := st.mem[m]; return ok }
