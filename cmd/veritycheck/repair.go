@@ -442,11 +442,18 @@ func (rr *repairer) run() error {
 		// only from the next pass, as if all were decoded at once.
 		var newRebuilt []uint64
 		var batch []uint64
+		wanted := 0
 		for r := uint64(0); r <= rounds; r++ {
 			if r < rounds && pending[r/64]&(1<<(r%64)) != 0 {
 				batch = append(batch, r)
+				for m := range rr.roundBlocks(r) {
+					if rr.checkable(m) {
+						wanted++
+					}
+				}
 			}
-			if len(batch) == roundBatch || r == rounds && len(batch) > 0 {
+			if len(batch) == roundBatch || wanted >= batchBlocks || r == rounds && len(batch) > 0 {
+				wanted = 0
 				done, err := rr.decodeBatch(batch)
 				if err != nil {
 					return err
@@ -472,8 +479,12 @@ func (rr *repairer) run() error {
 	}
 }
 
-// roundBatch is how many rounds are decoded together.
-const roundBatch = 32
+// A batch of rounds decoded together is at most roundBatch rounds (enough
+// for every decoder to have work) and batchBlocks blocks to rebuild.
+const (
+	roundBatch  = 256
+	batchBlocks = 8192
+)
 
 // runOutBytes bounds the rebuilt blocks of a run of rounds decoded at once.
 const runOutBytes = 2 << 20
