@@ -158,7 +158,8 @@ func msgIndex(g *merkle.Geometry, level int, index uint64) uint64 {
 }
 
 // fix is a block to write back: its rebuilt content, checked against the
-// tree. b is nil when the content was spilled to the plan's store.
+// tree. b is nil when the content was spilled to the plan's store (see
+// repairPlan.content).
 type fix struct {
 	ref blockRef
 	b   []byte
@@ -172,8 +173,12 @@ type lost struct {
 
 // repairPlan is what error correction can do for a corrupted image.
 type repairPlan struct {
-	fixes []fix
-	store *blockStore
+	// fixCount blocks are rebuilt: those marked markRebuilt (see eachFix),
+	// their contents in store.
+	fixCount int
+	store    *blockStore
+	s        *fecSetup
+	g        *merkle.Geometry
 	// header is the canonical superblock area (the superblock encoded from
 	// its own fields, then zeros up to the tree), when it differs from the
 	// disk in headerBytes bytes. FEC does not cover it.
@@ -198,11 +203,37 @@ type repairPlan struct {
 	uncheckedData, uncheckedHash uint64
 }
 
-// lostKept is how many unrecoverable blocks a plan names; the rest are
-// counted.
+// lostKept is how many unrecoverable blocks a plan names, and how many
+// repairable ones the JSON report lists; the rest are counted.
 var lostKept = 1000
 
 func (rp *repairPlan) whole() bool { return rp.lostCount == 0 }
+
+// eachFix calls fn for each rebuilt block, in message order: DATA's blocks
+// by offset, then the hash device's; until fn returns false.
+func (rp *repairPlan) eachFix(fn func(fix) bool) {
+	for m := range uint64(len(rp.marks)) {
+		if !rp.marks.has(m, markRebuilt) {
+			continue
+		}
+		fx := fix{ref: rp.s.locate(rp.g, m)}
+		if rp.store.inMemory(m) {
+			fx.b, _ = rp.store.get(m)
+		}
+		if !fn(fx) {
+			return
+		}
+	}
+}
+
+// content returns the rebuilt content of fx, read into buf when it was
+// spilled.
+func (rp *repairPlan) content(fx fix, buf []byte) ([]byte, error) {
+	if fx.b != nil {
+		return fx.b, nil
+	}
+	return buf, rp.store.read(fx.ref.msg, buf)
+}
 
 func (rp *repairPlan) close() {
 	if rp != nil {
@@ -273,7 +304,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 	}
 	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: g.FECMessage(s.p, data, hash), root: root, jobs: jobs,
 		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
-	rp.store, rp.marks = rr.rebuilt, marks
+	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
 	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
 		if marks.has(m, markBad) {
 			if err := rr.markIntact(m); err != nil {
@@ -291,13 +322,8 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		if !marks.has(m, markBad) {
 			continue
 		}
-		ref := s.locate(g, m)
 		if marks.has(m, markRebuilt) {
-			fx := fix{ref: ref}
-			if rr.rebuilt.inMemory(m) {
-				fx.b, _ = rr.rebuilt.get(m)
-			}
-			rp.fixes = append(rp.fixes, fx)
+			rp.fixCount++
 			continue
 		}
 		if !rr.trustedParent(m) {
@@ -313,7 +339,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		}
 		rp.lostCount++
 		if len(rp.lost) < lostKept {
-			rp.lost = append(rp.lost, lost{ref: ref, reason: reason})
+			rp.lost = append(rp.lost, lost{ref: s.locate(g, m), reason: reason})
 		}
 	}
 	rp.uncheckedData, rp.uncheckedHash = rr.unchecked()
@@ -324,7 +350,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 // rebuildBudget is how much rebuilt content is kept in memory; the rest
 // goes to a temporary file, so that any amount of damage repairs in
 // bounded memory.
-var rebuildBudget = 16 << 20 // a variable for the tests
+var rebuildBudget = 2 << 20 // a variable for the tests
 
 // parentOf returns the parent hash block of message block m as a message
 // block (ok false for the top block, or a data block without a tree: their
@@ -452,7 +478,7 @@ func (rr *repairer) run() error {
 					}
 				}
 			}
-			if len(batch) == roundBatch || wanted >= batchBlocks || r == rounds && len(batch) > 0 {
+			if len(batch) == roundBatch || wanted*rr.g.DataBlockSize >= batchBytes || r == rounds && len(batch) > 0 {
 				wanted = 0
 				done, err := rr.decodeBatch(batch)
 				if err != nil {
@@ -480,14 +506,27 @@ func (rr *repairer) run() error {
 }
 
 // A batch of rounds decoded together is at most roundBatch rounds (enough
-// for every decoder to have work) and batchBlocks blocks to rebuild.
+// for every decoder to have work) and batchBytes of blocks to rebuild (held
+// until the batch is done).
 const (
-	roundBatch  = 256
-	batchBlocks = 8192
+	roundBatch = 256
+	batchBytes = 2 << 20
 )
 
-// runOutBytes bounds the rebuilt blocks of a run of rounds decoded at once.
-const runOutBytes = 2 << 20
+// runWorkBytes bounds what a run of rounds decoded at once allocates (see
+// runWork).
+const runWorkBytes = 1 << 20
+
+// runWork is about what decoding round j allocates: its bad blocks, and
+// when they are few enough to be erasures, up to two tables of 6 KiB per
+// root (fec's erasure solvers).
+func (rr *repairer) runWork(j *roundJob) int {
+	work := j.bad * rr.g.DataBlockSize
+	if j.bad > 0 && j.bad <= rr.s.roots {
+		work += 2 * rr.s.roots * 6 << 10
+	}
+	return work
+}
 
 // maxDecoders bounds the rounds decoded at once, whatever --jobs says: a
 // decoder holds 8 MiB of message, and as much again of rebuilt blocks when
@@ -566,12 +605,13 @@ func (rr *repairer) decodeAll(list []*roundJob) error {
 	d0 := rr.decoders[0]
 	var runs [][]*roundJob
 	for i := 0; i < len(list); {
-		// A run's decoder returns every bad block of its rounds: a few
-		// rounds when they are all bad.
-		n, out := 1, list[i].bad
+		// A run's decoder returns every bad block of its rounds, and
+		// makes tables for their erasures: a few rounds when they are all
+		// bad, or many roots.
+		n, work := 1, rr.runWork(list[i])
 		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) &&
-			(out+list[i+n].bad)*rr.g.DataBlockSize <= runOutBytes {
-			out += list[i+n].bad
+			work+rr.runWork(list[i+n]) <= runWorkBytes {
+			work += rr.runWork(list[i+n])
 			n++
 		}
 		runs = append(runs, list[i:i+n])
@@ -886,17 +926,18 @@ func (rr *repairer) unchecked() (data, hash uint64) {
 }
 
 // blockStore keeps rebuilt blocks: in memory up to a budget, the rest in
-// an unlinked temporary file.
+// an unlinked temporary file, each at its message block's place (a sparse
+// file: no index to grow with the blocks). The repairer's marks say which
+// blocks it holds.
 type blockStore struct {
-	bs       int
-	budget   int
-	mem      map[uint64][]byte
-	spill    *os.File
-	spillOff map[uint64]int64
+	bs     int
+	budget int
+	mem    map[uint64][]byte
+	spill  *os.File
 }
 
 func newBlockStore(bs, budget int) *blockStore {
-	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}, spillOff: map[uint64]int64{}}
+	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}}
 }
 
 func (st *blockStore) inMemory(m uint64) bool { _, ok := st.mem[m]; return ok }
@@ -914,71 +955,36 @@ func (st *blockStore) put(m uint64, b []byte) error {
 		os.Remove(f.Name()) // the open file stays usable, and goes away with it
 		st.spill = f
 	}
-	off := int64(len(st.spillOff)) * int64(st.bs)
-	if _, err := st.spill.WriteAt(b, off); err != nil {
+	if _, err := st.spill.WriteAt(b, int64(m)*int64(st.bs)); err != nil {
 		return fmt.Errorf("keeping rebuilt blocks in a temporary file: %w", err)
 	}
-	st.spillOff[m] = off
 	return nil
 }
 
+// get returns rebuilt block m (which must have been put).
 func (st *blockStore) get(m uint64) ([]byte, error) {
 	if b, ok := st.mem[m]; ok {
 		return b, nil
 	}
-	off, ok := st.spillOff[m]
-	if !ok {
-		return nil, fmt.Errorf("internal error: block %d was not rebuilt", m)
-	}
 	b := make([]byte, st.bs)
-	if err := readFull(st.spill, b, off); err != nil {
-		return nil, fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+	return b, st.read(m, b)
+}
+
+// read reads spilled block m into b.
+func (st *blockStore) read(m uint64, b []byte) error {
+	if st.spill == nil {
+		return fmt.Errorf("internal error: block %d was not rebuilt", m)
 	}
-	return b, nil
+	if err := readFull(st.spill, b, int64(m)*int64(st.bs)); err != nil {
+		return fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+	}
+	return nil
 }
 
 func (st *blockStore) close() {
 	if st != nil && st.spill != nil {
 		st.spill.Close()
 	}
-}
-
-// write writes the repair through writeOut, in parts that fit in memory
-// when rebuilt blocks were spilled to the store's temporary file: each part
-// is written (and synced) before the next is loaded. The superblock area
-// goes with the last part.
-func (rp *repairPlan) write(writeOut func(part *repairPlan) error) error {
-	if len(rp.store.spillOff) == 0 {
-		return writeOut(rp)
-	}
-	fixes := slices.Clone(rp.fixes)
-	slices.SortStableFunc(fixes, func(a, b fix) int {
-		if a.ref.inHash != b.ref.inHash {
-			if a.ref.inHash {
-				return 1
-			}
-			return -1
-		}
-		return compareInt64(int64(a.ref.off), int64(b.ref.off))
-	})
-	per := max(1, rp.store.budget/rp.store.bs)
-	for i := 0; i < len(fixes); i += per {
-		part := &repairPlan{fixes: slices.Clone(fixes[i:min(i+per, len(fixes))])}
-		for k := range part.fixes {
-			b, err := rp.store.get(part.fixes[k].ref.msg)
-			if err != nil {
-				return err
-			}
-			part.fixes[k].b = b
-		}
-		if i+per >= len(fixes) {
-			part.header, part.headerBytes = rp.header, rp.headerBytes
-		}
-		if err := writeOut(part); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func readFull(r io.ReaderAt, b []byte, off int64) error {
@@ -1018,30 +1024,32 @@ func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, 
 			return fmt.Errorf("%w; nothing was written", err)
 		}
 	}
-	fixes := slices.Clone(rp.fixes)
-	slices.SortStableFunc(fixes, func(a, b fix) int {
-		if a.ref.inHash != b.ref.inHash {
-			if a.ref.inHash {
-				return 1
-			}
-			return -1
-		}
-		return compareInt64(int64(a.ref.off), int64(b.ref.off))
-	})
 	written := 0
 	fail := func(what string, err error) error {
 		return cli.Errorf("the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left",
-			"writing the repair into %s: %v (%d of %d blocks written)", what, cli.UnwrapPath(err), written, len(fixes))
+			"writing the repair into %s: %v (%d of %d blocks written)", what, cli.UnwrapPath(err), written, rp.fixCount)
 	}
-	for _, fx := range fixes {
+	// In message order: DATA's blocks by offset, then the tree's.
+	buf := make([]byte, g.DataBlockSize)
+	var werr error
+	rp.eachFix(func(fx fix) bool {
+		var b []byte
+		if b, werr = rp.content(fx, buf); werr != nil {
+			return false
+		}
 		f, what := dataOut, "DATA "+dataPath
 		if fx.ref.inHash {
 			f, what = hashOut, "HASH "+hashPath
 		}
-		if _, err := f.WriteAt(fx.b, int64(fx.ref.off)); err != nil {
-			return fail(what, err)
+		if _, werr = f.WriteAt(b, int64(fx.ref.off)); werr != nil {
+			werr = fail(what, werr)
+			return false
 		}
 		written++
+		return true
+	})
+	if werr != nil {
+		return werr
 	}
 	if rp.header != nil {
 		if _, err := hashOut.WriteAt(rp.header, int64(g.HashOffset)); err != nil {
@@ -1063,8 +1071,8 @@ func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, 
 // superblock bytes".
 func (rp *repairPlan) count() string {
 	var parts []string
-	if len(rp.fixes) > 0 {
-		parts = append(parts, plural(len(rp.fixes), "block"))
+	if rp.fixCount > 0 {
+		parts = append(parts, plural(rp.fixCount, "block"))
 	}
 	if rp.headerBytes > 0 {
 		parts = append(parts, plural(int(rp.headerBytes), "superblock byte"))
@@ -1075,9 +1083,10 @@ func (rp *repairPlan) count() string {
 // files names the files a whole repair writes to.
 func (rp *repairPlan) files(dataPath, hashPath string) string {
 	inData, inHash := false, rp.headerBytes > 0
-	for _, fx := range rp.fixes {
+	rp.eachFix(func(fx fix) bool {
 		inData, inHash = inData || !fx.ref.inHash, inHash || fx.ref.inHash
-	}
+		return !inData || !inHash
+	})
 	switch {
 	case dataPath == hashPath || !inHash:
 		return dataPath
@@ -1090,12 +1099,12 @@ func (rp *repairPlan) files(dataPath, hashPath string) string {
 // describe says how a whole repair fixes things.
 func (rp *repairPlan) describe(fecPath string) string {
 	var parts []string
-	switch len(rp.fixes) {
+	switch rp.fixCount {
 	case 0:
 	case 1:
 		parts = append(parts, "1 block rebuilt from the FEC parity in "+fecPath+" matches the tree")
 	default:
-		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", len(rp.fixes), fecPath))
+		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", rp.fixCount, fecPath))
 	}
 	if rp.headerBytes > 0 {
 		parts = append(parts, plural(int(rp.headerBytes), "superblock byte")+" restored from the superblock's own fields")
@@ -1180,13 +1189,16 @@ func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, has
 		return true
 	}
 	if rp.whole() {
-		for i, fx := range rp.fixes {
+		i := 0
+		rp.eachFix(func(fx fix) bool {
 			if !more() {
-				fmt.Fprintf(w, "... and %d more %s blocks\n", len(rp.fixes)-i, verb)
-				break
+				fmt.Fprintf(w, "... and %d more %s blocks\n", rp.fixCount-i, verb)
+				return false
 			}
 			fmt.Fprintf(w, "%s: %s: rebuilt from the FEC parity in %s, matches the tree\n", verb, describeRef(fx.ref, dataPath, hashPath), fecPath)
-		}
+			i++
+			return true
+		})
 		if rp.headerBytes > 0 {
 			fmt.Fprintf(w, "%s: superblock area of %s: %s restored from the superblock's own fields (the FEC parity does not cover the superblock)\n",
 				verb, hashPath, plural(int(rp.headerBytes), "byte"))
@@ -1229,8 +1241,7 @@ type repairJSON struct {
 	UnrecoverableCount     int        `json:"unrecoverable_count"`
 	UnrecoverableBlocks    []fecBlock `json:"unrecoverable_blocks"`
 	UnrecoverableUnchecked uint64     `json:"unrecoverable_unchecked_blocks"`
-	// The two lists are capped at --max-problems (and the unrecoverable
-	// blocks at the first 1000).
+	// The two lists are capped at --max-problems, and at 1000 blocks.
 	RepairListsTruncated bool `json:"repair_lists_truncated"`
 }
 
@@ -1273,13 +1284,18 @@ func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON
 		return true
 	}
 	if rp.whole() {
-		j.RepairableCount, j.SuperblockBytes = len(rp.fixes), rp.headerBytes
-		for _, fx := range rp.fixes {
+		j.RepairableCount, j.SuperblockBytes = rp.fixCount, rp.headerBytes
+		rp.eachFix(func(fx fix) bool {
 			if !room(len(j.RepairableBlocks)) {
-				break
+				return false
+			}
+			if len(j.RepairableBlocks) == lostKept {
+				j.RepairListsTruncated = true
+				return false
 			}
 			j.RepairableBlocks = append(j.RepairableBlocks, toFECBlock(fx.ref, ""))
-		}
+			return true
+		})
 		return j
 	}
 	j.UnrecoverableCount, j.UnrecoverableUnchecked = rp.lostCount, rp.unchecked
@@ -1355,10 +1371,13 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 		}
 		return ok, nil
 	}
-	for _, fx := range rp.fixes {
-		if _, err := check(fx.ref.msg); err != nil {
-			return nil, err
-		}
+	var err error
+	rp.eachFix(func(fx fix) bool {
+		_, err = check(fx.ref.msg)
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if rp.header != nil {
 		b := make([]byte, len(rp.header))

@@ -437,7 +437,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			if err := ctx.Err(); err != nil {
 				return cli.ExitError, err
 			}
-			if err := rp.write(func(part *repairPlan) error { return writeRepair(g, part, dataPath, hashPath, inPlace) }); err != nil {
+			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
 				return cli.ExitError, err
 			}
 			if after, err = verifyWritten(ctx, g, parity, src.R, hashFile, root, rp); err != nil {
