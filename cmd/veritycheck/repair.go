@@ -242,23 +242,12 @@ func (rp *repairPlan) close() {
 }
 
 // updateReport puts what the repair found under the corrupted hash blocks
-// into rep: the corrupted blocks it located there, and what is left
-// unchecked.
-// (eachProblem lists them from the marks).
+// into rep: the counts of the corrupted blocks it located there (which
+// eachProblem lists from the marks), and what is left unchecked.
 func (rp *repairPlan) updateReport(rep *merkle.VerifyReport) {
 	rep.CorruptDataBlocks += rp.foundData
 	rep.CorruptHashBlocks += rp.foundHash
 	rep.UncheckedDataBlocks, rep.UncheckedHashBlocks = rp.uncheckedData, rp.uncheckedHash
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // repairer works out the repair: top down, it rebuilds the corrupted
