@@ -278,6 +278,10 @@ type repairer struct {
 	// rebuilt hash blocks.
 	foundData, foundHash uint64
 	decoders             []*fec.RoundDecoder
+	// fresh lists the blocks rebuilt in this pass; mu guards it and
+	// rebuilt while rounds are decoded.
+	mu    sync.Mutex
+	fresh []uint64
 }
 
 // planRepair works out, without writing anything, how to make the image
@@ -455,7 +459,6 @@ func (rr *repairer) run() error {
 		// A batch of rounds at a time, so that the digests wanted and the
 		// parent blocks read for them stay few; what is rebuilt counts
 		// only from the next pass, as if all were decoded at once.
-		var newRebuilt []uint64
 		var batch []uint64
 		wanted := 0
 		for r := uint64(0); r <= rounds; r++ {
@@ -467,18 +470,18 @@ func (rr *repairer) run() error {
 					}
 				}
 			}
-			if len(batch) == roundBatch || wanted*rr.g.DataBlockSize >= batchBytes || r == rounds && len(batch) > 0 {
+			if len(batch) == roundBatch || wanted >= batchBlocks || r == rounds && len(batch) > 0 {
 				wanted = 0
-				done, err := rr.decodeBatch(batch)
-				if err != nil {
+				if err := rr.decodeBatch(batch); err != nil {
 					return err
 				}
-				newRebuilt = append(newRebuilt, done...)
 				batch = batch[:0]
 			}
 		}
 		var newHash []uint64
-		for _, m := range newRebuilt {
+		fresh := rr.fresh
+		rr.fresh = nil
+		for _, m := range fresh {
 			rr.marks.set(m, markRebuilt)
 			if rr.s.locate(rr.g, m).level >= 0 {
 				newHash = append(newHash, m)
@@ -494,12 +497,12 @@ func (rr *repairer) run() error {
 	}
 }
 
-// A batch of rounds decoded together is at most roundBatch rounds (enough
-// for every decoder to have work) and batchBytes of blocks to rebuild (held
-// until the batch is done).
+// A batch of rounds decoded together is at most roundBatch rounds and
+// batchBlocks blocks to rebuild: their digests, and the parent blocks
+// holding them, are kept until the batch is done.
 const (
-	roundBatch = 256
-	batchBytes = 2 << 20
+	roundBatch  = 1024
+	batchBlocks = 16384
 )
 
 // runWorkBytes bounds what a run of rounds decoded at once allocates (see
@@ -539,10 +542,9 @@ func (rr *repairer) roundBlocks(r uint64) func(yield func(uint64) bool) {
 	}
 }
 
-// decodeBatch decodes the rounds of batch (sorted), keeps the blocks that
-// match their digests in the store and returns them, and gives up the
-// others.
-func (rr *repairer) decodeBatch(batch []uint64) ([]uint64, error) {
+// decodeBatch decodes the rounds of batch (sorted): the blocks that match
+// their digests go to the store (and rr.fresh), the others are given up.
+func (rr *repairer) decodeBatch(batch []uint64) error {
 	cache := map[uint64][]byte{}
 	var list []*roundJob
 	for _, r := range batch {
@@ -556,28 +558,21 @@ func (rr *repairer) decodeBatch(batch []uint64) ([]uint64, error) {
 			}
 			want, err := rr.expected(m, cache)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			j.want[m] = want
 		}
 		list = append(list, j)
 	}
 	if err := rr.decodeAll(list); err != nil {
-		return nil, err
+		return err
 	}
-	var done []uint64
 	for _, j := range list {
-		for _, m := range slices.Sorted(maps.Keys(j.ok)) {
-			if err := rr.rebuilt.put(m, j.ok[m]); err != nil {
-				return nil, err
-			}
-			done = append(done, m)
-		}
 		for m, why := range j.failed {
 			rr.give(m, why.code, why.text)
 		}
 	}
-	return done, nil
+	return nil
 }
 
 // decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
@@ -660,6 +655,20 @@ func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []
 		if err := rr.checkRound(d, h, j, res[i]); err != nil {
 			return err
 		}
+		// Stored now rather than when the batch is done: memory holds
+		// only the runs being decoded.
+		rr.mu.Lock()
+		for _, m := range slices.Sorted(maps.Keys(j.ok)) {
+			if err = rr.rebuilt.put(m, j.ok[m]); err != nil {
+				break
+			}
+			rr.fresh = append(rr.fresh, m)
+		}
+		rr.mu.Unlock()
+		j.ok = nil
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -697,6 +706,7 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		}
 	}
 	cur := make([]byte, g.DataBlockSize)
+	roundText := ""
 	for m := range j.want {
 		if j.ok[m] != nil {
 			continue
@@ -704,7 +714,14 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
 			return err
 		}
-		j.failed[m] = rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
+		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
+		if why.code == reasonRound {
+			if roundText == "" {
+				roundText = why.text
+			}
+			why.text = roundText // one copy per round, however many blocks
+		}
+		j.failed[m] = why
 	}
 	return nil
 }
