@@ -343,7 +343,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 // rebuildBudget is how much rebuilt content is kept in memory; the rest
 // goes to a temporary file, so that any amount of damage repairs in
 // bounded memory.
-var rebuildBudget = 2 << 20 // a variable for the tests
+var rebuildBudget = 1 << 20 // a variable for the tests
 
 // parentOf returns the parent hash block of message block m as a message
 // block (ok false for the top block, or a data block without a tree: their
@@ -502,12 +502,12 @@ func (rr *repairer) run() error {
 // holding them, are kept until the batch is done.
 const (
 	roundBatch  = 1024
-	batchBlocks = 16384
+	batchBlocks = 4096
 )
 
 // runWorkBytes bounds what a run of rounds decoded at once allocates (see
 // runWork).
-const runWorkBytes = 1 << 20
+const runWorkBytes = 512 << 10
 
 // runWork is about what decoding round j allocates: its bad blocks, and
 // when they are few enough to be erasures, up to two tables of 6 KiB per
