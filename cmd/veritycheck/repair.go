@@ -521,9 +521,11 @@ func (rr *repairer) runWork(j *roundJob) int {
 }
 
 // maxDecoders bounds the rounds decoded at once, whatever --jobs says: a
-// decoder holds 8 MiB of message, and as much again of rebuilt blocks when
-// its rounds are all corrupted.
-const maxDecoders = 2
+// decoder holds 8 MiB of message (fec's runBytes), and with the garbage
+// collector's headroom a second one took an image overwritten whole to 61
+// MiB of RSS. The 2,020-block repair of bench/repair.sh is as fast with
+// one (its decoding is a small part of it).
+const maxDecoders = 1
 
 // checkable reports whether m is a corrupted block to rebuild now: not
 // rebuilt, not given up, and its digest trusted.
@@ -575,7 +577,7 @@ func (rr *repairer) decodeBatch(batch []uint64) error {
 	return nil
 }
 
-// decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
+// decodeAll decodes the rounds of list (sorted) on up to maxDecoders goroutines,
 // consecutive rounds together: their blocks are next to each other.
 func (rr *repairer) decodeAll(list []*roundJob) error {
 	workers := min(rr.jobs, maxDecoders)
