@@ -17,6 +17,10 @@ type VerifyOptions struct {
 	// MaxProblems caps the problems listed in the report (the counts are
 	// always complete); 0 means 100, negative means no cap.
 	MaxProblems int
+	// OnProblem, if set, is called with every problem, capped or not, in
+	// the order of the report, from one goroutine: a caller can stream
+	// them instead of holding a list that grows with the damage.
+	OnProblem func(*CorruptionError)
 	// Runs, if set, lists runs of data blocks whose content the caller
 	// knows, as in BuildOptions.Runs (holes of a sparse file, say): they
 	// are checked against the tree as that content, without being read.
@@ -50,7 +54,10 @@ func (r *VerifyReport) OK() bool {
 	return r.CorruptHeaderBytes == 0 && r.CorruptHashBlocks == 0 && r.CorruptDataBlocks == 0
 }
 
-func (r *VerifyReport) add(max int, p *CorruptionError) {
+func (r *VerifyReport) add(max int, onProblem func(*CorruptionError), p *CorruptionError) {
+	if onProblem != nil {
+		onProblem(p)
+	}
 	if max >= 0 && len(r.Problems) >= max {
 		r.Truncated = true
 		return
@@ -77,7 +84,7 @@ func Verify(ctx context.Context, g *Geometry, data, hash io.ReaderAt, root []byt
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{g: g, hash: hash, root: root, rep: &VerifyReport{}, max: opts.MaxProblems,
+	v := &verifier{g: g, hash: hash, root: root, rep: &VerifyReport{}, max: opts.MaxProblems, onProblem: opts.OnProblem,
 		h: newLevelHasher(g, opts.Jobs)}
 	if v.max == 0 {
 		v.max = 100
@@ -103,6 +110,8 @@ type verifier struct {
 	rep  *VerifyReport
 	max  int
 	h    *levelHasher
+	// onProblem is VerifyOptions.OnProblem.
+	onProblem func(*CorruptionError)
 	// untrusted marks the blocks of the level checked last whose content
 	// cannot be trusted: corrupted, or under a corrupted block.
 	untrusted bitmap
@@ -148,7 +157,7 @@ func (v *verifier) checkHeader() error {
 				reason = "non-zero reserved or padding byte in the superblock"
 			}
 			v.rep.CorruptHeaderBytes++
-			v.rep.add(v.max, &CorruptionError{Level: HeaderLevel, Offset: g.HashOffset + uint64(i), Reason: reason})
+			v.rep.add(v.max, v.onProblem, &CorruptionError{Level: HeaderLevel, Offset: g.HashOffset + uint64(i), Reason: reason})
 		}
 	}
 	return nil
@@ -250,7 +259,7 @@ func (v *verifier) checkTree(ctx context.Context) error {
 					}
 					untrusted.set(idx)
 					v.rep.CorruptHashBlocks++
-					v.rep.add(v.max, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
+					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
 				}
 			}
 			i += n
@@ -318,7 +327,7 @@ func (v *verifier) checkData(ctx context.Context, data io.ReaderAt, runs []known
 					v.rep.RootMismatch = true
 				}
 				v.rep.CorruptDataBlocks++
-				v.rep.add(v.max, &CorruptionError{Level: DataLevel, Index: idx, Offset: idx * uint64(g.DataBlockSize), Reason: reason})
+				v.rep.add(v.max, v.onProblem, &CorruptionError{Level: DataLevel, Index: idx, Offset: idx * uint64(g.DataBlockSize), Reason: reason})
 			}
 		}
 		if opts.Progress != nil {

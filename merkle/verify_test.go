@@ -192,3 +192,39 @@ func TestVerifyShortHashDevice(t *testing.T) {
 		t.Fatal("short root accepted")
 	}
 }
+
+// TestVerifyOnProblem: the callback sees every problem in order, past the
+// cap, so that a caller can stream them in bounded memory.
+func TestVerifyOnProblem(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	p := Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 512, HashBlockSize: 4096, DataBlocks: 1000, Superblock: true}
+	bt := buildRandom(t, rng, p)
+	bt.hash.b[bt.g.HashOffset+SuperblockSize+3] = 1 // the zero gap after the superblock
+	bt.hash.b[bt.g.BlockOffset(0, 1)] ^= 1
+	for i := uint64(0); i < 1000; i += 2 {
+		bt.data.b[i*512] ^= 0x40
+	}
+	var seen []*CorruptionError
+	rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: 2, MaxProblems: 3,
+		OnProblem: func(e *CorruptionError) { seen = append(seen, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := rep.CorruptHeaderBytes + rep.CorruptHashBlocks + rep.CorruptDataBlocks
+	if len(rep.Problems) != 3 || !rep.Truncated || uint64(len(seen)) != total || total < 400 {
+		t.Fatalf("listed %d, truncated %v, seen %d of %d", len(rep.Problems), rep.Truncated, len(seen), total)
+	}
+	for i, pr := range rep.Problems {
+		if seen[i] != pr {
+			t.Fatalf("problem %d: listed %v, called with %v", i, pr, seen[i])
+		}
+	}
+	if seen[0].Level != HeaderLevel || seen[1].Level != 0 || seen[1].Index != 1 || seen[len(seen)-1].Level != DataLevel {
+		t.Fatalf("order: %v, %v, ..., %v", seen[0], seen[1], seen[len(seen)-1])
+	}
+	for i := 3; i < len(seen); i++ {
+		if seen[i-1].Level == DataLevel && seen[i].Index <= seen[i-1].Index {
+			t.Fatalf("data problems out of order: %v then %v", seen[i-1], seen[i])
+		}
+	}
+}

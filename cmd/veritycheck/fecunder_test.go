@@ -88,7 +88,7 @@ func TestFECLocatesUnderRebuiltHashBlock(t *testing.T) {
 }
 
 // TestFECRepairSpills: with a budget of one block in memory, the rebuilt
-// blocks go to a temporary file and are written back in parts; the repair
+// blocks go to a temporary file and are written back from it; the repair
 // is the same.
 func TestFECRepairSpills(t *testing.T) {
 	vsPath(t)

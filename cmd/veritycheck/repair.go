@@ -162,7 +162,8 @@ func msgIndex(g *merkle.Geometry, level int, index uint64) uint64 {
 }
 
 // fix is a block to write back: its rebuilt content, checked against the
-// tree. b is nil when the content was spilled to the plan's store.
+// tree. b is nil when the content was spilled to the plan's store (see
+// repairPlan.content).
 type fix struct {
 	ref blockRef
 	b   []byte
@@ -176,26 +177,67 @@ type lost struct {
 
 // repairPlan is what error correction can do for a corrupted image.
 type repairPlan struct {
-	fixes []fix
-	store *blockStore
+	// fixCount blocks are rebuilt: those marked markRebuilt (see eachFix),
+	// their contents in store.
+	fixCount int
+	store    *blockStore
+	s        *fecSetup
+	g        *merkle.Geometry
 	// header is the canonical superblock area (the superblock encoded from
 	// its own fields, then zeros up to the tree), when it differs from the
 	// disk in headerBytes bytes. FEC does not cover it.
 	header      []byte
 	headerBytes uint64
-	// lost lists what cannot be recovered; empty when the repair makes the
-	// image whole. unchecked counts the blocks under lost hash blocks.
-	lost      []lost
-	unchecked uint64
-	// found lists the corrupted blocks found under rebuilt hash blocks,
-	// which the first verification could not check; checked counts the
-	// blocks under them that could then be checked, uncheckedData and
-	// uncheckedHash those that still cannot.
-	found                        []*merkle.CorruptionError
+	// lost lists the first lostKept of the lostCount blocks that cannot be
+	// recovered (none when the repair makes the image whole); reasons the
+	// first two of their reasonCount distinct reasons. unchecked counts
+	// the blocks under lost hash blocks.
+	lost        []lost
+	lostCount   int
+	reasons     []string
+	reasonCount int
+	unchecked   uint64
+	// marks: what is known of each message block, among it the corrupted
+	// blocks found under rebuilt hash blocks, which the first verification
+	// could not check (foundData and foundHash count them);
+	// uncheckedData and uncheckedHash count the blocks that still cannot be
+	// checked.
+	marks                        blockMarks
+	foundData, foundHash         uint64
 	uncheckedData, uncheckedHash uint64
 }
 
-func (rp *repairPlan) whole() bool { return len(rp.lost) == 0 }
+// lostKept is how many unrecoverable blocks a plan names, and how many
+// repairable ones the JSON report lists; the rest are counted.
+var lostKept = 1000
+
+func (rp *repairPlan) whole() bool { return rp.lostCount == 0 }
+
+// eachFix calls fn for each rebuilt block, in message order: DATA's blocks
+// by offset, then the hash device's; until fn returns false.
+func (rp *repairPlan) eachFix(fn func(fix) bool) {
+	for m := range uint64(len(rp.marks)) {
+		if !rp.marks.has(m, markRebuilt) {
+			continue
+		}
+		fx := fix{ref: rp.s.locate(rp.g, m)}
+		if rp.store.inMemory(m) {
+			fx.b, _ = rp.store.get(m)
+		}
+		if !fn(fx) {
+			return
+		}
+	}
+}
+
+// content returns the rebuilt content of fx, read into buf when it was
+// spilled.
+func (rp *repairPlan) content(fx fix, buf []byte) ([]byte, error) {
+	if fx.b != nil {
+		return fx.b, nil
+	}
+	return buf, rp.store.read(fx.ref.msg, buf)
+}
 
 func (rp *repairPlan) close() {
 	if rp != nil {
@@ -204,45 +246,12 @@ func (rp *repairPlan) close() {
 }
 
 // updateReport puts what the repair found under the corrupted hash blocks
-// into rep: the corrupted blocks it located there, and what is left
-// unchecked.
+// into rep: the counts of the corrupted blocks it located there (which
+// eachProblem lists from the marks), and what is left unchecked.
 func (rp *repairPlan) updateReport(rep *merkle.VerifyReport) {
-	for _, pr := range rp.found {
-		rep.Problems = append(rep.Problems, pr)
-		if pr.Level == merkle.DataLevel {
-			rep.CorruptDataBlocks++
-		} else {
-			rep.CorruptHashBlocks++
-		}
-	}
-	// The first verification's order: superblock area, the tree from the
-	// top down, then the data.
-	rank := func(p *merkle.CorruptionError) int {
-		switch p.Level {
-		case merkle.HeaderLevel:
-			return -1 << 30
-		case merkle.DataLevel:
-			return 1 << 30
-		}
-		return -p.Level
-	}
-	slices.SortStableFunc(rep.Problems, func(a, b *merkle.CorruptionError) int {
-		if c := rank(a) - rank(b); c != 0 {
-			return c
-		}
-		return compareInt64(int64(a.Offset), int64(b.Offset))
-	})
+	rep.CorruptDataBlocks += rp.foundData
+	rep.CorruptHashBlocks += rp.foundHash
 	rep.UncheckedDataBlocks, rep.UncheckedHashBlocks = rp.uncheckedData, rp.uncheckedHash
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // repairer works out the repair: top down, it rebuilds the corrupted
@@ -259,24 +268,31 @@ type repairer struct {
 	msg        io.ReaderAt
 	root       []byte
 	jobs       int
-	// bad: message blocks known corrupted. intact: blocks right under a
-	// corrupted hash block that match their digest in it (a corrupted
-	// block cannot vouch for them, but those that match it were not
-	// touched; the others are the suspects). rebuilt: their verified
-	// contents. given: bad blocks given up for now, with the reason;
-	// retried when what is known of their round changes.
-	bad     map[uint64]bool
-	intact  map[uint64]bool
-	rebuilt *blockStore
-	given   map[uint64]string
-	found   []*merkle.CorruptionError
+	// marks: per message block, markBad: known corrupted. markIntact:
+	// right under a corrupted hash block and matching its digest in it (a
+	// corrupted block cannot vouch for them, but those that match it were
+	// not touched; the others are the suspects). markRebuilt: rebuilt and
+	// verified, its contents in rebuilt. markGiven: given up for now, the
+	// reason in the mark's reason code (and roundReason); retried when
+	// what is known of its round changes.
+	marks       blockMarks
+	rebuilt     *blockStore
+	roundReason map[uint64]string
+	// foundData and foundHash count the corrupted blocks found under
+	// rebuilt hash blocks.
+	foundData, foundHash uint64
+	decoders             []*fec.RoundDecoder
+	// fresh lists the blocks rebuilt in this pass; mu guards it and
+	// rebuilt while rounds are decoded.
+	mu    sync.Mutex
+	fresh []uint64
 }
 
 // planRepair works out, without writing anything, how to make the image
 // whole from the parity (see repairer). The blocks under a corrupted hash
 // block that cannot be rebuilt stay unchecked.
 func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
-	rep *merkle.VerifyReport, jobs int) (*repairPlan, error) {
+	rep *merkle.VerifyReport, marks blockMarks, jobs int) (*repairPlan, error) {
 	rp := &repairPlan{}
 	if rep.CorruptHeaderBytes > 0 {
 		rp.header = make([]byte, g.TreeOffset()-g.HashOffset)
@@ -284,37 +300,44 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
 	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: g.FECMessage(s.p, data, hash), root: root, jobs: jobs,
-		bad: map[uint64]bool{}, intact: map[uint64]bool{}, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), given: map[uint64]string{}}
-	rp.store = rr.rebuilt
-	for _, pr := range rep.Problems {
-		if pr.Level != merkle.HeaderLevel {
-			rr.bad[msgIndex(g, pr.Level, pr.Index)] = true
-		}
-	}
-	for m := range rr.bad {
-		if err := rr.markIntact(m); err != nil {
-			return nil, err
+		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
+	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
+	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
+		if marks.has(m, markBad) {
+			if err := rr.markIntact(m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := rr.run(); err != nil {
 		rp.close()
 		return nil, err
 	}
-	rp.found = rr.found
-	for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
-		ref := s.locate(g, m)
-		if rr.rebuilt.has(m) {
-			fx := fix{ref: ref}
-			if rr.rebuilt.inMemory(m) {
-				fx.b, _ = rr.rebuilt.get(m)
-			}
-			rp.fixes = append(rp.fixes, fx)
+	rp.foundData, rp.foundHash = rr.foundData, rr.foundHash
+	seen := map[string]bool{}
+	for m := range uint64(len(marks)) {
+		if !marks.has(m, markBad) {
+			continue
+		}
+		if marks.has(m, markRebuilt) {
+			rp.fixCount++
 			continue
 		}
 		if !rr.trustedParent(m) {
 			continue // under a lost hash block: counted as unchecked
 		}
-		rp.lost = append(rp.lost, lost{ref: ref, reason: rr.given[m]})
+		reason := rr.reason(m)
+		if !seen[reason] {
+			seen[reason] = true
+			rp.reasonCount++
+			if len(rp.reasons) < 2 {
+				rp.reasons = append(rp.reasons, reason)
+			}
+		}
+		rp.lostCount++
+		if len(rp.lost) < lostKept {
+			rp.lost = append(rp.lost, lost{ref: s.locate(g, m), reason: reason})
+		}
 	}
 	rp.uncheckedData, rp.uncheckedHash = rr.unchecked()
 	rp.unchecked = rp.uncheckedData + rp.uncheckedHash
@@ -324,7 +347,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 // rebuildBudget is how much rebuilt content is kept in memory; the rest
 // goes to a temporary file, so that any amount of damage repairs in
 // bounded memory.
-var rebuildBudget = 64 << 20 // a variable for the tests
+var rebuildBudget = 1 << 20 // a variable for the tests
 
 // parentOf returns the parent hash block of message block m as a message
 // block (ok false for the top block, or a data block without a tree: their
@@ -351,7 +374,7 @@ func (rr *repairer) trustedParent(m uint64) bool {
 	for level, index := ref.level, ref.index; level < g.Levels-1; level++ {
 		index, _ = g.Parent(level, index)
 		p := msgIndex(g, level+1, index)
-		if rr.bad[p] && !rr.rebuilt.has(p) {
+		if rr.marks.has(p, markBad) && !rr.marks.has(p, markRebuilt) {
 			return false
 		}
 	}
@@ -361,9 +384,9 @@ func (rr *repairer) trustedParent(m uint64) bool {
 // state is what is known of message block m.
 func (rr *repairer) state(m uint64) fec.BlockState {
 	switch {
-	case rr.bad[m]:
+	case rr.marks.has(m, markBad):
 		return fec.Bad
-	case !rr.trustedParent(m) && !rr.intact[m]:
+	case !rr.trustedParent(m) && !rr.marks.has(m, markIntact):
 		return fec.Unknown // outside the tree, or under a corrupted hash block
 	}
 	return fec.Good
@@ -380,7 +403,7 @@ func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) 
 	b := cache[p]
 	if b == nil {
 		var err error
-		if rr.bad[p] {
+		if rr.marks.has(p, markBad) {
 			b, err = rr.rebuilt.get(p)
 		} else {
 			b = make([]byte, g.HashBlockSize)
@@ -399,57 +422,73 @@ func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) 
 // have (those whose parent is trusted).
 type roundJob struct {
 	round uint64
+	bad   int // the round's bad blocks
 	want  map[uint64][]byte
 	// Results: the verified contents, and why the others failed.
 	ok     map[uint64][]byte
-	failed map[uint64]string
+	failed map[uint64]lostWhy
+}
+
+// lostWhy is why a block could not be rebuilt: a reason code, with the
+// text of a round's reason (reasonRound).
+type lostWhy struct {
+	code byte
+	text string
 }
 
 func (rr *repairer) run() error {
+	rounds := rr.s.p.Rounds()
 	for {
 		if err := rr.ctx.Err(); err != nil {
 			return err
 		}
 		// The rounds with a corrupted block that can be checked now.
-		cache := map[uint64][]byte{}
-		jobs := map[uint64]*roundJob{}
-		for _, m := range slices.Sorted(maps.Keys(rr.bad)) {
-			if rr.rebuilt.has(m) || rr.given[m] != "" || !rr.trustedParent(m) {
+		pending := make([]uint64, (rounds+63)/64)
+		any := false
+		for m := range uint64(len(rr.marks)) {
+			if !rr.checkable(m) {
 				continue
 			}
 			if m >= rr.s.p.Blocks {
-				rr.given[m] = "outside what the FEC parity covers"
+				rr.give(m, reasonOutside, "")
 				continue
 			}
-			want, err := rr.expected(m, cache)
-			if err != nil {
-				return err
-			}
 			r, _ := rr.s.p.Round(m)
-			if jobs[r] == nil {
-				jobs[r] = &roundJob{round: r, want: map[uint64][]byte{}}
-			}
-			jobs[r].want[m] = want
+			pending[r/64] |= 1 << (r % 64)
+			any = true
 		}
-		if len(jobs) == 0 {
+		if !any {
 			return nil
 		}
-		list := slices.SortedFunc(maps.Values(jobs), func(a, b *roundJob) int { return compareInt64(int64(a.round), int64(b.round)) })
-		if err := rr.decodeAll(list); err != nil {
-			return err
-		}
-		var newHash []uint64
-		for _, j := range list {
-			for _, m := range slices.Sorted(maps.Keys(j.ok)) {
-				if err := rr.rebuilt.put(m, j.ok[m]); err != nil {
-					return err
-				}
-				if rr.s.locate(rr.g, m).level >= 0 {
-					newHash = append(newHash, m)
+		// A batch of rounds at a time, so that the digests wanted and the
+		// parent blocks read for them stay few; what is rebuilt counts
+		// only from the next pass, as if all were decoded at once.
+		var batch []uint64
+		wanted := 0
+		for r := uint64(0); r <= rounds; r++ {
+			if r < rounds && pending[r/64]&(1<<(r%64)) != 0 {
+				batch = append(batch, r)
+				for m := range rr.roundBlocks(r) {
+					if rr.checkable(m) {
+						wanted++
+					}
 				}
 			}
-			for m, why := range j.failed {
-				rr.given[m] = why
+			if len(batch) == roundBatch || wanted >= batchBlocks || r == rounds && len(batch) > 0 {
+				wanted = 0
+				if err := rr.decodeBatch(batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		var newHash []uint64
+		fresh := rr.fresh
+		rr.fresh = nil
+		for _, m := range fresh {
+			rr.marks.set(m, markRebuilt)
+			if rr.s.locate(rr.g, m).level >= 0 {
+				newHash = append(newHash, m)
 			}
 		}
 		// Check the blocks under each rebuilt hash block: the corrupted
@@ -462,17 +501,107 @@ func (rr *repairer) run() error {
 	}
 }
 
-// decodeAll decodes the rounds of list (sorted) on rr.jobs goroutines,
-// consecutive rounds together: their blocks are next to each other.
-func (rr *repairer) decodeAll(list []*roundJob) error {
-	d0, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
-	if err != nil {
+// A batch of rounds decoded together is at most roundBatch rounds and
+// batchBlocks blocks to rebuild: their digests, and the parent blocks
+// holding them, are kept until the batch is done.
+const (
+	roundBatch  = 1024
+	batchBlocks = 4096
+)
+
+// runWorkBytes bounds what a run of rounds decoded at once allocates (see
+// runWork).
+const runWorkBytes = 512 << 10
+
+// runWork is about what decoding round j allocates: its bad blocks, and
+// when they are few enough to be erasures, up to two tables of 6 KiB per
+// root (fec's erasure solvers).
+func (rr *repairer) runWork(j *roundJob) int {
+	work := j.bad * rr.g.DataBlockSize
+	if j.bad > 0 && j.bad <= rr.s.roots {
+		work += 2 * rr.s.roots * 6 << 10
+	}
+	return work
+}
+
+// maxDecoders bounds the rounds decoded at once, whatever --jobs says: a
+// decoder holds 8 MiB of message (fec's runBytes), and with the garbage
+// collector's headroom a second one took an image overwritten whole to 61
+// MiB of RSS. The 2,020-block repair of bench/repair.sh is as fast with
+// one (its decoding is a small part of it).
+const maxDecoders = 1
+
+// checkable reports whether m is a corrupted block to rebuild now: not
+// rebuilt, not given up, and its digest trusted.
+func (rr *repairer) checkable(m uint64) bool {
+	return rr.marks.has(m, markBad) && !rr.marks.has(m, markRebuilt|markGiven) && rr.trustedParent(m)
+}
+
+// roundBlocks returns the message blocks of round r.
+func (rr *repairer) roundBlocks(r uint64) func(yield func(uint64) bool) {
+	return func(yield func(uint64) bool) {
+		for m := r; m < rr.s.p.Blocks; m += rr.s.p.Rounds() {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// decodeBatch decodes the rounds of batch (sorted): the blocks that match
+// their digests go to the store (and rr.fresh), the others are given up.
+func (rr *repairer) decodeBatch(batch []uint64) error {
+	cache := map[uint64][]byte{}
+	var list []*roundJob
+	for _, r := range batch {
+		j := &roundJob{round: r, want: map[uint64][]byte{}}
+		for m := range rr.roundBlocks(r) {
+			if rr.marks.has(m, markBad) {
+				j.bad++
+			}
+			if !rr.checkable(m) {
+				continue
+			}
+			want, err := rr.expected(m, cache)
+			if err != nil {
+				return err
+			}
+			j.want[m] = want
+		}
+		list = append(list, j)
+	}
+	if err := rr.decodeAll(list); err != nil {
 		return err
 	}
+	for _, j := range list {
+		for m, why := range j.failed {
+			rr.give(m, why.code, why.text)
+		}
+	}
+	return nil
+}
+
+// decodeAll decodes the rounds of list (sorted) on up to maxDecoders goroutines,
+// consecutive rounds together: their blocks are next to each other.
+func (rr *repairer) decodeAll(list []*roundJob) error {
+	workers := min(rr.jobs, maxDecoders)
+	for len(rr.decoders) < workers {
+		d, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
+		if err != nil {
+			return err
+		}
+		rr.decoders = append(rr.decoders, d)
+	}
+	d0 := rr.decoders[0]
 	var runs [][]*roundJob
 	for i := 0; i < len(list); {
-		n := 1
-		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) {
+		// A run's decoder returns every bad block of its rounds, and
+		// makes tables for their erasures: a few rounds when they are all
+		// bad, or many roots.
+		n, work := 1, rr.runWork(list[i])
+		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) &&
+			work+rr.runWork(list[i+n]) <= runWorkBytes {
+			work += rr.runWork(list[i+n])
 			n++
 		}
 		runs = append(runs, list[i:i+n])
@@ -484,15 +613,12 @@ func (rr *repairer) decodeAll(list []*roundJob) error {
 		first error
 		wg    sync.WaitGroup
 	)
-	for w := range min(rr.jobs, len(runs)) {
+	for w := range min(workers, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := d0
+			d := rr.decoders[w]
 			var err error
-			if w > 0 {
-				d, err = fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
-			}
 			h := rr.g.Hash.NewBlockHasher(rr.g.DataBlockSize, rr.g.Salt, rr.g.SaltPosition())
 			for err == nil {
 				mu.Lock()
@@ -531,8 +657,22 @@ func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []
 		return err
 	}
 	for i, j := range run {
-		j.ok, j.failed = map[uint64][]byte{}, map[uint64]string{}
+		j.ok, j.failed = map[uint64][]byte{}, map[uint64]lostWhy{}
 		if err := rr.checkRound(d, h, j, res[i]); err != nil {
+			return err
+		}
+		// Stored now rather than when the batch is done: memory holds
+		// only the runs being decoded.
+		rr.mu.Lock()
+		for _, m := range slices.Sorted(maps.Keys(j.ok)) {
+			if err = rr.rebuilt.put(m, j.ok[m]); err != nil {
+				break
+			}
+			rr.fresh = append(rr.fresh, m)
+		}
+		rr.mu.Unlock()
+		j.ok = nil
+		if err != nil {
 			return err
 		}
 	}
@@ -572,7 +712,7 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		}
 	}
 	cur := make([]byte, g.DataBlockSize)
-	reasons := map[string]string{}
+	roundText := ""
 	for m := range j.want {
 		if j.ok[m] != nil {
 			continue
@@ -581,10 +721,11 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 			return err
 		}
 		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
-		if prev, ok := reasons[why]; ok {
-			why = prev // one copy per distinct reason, however many blocks
-		} else {
-			reasons[why] = why
+		if why.code == reasonRound {
+			if roundText == "" {
+				roundText = why.text
+			}
+			why.text = roundText // one copy per round, however many blocks
 		}
 		j.failed[m] = why
 	}
@@ -593,22 +734,59 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 
 // lostReason says why block m could not be rebuilt; same: the parity
 // gives back what is on the disk.
-func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) string {
+func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWhy {
 	r, _ := rr.s.p.Round(m)
 	roots := rr.s.roots
 	ref := rr.s.locate(rr.g, m)
 	switch {
 	case res.Failed > 0 && res.Bad > roots:
-		return fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
-			r, res.Bad, roots, roots, roots/2, res.Failed)
+		return lostWhy{reasonRound, fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
+			r, res.Bad, roots, roots, roots/2, res.Failed)}
 	case res.Failed > 0:
-		return fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)
+		return lostWhy{reasonRound, fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)}
 	case same && ref.level == rr.g.Levels-1:
-		return "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?"
+		return lostWhy{code: reasonSameTop}
 	case same:
-		return "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?"
+		return lostWhy{code: reasonSame}
 	}
-	return "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset"
+	return lostWhy{code: reasonMismatch}
+}
+
+// The reasons a block is given up, as codes in its mark.
+const (
+	reasonRound   = 1 + iota // the round's own reason, in roundReason
+	reasonSameTop            // the following are reasonText's
+	reasonSame
+	reasonMismatch
+	reasonOutside
+)
+
+var reasonText = [...]string{
+	reasonSameTop:  "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?",
+	reasonSame:     "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?",
+	reasonMismatch: "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset",
+	reasonOutside:  "outside what the FEC parity covers",
+}
+
+// give gives block m up, for now, for the reason code (text: the round's
+// reason, for reasonRound).
+func (rr *repairer) give(m uint64, code byte, text string) {
+	if code == reasonRound {
+		r, _ := rr.s.p.Round(m)
+		rr.roundReason[r] = text
+	}
+	rr.marks.setReason(m, code)
+	rr.marks.set(m, markGiven)
+}
+
+// reason says why block m was given up.
+func (rr *repairer) reason(m uint64) string {
+	code := rr.marks.reason(m)
+	if code == reasonRound {
+		r, _ := rr.s.p.Round(m)
+		return rr.roundReason[r]
+	}
+	return reasonText[code]
 }
 
 // markIntact records which blocks right under hash block h, which is
@@ -624,7 +802,7 @@ func (rr *repairer) markIntact(h uint64) error {
 	}
 	return rr.forChildren(ref, b, func(m uint64, match bool, off int64) {
 		if match {
-			rr.intact[m] = true
+			rr.marks.set(m, markIntact)
 		}
 	})
 }
@@ -694,9 +872,15 @@ func (rr *repairer) checkChildren(h uint64) error {
 				}
 				return
 			}
-			rr.bad[m] = true
-			rr.found = append(rr.found, &merkle.CorruptionError{Level: c.level, Index: c.index, Offset: uint64(off), Reason: "digest mismatch"})
-			badKids = append(badKids, m)
+			rr.marks.set(m, markBad)
+			if c.level == merkle.DataLevel {
+				rr.foundData++
+			} else {
+				rr.foundHash++
+			}
+			if c.level >= 0 {
+				badKids = append(badKids, m)
+			}
 		})
 		if err != nil {
 			return err
@@ -710,9 +894,9 @@ func (rr *repairer) checkChildren(h uint64) error {
 			work = append(work, todo{ref, b})
 		}
 	}
-	for m := range rr.given {
-		if r, _ := rr.s.p.Round(m); rounds[r] {
-			delete(rr.given, m)
+	for r := range rounds {
+		for m := range rr.roundBlocks(r) {
+			rr.marks.clear(m, markGiven)
 		}
 	}
 	for _, m := range badKids {
@@ -728,9 +912,12 @@ func (rr *repairer) checkChildren(h uint64) error {
 func (rr *repairer) unchecked() (data, hash uint64) {
 	g := rr.g
 	hpb := uint64(g.HashesPerBlock)
-	for m := range rr.bad {
+	for m := g.DataBlocks; m < uint64(len(rr.marks)); m++ {
+		if !rr.marks.has(m, markBad) {
+			continue
+		}
 		ref := rr.s.locate(g, m)
-		if ref.level < 0 || rr.rebuilt.has(m) || !rr.trustedParent(m) {
+		if ref.level < 0 || rr.marks.has(m, markRebuilt) || !rr.trustedParent(m) {
 			continue
 		}
 		lo, hi := ref.index, ref.index+1
@@ -751,23 +938,18 @@ func (rr *repairer) unchecked() (data, hash uint64) {
 }
 
 // blockStore keeps rebuilt blocks: in memory up to a budget, the rest in
-// an unlinked temporary file.
+// an unlinked temporary file, each at its message block's place (a sparse
+// file: no index to grow with the blocks). The repairer's marks say which
+// blocks it holds.
 type blockStore struct {
-	bs       int
-	budget   int
-	mem      map[uint64][]byte
-	spill    *os.File
-	spillOff map[uint64]int64
+	bs     int
+	budget int
+	mem    map[uint64][]byte
+	spill  *os.File
 }
 
 func newBlockStore(bs, budget int) *blockStore {
-	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}, spillOff: map[uint64]int64{}}
-}
-
-func (st *blockStore) has(m uint64) bool {
-	_, ok := st.mem[m]
-	_, spilled := st.spillOff[m]
-	return ok || spilled
+	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}}
 }
 
 func (st *blockStore) inMemory(m uint64) bool { _, ok := st.mem[m]; return ok }
@@ -785,71 +967,36 @@ func (st *blockStore) put(m uint64, b []byte) error {
 		os.Remove(f.Name()) // the open file stays usable, and goes away with it
 		st.spill = f
 	}
-	off := int64(len(st.spillOff)) * int64(st.bs)
-	if _, err := st.spill.WriteAt(b, off); err != nil {
+	if _, err := st.spill.WriteAt(b, int64(m)*int64(st.bs)); err != nil {
 		return fmt.Errorf("keeping rebuilt blocks in a temporary file: %w", err)
 	}
-	st.spillOff[m] = off
 	return nil
 }
 
+// get returns rebuilt block m (which must have been put).
 func (st *blockStore) get(m uint64) ([]byte, error) {
 	if b, ok := st.mem[m]; ok {
 		return b, nil
 	}
-	off, ok := st.spillOff[m]
-	if !ok {
-		return nil, fmt.Errorf("internal error: block %d was not rebuilt", m)
-	}
 	b := make([]byte, st.bs)
-	if err := readFull(st.spill, b, off); err != nil {
-		return nil, fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+	return b, st.read(m, b)
+}
+
+// read reads spilled block m into b.
+func (st *blockStore) read(m uint64, b []byte) error {
+	if st.spill == nil {
+		return fmt.Errorf("internal error: block %d was not rebuilt", m)
 	}
-	return b, nil
+	if err := readFull(st.spill, b, int64(m)*int64(st.bs)); err != nil {
+		return fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+	}
+	return nil
 }
 
 func (st *blockStore) close() {
 	if st != nil && st.spill != nil {
 		st.spill.Close()
 	}
-}
-
-// write writes the repair through writeOut, in parts that fit in memory
-// when rebuilt blocks were spilled to the store's temporary file: each part
-// is written (and synced) before the next is loaded. The superblock area
-// goes with the last part.
-func (rp *repairPlan) write(writeOut func(part *repairPlan) error) error {
-	if len(rp.store.spillOff) == 0 {
-		return writeOut(rp)
-	}
-	fixes := slices.Clone(rp.fixes)
-	slices.SortStableFunc(fixes, func(a, b fix) int {
-		if a.ref.inHash != b.ref.inHash {
-			if a.ref.inHash {
-				return 1
-			}
-			return -1
-		}
-		return compareInt64(int64(a.ref.off), int64(b.ref.off))
-	})
-	per := max(1, rp.store.budget/rp.store.bs)
-	for i := 0; i < len(fixes); i += per {
-		part := &repairPlan{fixes: slices.Clone(fixes[i:min(i+per, len(fixes))])}
-		for k := range part.fixes {
-			b, err := rp.store.get(part.fixes[k].ref.msg)
-			if err != nil {
-				return err
-			}
-			part.fixes[k].b = b
-		}
-		if i+per >= len(fixes) {
-			part.header, part.headerBytes = rp.header, rp.headerBytes
-		}
-		if err := writeOut(part); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func readFull(r io.ReaderAt, b []byte, off int64) error {
@@ -889,30 +1036,32 @@ func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, 
 			return fmt.Errorf("%w; nothing was written", err)
 		}
 	}
-	fixes := slices.Clone(rp.fixes)
-	slices.SortStableFunc(fixes, func(a, b fix) int {
-		if a.ref.inHash != b.ref.inHash {
-			if a.ref.inHash {
-				return 1
-			}
-			return -1
-		}
-		return compareInt64(int64(a.ref.off), int64(b.ref.off))
-	})
 	written := 0
 	fail := func(what string, err error) error {
 		return cli.Errorf("the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left",
-			"writing the repair into %s: %v (%d of %d blocks written)", what, cli.UnwrapPath(err), written, len(fixes))
+			"writing the repair into %s: %v (%d of %d blocks written)", what, cli.UnwrapPath(err), written, rp.fixCount)
 	}
-	for _, fx := range fixes {
+	// In message order: DATA's blocks by offset, then the tree's.
+	buf := make([]byte, g.DataBlockSize)
+	var werr error
+	rp.eachFix(func(fx fix) bool {
+		var b []byte
+		if b, werr = rp.content(fx, buf); werr != nil {
+			return false
+		}
 		f, what := dataOut, "DATA "+dataPath
 		if fx.ref.inHash {
 			f, what = hashOut, "HASH "+hashPath
 		}
-		if _, err := f.WriteAt(fx.b, int64(fx.ref.off)); err != nil {
-			return fail(what, err)
+		if _, werr = f.WriteAt(b, int64(fx.ref.off)); werr != nil {
+			werr = fail(what, werr)
+			return false
 		}
 		written++
+		return true
+	})
+	if werr != nil {
+		return werr
 	}
 	if rp.header != nil {
 		if _, err := hashOut.WriteAt(rp.header, int64(g.HashOffset)); err != nil {
@@ -934,8 +1083,8 @@ func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, 
 // superblock bytes".
 func (rp *repairPlan) count() string {
 	var parts []string
-	if len(rp.fixes) > 0 {
-		parts = append(parts, plural(len(rp.fixes), "block"))
+	if rp.fixCount > 0 {
+		parts = append(parts, plural(rp.fixCount, "block"))
 	}
 	if rp.headerBytes > 0 {
 		parts = append(parts, plural(int(rp.headerBytes), "superblock byte"))
@@ -946,9 +1095,10 @@ func (rp *repairPlan) count() string {
 // files names the files a whole repair writes to.
 func (rp *repairPlan) files(dataPath, hashPath string) string {
 	inData, inHash := false, rp.headerBytes > 0
-	for _, fx := range rp.fixes {
+	rp.eachFix(func(fx fix) bool {
 		inData, inHash = inData || !fx.ref.inHash, inHash || fx.ref.inHash
-	}
+		return !inData || !inHash
+	})
 	switch {
 	case dataPath == hashPath || !inHash:
 		return dataPath
@@ -961,12 +1111,12 @@ func (rp *repairPlan) files(dataPath, hashPath string) string {
 // describe says how a whole repair fixes things.
 func (rp *repairPlan) describe(fecPath string) string {
 	var parts []string
-	switch len(rp.fixes) {
+	switch rp.fixCount {
 	case 0:
 	case 1:
 		parts = append(parts, "1 block rebuilt from the FEC parity in "+fecPath+" matches the tree")
 	default:
-		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", len(rp.fixes), fecPath))
+		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", rp.fixCount, fecPath))
 	}
 	if rp.headerBytes > 0 {
 		parts = append(parts, plural(int(rp.headerBytes), "superblock byte")+" restored from the superblock's own fields")
@@ -994,7 +1144,8 @@ func describeRef(r blockRef, dataPath, hashPath string) string {
 
 // describeLost names the lost blocks briefly: "data blocks 0, 2 and hash
 // block 5 of level 0", at most ten of them.
-func describeLost(ls []lost) string {
+func (rp *repairPlan) describeLost() string {
+	ls := rp.lost
 	const most = 10
 	var parts []string
 	var data []string
@@ -1016,9 +1167,9 @@ func describeLost(ls []lost) string {
 	} else if len(data) > 1 {
 		parts = append([]string{"data blocks " + joinList(data)}, parts...)
 	}
-	s := fmt.Sprintf("%s (%s", plural(len(ls), "corrupted block"), joinList(parts))
-	if len(ls) > most {
-		s += fmt.Sprintf(" and %d more", len(ls)-most)
+	s := fmt.Sprintf("%s (%s", plural(rp.lostCount, "corrupted block"), joinList(parts))
+	if rp.lostCount > most {
+		s += fmt.Sprintf(" and %d more", rp.lostCount-most)
 	}
 	return s + ")"
 }
@@ -1026,23 +1177,10 @@ func describeLost(ls []lost) string {
 func joinList(s []string) string { return strings.Join(s, ", ") }
 
 // lostReasons returns the distinct reasons, the first two.
-func lostReasons(ls []lost) string {
-	var rs []string
-	for _, l := range ls {
-		if !slices.Contains(rs, l.reason) {
-			rs = append(rs, l.reason)
-		}
-	}
-	s := ""
-	for i, r := range rs {
-		if i == 2 {
-			s += fmt.Sprintf("; and %d other reasons", len(rs)-2)
-			break
-		}
-		if i > 0 {
-			s += "; "
-		}
-		s += r
+func (rp *repairPlan) lostReasons() string {
+	s := strings.Join(rp.reasons, "; ")
+	if rp.reasonCount > len(rp.reasons) {
+		s += fmt.Sprintf("; and %d other reasons", rp.reasonCount-len(rp.reasons))
 	}
 	return s
 }
@@ -1063,13 +1201,16 @@ func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, has
 		return true
 	}
 	if rp.whole() {
-		for i, fx := range rp.fixes {
+		i := 0
+		rp.eachFix(func(fx fix) bool {
 			if !more() {
-				fmt.Fprintf(w, "... and %d more %s blocks\n", len(rp.fixes)-i, verb)
-				break
+				fmt.Fprintf(w, "... and %d more %s blocks\n", rp.fixCount-i, verb)
+				return false
 			}
 			fmt.Fprintf(w, "%s: %s: rebuilt from the FEC parity in %s, matches the tree\n", verb, describeRef(fx.ref, dataPath, hashPath), fecPath)
-		}
+			i++
+			return true
+		})
 		if rp.headerBytes > 0 {
 			fmt.Fprintf(w, "%s: superblock area of %s: %s restored from the superblock's own fields (the FEC parity does not cover the superblock)\n",
 				verb, hashPath, plural(int(rp.headerBytes), "byte"))
@@ -1081,10 +1222,13 @@ func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, has
 	}
 	for i, l := range rp.lost {
 		if !more() {
-			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", len(rp.lost)-i)
-			break
+			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", rp.lostCount-i)
+			return
 		}
 		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.ref, dataPath, hashPath), l.reason)
+	}
+	if rp.lostCount > len(rp.lost) {
+		fmt.Fprintf(w, "... and %d more unrecoverable blocks (only the first %d are named)\n", rp.lostCount-len(rp.lost), len(rp.lost))
 	}
 }
 
@@ -1109,7 +1253,7 @@ type repairJSON struct {
 	UnrecoverableCount     int        `json:"unrecoverable_count"`
 	UnrecoverableBlocks    []fecBlock `json:"unrecoverable_blocks"`
 	UnrecoverableUnchecked uint64     `json:"unrecoverable_unchecked_blocks"`
-	// The two lists are capped at --max-problems.
+	// The two lists are capped at --max-problems, and at 1000 blocks.
 	RepairListsTruncated bool `json:"repair_lists_truncated"`
 }
 
@@ -1152,21 +1296,29 @@ func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON
 		return true
 	}
 	if rp.whole() {
-		j.RepairableCount, j.SuperblockBytes = len(rp.fixes), rp.headerBytes
-		for _, fx := range rp.fixes {
+		j.RepairableCount, j.SuperblockBytes = rp.fixCount, rp.headerBytes
+		rp.eachFix(func(fx fix) bool {
 			if !room(len(j.RepairableBlocks)) {
-				break
+				return false
+			}
+			if len(j.RepairableBlocks) == lostKept {
+				j.RepairListsTruncated = true
+				return false
 			}
 			j.RepairableBlocks = append(j.RepairableBlocks, toFECBlock(fx.ref, ""))
-		}
+			return true
+		})
 		return j
 	}
-	j.UnrecoverableCount, j.UnrecoverableUnchecked = len(rp.lost), rp.unchecked
+	j.UnrecoverableCount, j.UnrecoverableUnchecked = rp.lostCount, rp.unchecked
 	for _, l := range rp.lost {
 		if !room(len(j.UnrecoverableBlocks)) {
 			break
 		}
 		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.ref, l.reason))
+	}
+	if len(j.UnrecoverableBlocks) < rp.lostCount {
+		j.RepairListsTruncated = true // capped at --max-problems, or at lostKept
 	}
 	return j
 }
@@ -1231,10 +1383,13 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 		}
 		return ok, nil
 	}
-	for _, fx := range rp.fixes {
-		if _, err := check(fx.ref.msg); err != nil {
-			return nil, err
-		}
+	var err error
+	rp.eachFix(func(fx fix) bool {
+		_, err = check(fx.ref.msg)
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if rp.header != nil {
 		b := make([]byte, len(rp.header))
@@ -1316,5 +1471,39 @@ func (rp *repairPlan) rebuiltBlock(g *merkle.Geometry, level int, index uint64) 
 	if rp == nil {
 		return false
 	}
-	return rp.store.has(msgIndex(g, level, index))
+	return rp.marks.has(msgIndex(g, level, index), markRebuilt)
+}
+
+// blockMarks is what is known of each block of the FEC message (and of
+// every tree block), a byte each: 256 KiB per GiB of 4 KiB blocks, where
+// maps and lists took tens of bytes per corrupted block.
+type blockMarks []byte
+
+const (
+	markBad      byte = 1 << iota // known corrupted
+	markReported                  // found by the first verification
+	markIntact
+	markRebuilt
+	markGiven
+	// The top three bits: the reason code of a given-up block.
+	reasonShift = 5
+)
+
+// newBlockMarks returns marks for the message of s, and for every tree
+// block even past the message.
+func newBlockMarks(g *merkle.Geometry, s *fecSetup) blockMarks {
+	n := s.p.Blocks
+	if g.Levels > 0 {
+		top := g.Levels - 1
+		n = max(n, msgIndex(g, top, g.LevelBlocks[top]-1)+1)
+	}
+	return make(blockMarks, max(n, g.DataBlocks))
+}
+
+func (b blockMarks) has(m uint64, mark byte) bool { return b[m]&mark != 0 }
+func (b blockMarks) set(m uint64, mark byte)      { b[m] |= mark }
+func (b blockMarks) clear(m uint64, mark byte)    { b[m] &^= mark }
+func (b blockMarks) reason(m uint64) byte         { return b[m] >> reasonShift }
+func (b blockMarks) setReason(m uint64, code byte) {
+	b[m] = b[m]&(1<<reasonShift-1) | code<<reasonShift
 }

@@ -284,16 +284,16 @@ type result struct {
 	*cli.TreeJSON
 	// DataFormat is "raw", or "android-sparse" for a sparse image read as
 	// the image it expands to.
-	DataFormat          string    `json:"data_format"`
-	RootHash            string    `json:"root_hash"`
-	RootMismatch        bool      `json:"root_mismatch"`
-	CorruptDataBlocks   uint64    `json:"corrupt_data_blocks"`
-	CorruptHashBlocks   uint64    `json:"corrupt_hash_blocks"`
-	CorruptHeaderBytes  uint64    `json:"corrupt_superblock_bytes"`
-	UncheckedDataBlocks uint64    `json:"unchecked_data_blocks"`
-	UncheckedHashBlocks uint64    `json:"unchecked_hash_blocks"`
-	Problems            []problem `json:"problems"`
-	ProblemsTruncated   bool      `json:"problems_truncated"`
+	DataFormat          string          `json:"data_format"`
+	RootHash            string          `json:"root_hash"`
+	RootMismatch        bool            `json:"root_mismatch"`
+	CorruptDataBlocks   uint64          `json:"corrupt_data_blocks"`
+	CorruptHashBlocks   uint64          `json:"corrupt_hash_blocks"`
+	CorruptHeaderBytes  uint64          `json:"corrupt_superblock_bytes"`
+	UncheckedDataBlocks uint64          `json:"unchecked_data_blocks"`
+	UncheckedHashBlocks uint64          `json:"unchecked_hash_blocks"`
+	Problems            json.RawMessage `json:"problems"` // streamed: see writeResult
+	ProblemsTruncated   bool            `json:"problems_truncated"`
 	*repairJSON
 }
 
@@ -450,21 +450,29 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		defer parity.close()
 	}
 
-	// Verify takes 0 to mean its default; here it means list none. Error
-	// correction needs every corrupted block.
-	maxProblems := o.maxProblems
-	if maxProblems == 0 {
-		maxProblems = 1
-	}
+	// The problems go to a spool (up to --max-problems of them, in bounded
+	// memory for any number), and with error correction to the repair's
+	// marks, which find every corrupted block: Verify's own list is not
+	// used (0 would mean its default).
+	spool := newProblemSpool(o.maxProblems)
+	defer spool.close()
+	var marks blockMarks
+	onProblem := spool.add
 	if parity != nil {
-		maxProblems = -1
+		marks = newBlockMarks(g, parity)
+		onProblem = func(p *merkle.CorruptionError) {
+			spool.add(p)
+			if p.Level != merkle.HeaderLevel {
+				marks.set(msgIndex(g, p.Level, p.Index), markBad|markReported)
+			}
+		}
 	}
 	if line := src.Expansion(0); line != "" {
 		fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 	}
 	bar := cli.NewProgress(stderr, showProgress, src.ProgressLabel("checking", g.DataSize()), g.DataSize())
 	rep, err := verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
-		Jobs: o.jobs, Progress: bar.Update, MaxProblems: maxProblems, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
+		Jobs: o.jobs, Progress: bar.Update, MaxProblems: 1, OnProblem: onProblem, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 	bar.Finish()
 	if err != nil {
 		return cli.ExitError, err
@@ -475,16 +483,19 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	var rp *repairPlan
 	var after *merkle.VerifyReport
 	if parity != nil && !rep.OK() {
-		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, root, rep, o.jobs); err != nil {
+		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, root, rep, marks, o.jobs); err != nil {
 			return cli.ExitError, err
 		}
 		defer rp.close()
 		rp.updateReport(rep)
+		// The decoders' buffers are garbage now: collected here, they do
+		// not set how far the heap grows while the report is written.
+		runtime.GC()
 		if o.repair && rp.whole() {
 			if err := ctx.Err(); err != nil {
 				return cli.ExitError, err
 			}
-			if err := rp.write(func(part *repairPlan) error { return writeRepair(g, part, dataPath, hashPath, inPlace) }); err != nil {
+			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
 				return cli.ExitError, err
 			}
 			if after, err = verifyWritten(ctx, g, parity, src.R, hashFile, root, rp); err != nil {
@@ -494,29 +505,40 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	verified := rep.OK() || after != nil && after.OK()
 
-	if o.maxProblems >= 0 && len(rep.Problems) > o.maxProblems {
-		rep.Problems, rep.Truncated = rep.Problems[:o.maxProblems], true
-	}
+	rep.Problems = nil
+	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
+	rep.Truncated = o.maxProblems >= 0 && total > uint64(o.maxProblems)
 	if o.json {
 		res := &result{Verified: verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: src.Format(), RootHash: hex.EncodeToString(root),
 			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
-			UncheckedHashBlocks: rep.UncheckedHashBlocks, Problems: []problem{}, ProblemsTruncated: rep.Truncated}
-		for _, pr := range rep.Problems {
-			p := toProblem(pr)
-			if pr.Level >= 0 && !rp.rebuiltBlock(g, pr.Level, pr.Index) {
-				p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
-			}
-			res.Problems = append(res.Problems, p)
-		}
+			UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: rep.Truncated}
 		if parity != nil {
 			res.repairJSON = newRepairJSON(parity, rp, after != nil, o.maxProblems)
 		}
-		if err := writeJSON(stdout, res); err != nil {
+		err := writeResult(stdout, res, func(emit func(problem) error) error {
+			var emitErr error
+			err := eachProblem(g, spool, rp, o.maxProblems, func(pr *merkle.CorruptionError) {
+				p := toProblem(pr)
+				if pr.Level >= 0 && !rp.rebuiltBlock(g, pr.Level, pr.Index) {
+					p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
+				}
+				if emitErr == nil {
+					emitErr = emit(p)
+				}
+			})
+			if err == nil {
+				err = emitErr
+			}
+			return err
+		})
+		if err != nil {
 			return cli.ExitError, err
 		}
 	} else {
-		printProblems(stdout, rep, g, rp, dataPath, hashPath)
+		if err := printProblems(stdout, rep, g, spool, rp, o.maxProblems, dataPath, hashPath); err != nil {
+			return cli.ExitError, err
+		}
 		if rp != nil {
 			printRepair(stdout, rp, after != nil, o.maxProblems, dataPath, hashPath, parity.path)
 		}
@@ -548,7 +570,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.unchecked)
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
-		summary(rep), parity.path, describeLost(rp.lost), lostReasons(rp.lost))
+		summary(rep), parity.path, rp.describeLost(), rp.lostReasons())
 }
 
 func toProblem(pr *merkle.CorruptionError) problem {
@@ -566,8 +588,10 @@ func toProblem(pr *merkle.CorruptionError) problem {
 	return out
 }
 
-func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string) {
-	for _, pr := range rep.Problems {
+func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, spool *problemSpool, rp *repairPlan, limit int, dataPath, hashPath string) error {
+	listed := uint64(0)
+	err := eachProblem(g, spool, rp, limit, func(pr *merkle.CorruptionError) {
+		listed++
 		switch pr.Level {
 		case merkle.DataLevel:
 			fmt.Fprintf(w, "corrupted: data block %d (byte %d of %s): %s\n", pr.Index, pr.Offset, dataPath, pr.Reason)
@@ -579,11 +603,15 @@ func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, rp
 				fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
 	if rep.Truncated {
-		fmt.Fprintf(w, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(len(rep.Problems)), total)
+		fmt.Fprintf(w, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-listed, total)
 	}
+	return nil
 }
 
 // summary is the one-line error for a failed check.

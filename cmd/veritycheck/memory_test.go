@@ -1,0 +1,279 @@
+package main
+
+// Issue 12, item 6: veritycheck in bounded memory on an image corrupted
+// whole, with --max-problems=-1, --json and error correction. The problems
+// spill to a temporary file, the repair keeps a byte per block and names at
+// most lostKept unrecoverable blocks.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/veritytree/veritytree/internal/testtool"
+)
+
+// TestProblemListSpills: with the problem list spilled to a temporary file
+// after one problem, the reports are the same, also with the blocks found
+// under a rebuilt hash block merged into the list.
+func TestProblemListSpills(t *testing.T) {
+	vsPath(t)
+	master := fecMake(t, &fecTargeted, 71)
+	m := master.clone(t)
+	// Level-0 block 0 and data blocks 3 and 9 under it (found once it is
+	// rebuilt), and data blocks elsewhere.
+	set := map[fecBlk]bool{{0, 0}: true, {-1, 3}: true, {-1, 9}: true, {-1, 200}: true, {-1, 300}: true, {-1, 301}: true}
+	m.corrupt(t, rand.New(rand.NewPCG(3, 3)), set, true)
+	noFEC := []string{"--root-hash=" + m.root, m.data, m.hash}
+	for _, args := range [][]string{
+		m.args("--max-problems=-1"), m.args("--max-problems=-1", "--json"), m.args("--max-problems=2"),
+		m.args("--max-problems=4", "--json"), m.args("--max-problems=0"),
+		append([]string{"--max-problems=-1"}, noFEC...), append([]string{"--max-problems=-1", "--json"}, noFEC...),
+		append([]string{"--max-problems=3", "--json"}, noFEC...),
+	} {
+		want := vcRun(args...)
+		saved := spoolMemory
+		spoolMemory = 1
+		got := vcRun(args...)
+		spoolMemory = saved
+		if got.stdout != want.stdout || got.stderr != want.stderr || got.code != want.code {
+			t.Errorf("spilled after 1 problem:\n%v\nin memory:\n%v", got, want)
+		}
+	}
+	r := vcRun(m.args("--max-problems=-1")...)
+	order := []string{"corrupted: hash block 0 of level 0", "corrupted: data block 3 ", "corrupted: data block 9 ",
+		"corrupted: data block 200 ", "corrupted: data block 300 ", "corrupted: data block 301 "}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(r.stdout[at:], w)
+		if i < 0 {
+			t.Fatalf("want %q after byte %d, in order %q:\n%v", w, at, order, r)
+		}
+		at += i
+	}
+	if strings.Count(r.stdout, "corrupted: ") != len(order) {
+		t.Fatalf("want %d problems:\n%v", len(order), r)
+	}
+}
+
+// TestWriteResultLikeEncoder: the JSON report streamed by writeResult is
+// byte for byte what encoding it whole gives.
+func TestWriteResultLikeEncoder(t *testing.T) {
+	level := 1
+	for _, probs := range [][]problem{nil, {{Where: "data", Index: 3, Offset: 1536, Reason: "digest mismatch"}},
+		{{Where: "superblock", Offset: 7, Reason: "x \"y\""}, {Where: "hash", Level: &level, Index: 2, Reason: "r",
+			Unchecked: []blockRange{{Level: 0, First: 1, Last: 2}, {Level: -1, First: 5, Last: 9}}}}} {
+		res := &result{RootHash: "ab", DataFormat: "raw", ProblemsTruncated: true, repairJSON: &repairJSON{FECDevice: "f", RepairableBlocks: []fecBlock{}, UnrecoverableBlocks: []fecBlock{}}}
+		var want, got bytes.Buffer
+		whole := *res
+		b, err := json.Marshal(append([]problem{}, probs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole.Problems = b
+		if err := writeJSON(&want, &whole); err != nil {
+			t.Fatal(err)
+		}
+		err = writeResult(&got, res, func(emit func(problem) error) error {
+			for _, p := range probs {
+				if err := emit(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || got.String() != want.String() {
+			t.Errorf("%d problems: %v\n%s\nwant\n%s", len(probs), err, got.String(), want.String())
+		}
+	}
+}
+
+// TestLostListCapped: past lostKept unrecoverable blocks, the rest are
+// counted, not named, and the JSON lists say they are truncated.
+func TestLostListCapped(t *testing.T) {
+	vsPath(t)
+	m := fecMake(t, &fecTargeted, 91)
+	// Three data blocks in one round: more than 2 roots rebuild.
+	rounds := m.fp.Rounds()
+	set := map[fecBlk]bool{{-1, 5}: true, {-1, 5 + rounds}: true, {-1, 5 + 2*rounds}: true}
+	m.corrupt(t, rand.New(rand.NewPCG(9, 9)), set, true)
+	saved := lostKept
+	lostKept = 2
+	defer func() { lostKept = saved }()
+	r := vcRun(m.args("--max-problems=-1")...)
+	if r.code != 1 || strings.Count(r.stdout, "unrecoverable: ") != 2 ||
+		!strings.Contains(r.stdout, "... and 1 more unrecoverable blocks (only the first 2 are named)\n") ||
+		!strings.Contains(r.stderr, "cannot recover 3 corrupted blocks (data blocks ") {
+		t.Fatalf("want 2 named of 3 unrecoverable:\n%v", r)
+	}
+	j := fecDecodeJSON(t, vcRun(m.args("--max-problems=-1", "--json")...))
+	if j.UnrecoverableCount != 3 || len(j.UnrecoverableBlocks) != 2 || !j.Truncated {
+		t.Fatalf("--json: %d unrecoverable, %d named, truncated %v", j.UnrecoverableCount, len(j.UnrecoverableBlocks), j.Truncated)
+	}
+}
+
+// rssLauncher runs a command and prints its peak RSS in KiB: as in
+// internal/cli's memory test, a child of the (large) test process would
+// count the parent's memory it shares until exec.
+const rssLauncher = `package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	err := cmd.Run()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(100)
+	}
+	fmt.Println(cmd.ProcessState.ExitCode(), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+}
+`
+
+// TestMemoryCorruptedWhole: on a 256 MiB image of 512-byte blocks
+// overwritten whole, every problem listed (text and JSON), with and
+// without the parity, veritycheck stays under 64 MiB of RSS (it took 57,
+// 322 and 380 MiB); and so it does repairing a 64 MiB image with all the
+// damage 24 roots rebuild (it took 95 MiB).
+func TestMemoryCorruptedWhole(t *testing.T) {
+	const maxRSS = 64 << 20
+	dir := t.TempDir()
+	root := testtool.ModuleRoot(t)
+	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), filepath.Join(dir, "launcher")
+	launcherSrc := filepath.Join(dir, "launcher.go")
+	if err := os.WriteFile(launcherSrc, []byte(rssLauncher), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}, {launcher, launcherSrc}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	data, hash, fecPath, rootFile := filepath.Join(dir, "data"), filepath.Join(dir, "data.verity"), filepath.Join(dir, "data.fec"), filepath.Join(dir, "root")
+	writeRandom := func(data string, size int, seed uint64) {
+		f, err := os.Create(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.NewChaCha8([32]byte{byte(seed)})
+		buf := make([]byte, 1<<20)
+		for range size >> 20 {
+			rng.Read(buf)
+			if _, err := f.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure := func(t *testing.T, args ...string) (code int, report string) {
+		t.Helper()
+		cmd := exec.Command(launcher, args...)
+		// The runtime's own limits must not be what bounds the memory.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GOGC=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var kib int64
+		if _, scanErr := fmt.Sscan(string(out), &code, &kib); err != nil || scanErr != nil {
+			t.Fatalf("launcher: %v %v, printed %q\n%s", err, scanErr, out, tail(stderr.String()))
+		}
+		if rss := kib << 10; rss > maxRSS {
+			t.Errorf("peak RSS %d MiB, want < %d MiB", rss>>20, maxRSS>>20)
+		} else {
+			t.Logf("peak RSS %.1f MiB", float64(rss)/(1<<20))
+		}
+		return code, stderr.String()
+	}
+	const size = 256 << 20
+	writeRandom(data, size, 1)
+	if out, err := exec.Command(gen, "--no-progress", "--data-block-size=512", "--hash-block-size=512", "--fec-device="+fecPath, "--fec-roots=2", "--root-hash-file="+rootFile, data, hash).CombinedOutput(); err != nil {
+		t.Fatalf("veritygen: %v\n%s", err, out)
+	}
+	writeRandom(data, size, 2) // every data block corrupted
+	blocks := size / 512
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"text", nil},
+		{"json", []string{"--json"}},
+		{"parity", []string{"--fec-device=" + fecPath, "--fec-roots=2"}},
+		{"parity json repair", []string{"--fec-device=" + fecPath, "--fec-roots=2", "--json", "--repair"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{check, "--no-progress", "--max-problems=-1", "--root-hash-file=" + rootFile}, tc.args...)
+			code, report := measure(t, append(args, data, hash)...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, tail(report))
+			}
+			// Every block listed: the report is complete.
+			want := fmt.Sprintf("corrupted: data block %d ", blocks-1)
+			if len(tc.args) > 0 && tc.args[len(tc.args)-1] == "--repair" || tc.name == "json" {
+				want = `"index": ` + strconv.Itoa(blocks-1) + ","
+			}
+			if !strings.Contains(report, want) || !strings.Contains(report, fmt.Sprintf("%d corrupted data blocks", blocks)) &&
+				!strings.Contains(report, fmt.Sprintf(`"corrupt_data_blocks": %d`, blocks)) {
+				t.Errorf("report incomplete, want %q:\n%s", want, tail(report))
+			}
+		})
+	}
+
+	t.Run("repair", func(t *testing.T) {
+		const size = 64 << 20
+		data, hash, fecPath := filepath.Join(dir, "small"), filepath.Join(dir, "small.verity"), filepath.Join(dir, "small.fec")
+		writeRandom(data, size, 3)
+		if out, err := exec.Command(gen, "--no-progress", "--data-block-size=512", "--hash-block-size=512", "--fec-device="+fecPath, "--fec-roots=24", "--root-hash-file="+rootFile, data, hash).CombinedOutput(); err != nil {
+			t.Fatalf("veritygen: %v\n%s", err, out)
+		}
+		orig, err := os.ReadFile(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first 24 blocks of each round: as many as 24 roots rebuild.
+		rounds := (size/512 + int(info.Size())/512 + 230) / 231
+		bad := bytes.Clone(orig)
+		rand.NewChaCha8([32]byte{4}).Read(bad[:24*rounds*512])
+		if err := os.WriteFile(data, bad, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		code, report := measure(t, check, "--no-progress", "--max-problems=-1", "--root-hash-file="+rootFile, "--fec-device="+fecPath, "--fec-roots=24", "--repair", data, hash)
+		if code != 0 || !strings.Contains(report, fmt.Sprintf("repaired: wrote %d blocks back", 24*rounds)) {
+			t.Fatalf("exit %d, want 0 and %d blocks repaired:\n%s", code, 24*rounds, tail(report))
+		}
+		if after, err := os.ReadFile(data); err != nil || !bytes.Equal(after, orig) {
+			t.Fatalf("the repaired image differs from the original (%v)", err)
+		}
+	})
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return "..." + s[len(s)-3000:]
+	}
+	return s
+}
