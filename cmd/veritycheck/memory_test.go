@@ -119,30 +119,6 @@ func TestLostListCapped(t *testing.T) {
 	}
 }
 
-// rssLauncher runs a command and prints its peak RSS in KiB: as in
-// internal/cli's memory test, a child of the (large) test process would
-// count the parent's memory it shares until exec.
-const rssLauncher = `package main
-
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"syscall"
-)
-
-func main() {
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(100)
-	}
-	fmt.Println(cmd.ProcessState.ExitCode(), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
-}
-`
-
 // TestMemoryCorruptedWhole: on a 256 MiB image of 512-byte blocks
 // overwritten whole, every problem listed (text and JSON), with and
 // without the parity, veritycheck stays under 64 MiB of RSS (it took 57,
@@ -152,12 +128,8 @@ func TestMemoryCorruptedWhole(t *testing.T) {
 	const maxRSS = 64 << 20
 	dir := t.TempDir()
 	root := testtool.ModuleRoot(t)
-	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), filepath.Join(dir, "launcher")
-	launcherSrc := filepath.Join(dir, "launcher.go")
-	if err := os.WriteFile(launcherSrc, []byte(rssLauncher), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}, {launcher, launcherSrc}} {
+	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), testtool.BuildLauncher(t, dir)
+	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}} {
 		build := exec.Command("go", "build", "-o", b[0], b[1])
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
@@ -184,26 +156,14 @@ func TestMemoryCorruptedWhole(t *testing.T) {
 	}
 	measure := func(t *testing.T, args ...string) (code int, report string) {
 		t.Helper()
-		cmd := exec.Command(launcher, args...)
-		// The runtime's own limits must not be what bounds the memory.
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GOGC=") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		var kib int64
-		if _, scanErr := fmt.Sscan(string(out), &code, &kib); err != nil || scanErr != nil {
-			t.Fatalf("launcher: %v %v, printed %q\n%s", err, scanErr, out, tail(stderr.String()))
-		}
-		if rss := kib << 10; rss > maxRSS {
+		var output bytes.Buffer // stdout and stderr, as a terminal shows them
+		code, rss := testtool.RunMeasured(t, launcher, &output, &output, args[0], args[1:]...)
+		if rss > maxRSS {
 			t.Errorf("peak RSS %d MiB, want < %d MiB", rss>>20, maxRSS>>20)
 		} else {
 			t.Logf("peak RSS %.1f MiB", float64(rss)/(1<<20))
 		}
-		return code, stderr.String()
+		return code, output.String()
 	}
 	const size = 256 << 20
 	writeRandom(data, size, 1)

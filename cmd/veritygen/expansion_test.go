@@ -49,7 +49,7 @@ func TestSparseExpansionSaid(t *testing.T) {
 		t.Errorf("tree_size = %d, want %d (hash_end - hash_offset: the superblock and 8257 hash blocks)", got, tree)
 	}
 	if got := cliUint(t, m, "expanded_size"); got != 4<<30 {
-		t.Errorf("expanded_size = %d, want %d", got, 4<<30)
+		t.Errorf("expanded_size = %d, want %d", got, uint64(4<<30))
 	}
 	want := fmt.Sprintf("veritygen: DATA %s is an Android sparse image of 40 B that expands to 4.0 GiB (4294967296 bytes); its tree will be %s\n",
 		data, humanize.IBytes(tree))

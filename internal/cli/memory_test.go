@@ -7,10 +7,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -65,53 +65,16 @@ func writeChunks(t *testing.T, path string, bs, n, crcs int, dontCare bool) {
 	}
 }
 
-// rssLauncher runs a command and prints its peak RSS in KiB. The test
-// cannot measure its children itself: Go starts a child sharing the
-// parent's memory until exec (vfork), and Linux counts that memory's peak
-// in the child's ru_maxrss, so a child of a large test process (a -race
-// one takes over 200 MiB) would seem as large. The launcher is small.
-const rssLauncher = `package main
-
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"syscall"
-)
-
-func main() {
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
-}
-`
-
 // runMeasured runs a built command through the launcher and returns its
-// peak RSS in bytes.
+// peak RSS in bytes; the command must succeed.
 func runMeasured(t *testing.T, launcher, name string, args ...string) int64 {
 	t.Helper()
-	cmd := exec.Command(launcher, append([]string{name}, args...)...)
-	// The runtime's own limits must not be what bounds the memory.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "GOGC=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	code, rss := testtool.RunMeasured(t, launcher, io.Discard, &stderr, name, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit %d\n%s", filepath.Base(name), strings.Join(args, " "), code, stderr.String())
 	}
-	kib, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-	if err != nil {
-		t.Fatalf("launcher printed %q", out)
-	}
-	return kib << 10
+	return rss
 }
 
 // TestMemoryBounded: both commands stay under 64 MiB of RSS on sparse
@@ -120,12 +83,8 @@ func runMeasured(t *testing.T, launcher, name string, args ...string) int64 {
 func TestMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	root := testtool.ModuleRoot(t)
-	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), filepath.Join(dir, "launcher")
-	launcherSrc := filepath.Join(dir, "launcher.go")
-	if err := os.WriteFile(launcherSrc, []byte(rssLauncher), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}, {launcher, launcherSrc}} {
+	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), testtool.BuildLauncher(t, dir)
+	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}} {
 		build := exec.Command("go", "build", "-o", b[0], b[1])
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {

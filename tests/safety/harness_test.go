@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		for name, pkg := range map[string]string{"veritygen": "cmd/veritygen", "veritycheck": "cmd/veritycheck",
-			"launcher": "tests/safety/launcher"} {
+			"launcher": "internal/testtool/launcher"} {
 			out := filepath.Join(dir, name)
 			cmd := exec.Command("go", "build", "-o", out, "github.com/veritytree/veritytree/"+pkg)
 			// Static, as the README says the commands are built.

@@ -1,7 +1,7 @@
 // Command launcher starts its arguments as a command and reports on fd 3
 // the command's pid ("pid N") and then its exit code and peak RSS in KiB
-// ("exit CODE RSS"; CODE is -1 if a signal ended it). The safety tests
-// start the commands they attack through it.
+// ("exit CODE RSS"; CODE is -1 if a signal ended it). Tests start the
+// commands they measure through it (testtool.RunMeasured, tests/safety).
 //
 // The peak RSS of a command started directly from a test would not be its
 // own: Linux charges an exec'd process with the peak RSS of the memory it
@@ -35,7 +35,7 @@ func main() {
 	}
 	var rss int64
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
+		rss = int64(ru.Maxrss) // int32 on 32-bit ARM
 	}
 	fmt.Fprintf(report, "exit %d %d\n", st.ExitCode(), rss)
 }
