@@ -80,7 +80,7 @@ type RoundDecoder struct {
 }
 
 // runBytes bounds the message a RoundDecoder reads at once.
-const runBytes = 8 << 20
+const runBytes = 4 << 20
 
 // NewRoundDecoder returns a decoder of the message read through msg, with
 // its parity read through parity at offset 0.
