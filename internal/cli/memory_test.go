@@ -84,6 +84,9 @@ func TestMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	root := testtool.ModuleRoot(t)
 	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), testtool.BuildLauncher(t, dir)
+	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck"); err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}} {
 		build := exec.Command("go", "build", "-o", b[0], b[1])
 		build.Dir = root

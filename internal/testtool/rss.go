@@ -16,6 +16,9 @@ import (
 // it: see the launcher's documentation for why they cannot themselves.
 func BuildLauncher(t testing.TB, dir string) string {
 	t.Helper()
+	if err := TrackSources("./internal/testtool/launcher"); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "launcher")
 	cmd := exec.Command("go", "build", "-o", out, "./internal/testtool/launcher")
 	cmd.Dir = ModuleRoot(t)

@@ -5,6 +5,7 @@
 package testtool
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,17 +37,25 @@ func missing(t testing.TB, format string, args ...any) {
 // ModuleRoot returns the directory holding go.mod.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
+			return "", errors.New("go.mod not found above the test's directory")
 		}
 		dir = parent
 	}

@@ -215,6 +215,9 @@ func buildVeritygen(t *testing.T) string {
 	t.Helper()
 	goTool := testtool.Require(t, "go")
 	bin := filepath.Join(t.TempDir(), "veritygen")
+	if err := testtool.TrackSources("./cmd/veritygen"); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, "./cmd/veritygen")
 	cmd.Dir = testtool.ModuleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -69,6 +69,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// TestSources makes the sources of the commands TestMain builds inputs of
+// this package's tests (see testtool.TrackSources), so that a change to a
+// command is never answered with a cached result. Go records the files a
+// test opens only while the tests run, not in TestMain.
+func TestSources(t *testing.T) {
+	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck", "./internal/testtool/launcher"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // trigger sends a signal to the running command once it is waiting where
 // the attack wants it: when its stderr matches onStderr, or when one of its
 // threads sleeps in the kernel function onWchan (e.g. wait_for_partner: a
