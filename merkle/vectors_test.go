@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/hashes"
-	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/testimages"
 )
@@ -31,7 +30,8 @@ type peerVector struct {
 
 func peerReadVectors(t *testing.T) []peerVector {
 	t.Helper()
-	f, err := os.Open(testtool.Shared(t, "vectors/roots.tsv"))
+	// A copy of ../shared/vectors/roots.tsv, so that a clone passes anywhere.
+	f, err := os.Open(filepath.Join("testdata", "roots.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,14 +60,3 @@ func moduleRoot() (string, error) {
 		dir = parent
 	}
 }
-
-// Shared returns the path of a file under the project's shared folder,
-// which lies beside the repository (../shared), or skips (fails in CI).
-func Shared(t testing.TB, rel string) string {
-	t.Helper()
-	p := filepath.Join(ModuleRoot(t), "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		missing(t, "shared file %s not found: %v", rel, err)
-	}
-	return p
-}
