@@ -307,12 +307,45 @@ func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSi
 	switch {
 	case !info.Mode().IsRegular():
 		return "", nil
+	case holdsNothing(f, size):
+		// Zeros or holes (a file made with truncate or fallocate for the
+		// tree, as for veritysetup): nothing to lose.
+		return "", nil
 	case needSB:
 		return fmt.Sprintf("%d bytes without a verity superblock at byte %d", size, sbAt), nil
 	case uint64(size) > maxSize:
 		return fmt.Sprintf("%d bytes, more than the %d written there", size, maxSize), nil
 	}
 	return "", nil
+}
+
+// maxZeroScan bounds how much of an existing output holdsNothing reads:
+// past it only a file of holes counts as holding nothing.
+const maxZeroScan = 64 << 20
+
+// holdsNothing reports whether the regular file f holds only zeros: it has
+// no data at all (only holes), or its first size bytes, at most
+// maxZeroScan, are all zero.
+func holdsNothing(f *os.File, size int64) bool {
+	if _, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_DATA); errors.Is(err, unix.ENXIO) {
+		return true // holes only
+	}
+	if size > maxZeroScan {
+		return false
+	}
+	buf := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false
+			}
+		}
+		if err != nil && !(err == io.EOF && off+int64(n) >= size) {
+			return false
+		}
+	}
+	return true
 }
 
 // looksLikeTree reports whether DATA is rather a hash tree: named *.verity,

@@ -108,6 +108,18 @@ func TestSafetyForeignHash(t *testing.T) {
 	cliOK(t, "--no-superblock", "--salt=-", data, hashPath)
 	write(random(4096))
 	cliOK(t, "--no-superblock", "--salt=-", data, hashPath)
+	// Made for the tree beforehand (truncate, or zeros written): nothing
+	// to lose, as veritysetup would write over it too.
+	write(make([]byte, 3<<20))
+	cliOK(t, data, hashPath)
+	err := os.Truncate(hashPath, 0)
+	if err == nil {
+		err = os.Truncate(hashPath, 200<<20) // holes only, past maxZeroScan
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliOK(t, data, hashPath)
 
 	for _, c := range []struct {
 		name  string
@@ -118,6 +130,7 @@ func TestSafetyForeignHash(t *testing.T) {
 		{"no superblock where one belongs", random(8192), nil, "(8192 bytes without a verity superblock at byte 0)"},
 		{"superblock past --hash-offset missing", random(8192), []string{"--hash-offset=4096"}, "without a verity superblock at byte 4096"},
 		{"longer than the tree", random(8192), []string{"--no-superblock", "--salt=-"}, "(8192 bytes, more than the 4096 written there)"},
+		{"zeros but one byte", append(make([]byte, 8191), 1), nil, "(8192 bytes without a verity superblock at byte 0)"},
 		{"a filesystem as small as the tree", safeExt4Bytes(4096), []string{"--no-superblock", "--salt=-"}, "(an ext2/3/4 filesystem)"},
 		{"an Android sparse image", append([]byte{0x3a, 0xff, 0x26, 0xed}, make([]byte, 100)...), []string{"--no-superblock", "--salt=-"}, "(an Android sparse image)"},
 	} {

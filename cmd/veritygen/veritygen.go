@@ -43,7 +43,7 @@ chunks of a sparse image are hashed once, not read.
 HASH is written under a temporary name and renamed when complete, so an
 interrupted run never leaves a partial tree under HASH; a block device is
 written in place, and must be large enough. An existing HASH (or FEC file)
-is replaced only if it looks like what veritygen writes: empty, a tree
+is replaced only if it looks like what veritygen writes: empty or zeros, a tree
 with its superblock, or (--no-superblock) no longer than the tree and no
 filesystem or image by its magic; --force replaces it anyway. Every
 output is opened before anything is hashed, so one that cannot be written
