@@ -9,6 +9,7 @@ package main
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -382,8 +383,11 @@ func TestCampaignSuperblockFields(t *testing.T) {
 							bad("a changed salt byte must change every digest (root mismatch)")
 						}
 					case 2:
-						if !strings.HasPrefix(r.stderr, "veritycheck: error: ") || r.stdout != "" {
-							bad("exit 2 without a \"veritycheck: error:\" line, or with output")
+						// With --json, stdout holds the error alone, as JSON.
+						var jsonErr struct{ Error string }
+						if !strings.HasPrefix(r.stderr, "veritycheck: error: ") || json.Unmarshal([]byte(r.stdout), &jsonErr) != nil ||
+							!strings.HasPrefix(r.stderr, "veritycheck: error: "+jsonErr.Error+"\n") {
+							bad("exit 2 without a \"veritycheck: error:\" line, or without the same error as JSON on stdout")
 						}
 						msg := strings.SplitN(r.stderr, "\n", 2)[0]
 						named := "bad verity superblock: " + f.name + fmt.Sprintf(" (at byte %d)", f.start)

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
 	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
-	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
@@ -142,6 +142,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		cli.Report(stderr, prog, err)
 		if code == cli.ExitOK {
 			code = cli.ExitError
+		}
+		if o.json && code == cli.ExitError {
+			// Exit 1 printed its report; exit 2 printed nothing yet.
+			cli.ReportJSON(stdout, err)
 		}
 	}
 	return code

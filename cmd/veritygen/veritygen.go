@@ -106,6 +106,14 @@ func (o *options) changed(name string) bool { return o.tree.Changed(name) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
 	var o options
+	// fail reports err on stderr and, with --json, as JSON on stdout.
+	fail := func(err error) int {
+		cli.Report(stderr, prog, err)
+		if o.json {
+			cli.ReportJSON(stdout, err)
+		}
+		return cli.ExitError
+	}
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -119,32 +127,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
 	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
-	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	o.boot.register(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		cli.Report(stderr, prog, cli.WithHint(err, "see veritygen --help"))
-		return cli.ExitError
+		return fail(cli.WithHint(err, "see veritygen --help"))
 	}
 	if *help {
 		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
 		return cli.ExitOK
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		cli.Report(stderr, prog, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
+		return fail(cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
 			"expected DATA and optionally HASH, got %d arguments", fs.NArg()))
-		return cli.ExitError
 	}
 	if o.appendTree && fs.NArg() != 1 {
-		cli.Report(stderr, prog, cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
+		return fail(cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
 			"--append writes the tree into DATA; got a HASH argument (%s) too", fs.Arg(1)))
-		return cli.ExitError
 	}
 	if o.jobs < 1 {
-		cli.Report(stderr, prog, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
-		return cli.ExitError
+		return fail(cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
 	}
 	data := fs.Arg(0)
 	hash := data + ".verity"
@@ -166,15 +170,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 				err = errors.New("interrupted; nothing was written")
 			}
 		}
-		cli.Report(stderr, prog, err)
-		return cli.ExitError
+		return fail(err)
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
-			cli.Report(stderr, prog, fmt.Errorf("writing the report: %w", err))
-			return cli.ExitError
+			return fail(fmt.Errorf("writing the report: %w", err))
 		}
 	} else {
 		h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,

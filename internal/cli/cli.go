@@ -5,6 +5,7 @@ package cli
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,24 @@ func Report(w io.Writer, prog string, err error) {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
 		}
 	}
+}
+
+// ReportJSON writes err to w as one JSON object, {"error": ..., "hint":
+// ...} (hint "" when there is none): what --json prints on stdout instead
+// of a report, so that a script reading it (jq -r .root_hash) sees the
+// failure, not an empty string.
+func ReportJSON(w io.Writer, err error) {
+	out := struct {
+		Error string `json:"error"`
+		Hint  string `json:"hint"`
+	}{Error: err.Error()}
+	var e *Error
+	if errors.As(err, &e) {
+		out.Hint = e.Hint
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(out) // stdout is all there is to report a failure of
 }
 
 // Warn prints "prog: warning: ..." to w.
