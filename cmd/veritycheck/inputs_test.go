@@ -58,15 +58,6 @@ func inTree(t *testing.T, dir string) (data, hash, rootHex string) {
 	return data, hash, rootHex
 }
 
-func inFIFO(t *testing.T, dir, name string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // inRun runs veritycheck in-process and fails the test if it is still
 // waiting after 30 s (it is then left behind).
 func inRun(t *testing.T, args ...string) vcResult {
@@ -105,7 +96,7 @@ func noVerify(t *testing.T) {
 func TestOffsetsCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	data, hash, _ := inTree(t, dir)
-	fifo := inFIFO(t, dir, "root.fifo")
+	fifo := testtool.MkFIFO(t, dir, "root.fifo")
 	rootFile := filepath.Join(dir, "root.hex")
 	fecTooLarge := func(off string) string {
 		return "veritycheck: error: --fec-offset " + off + " is too large: the parity would end past byte 9223372036854775807, the end of the largest possible file\n" +
@@ -170,7 +161,7 @@ func TestRootHashFileLimit(t *testing.T) {
 		}
 	}
 	// As bash's --root-hash-file=<(cat root.hex) gives it: a pipe.
-	fifo := inFIFO(t, dir, "root.fifo")
+	fifo := testtool.MkFIFO(t, dir, "root.fifo")
 	go func() {
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			w.WriteString(rootHex + "\n")
@@ -187,7 +178,7 @@ func TestRootHashFileLimit(t *testing.T) {
 func TestSpecialFilesRefused(t *testing.T) {
 	dir := t.TempDir()
 	data, hash, _ := inTree(t, dir)
-	fifo := inFIFO(t, dir, "fifo")
+	fifo := testtool.MkFIFO(t, dir, "fifo")
 	root := "--root-hash-file=" + filepath.Join(dir, "root.hex")
 	const is = " is a FIFO (named pipe): it must be a file or a block device, to be read at any offset\n" +
 		"veritycheck: hint: write it to a file first, and give that file\n"
@@ -232,13 +223,10 @@ func TestDataShrinks(t *testing.T) {
 // given as --root-hash-file ends on SIGINT and on SIGTERM, with exit 2.
 // It used to be killable only by SIGKILL.
 func TestSignalEndsWait(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "veritycheck")
-	if out, err := exec.Command(testtool.Require(t, "go"), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testtool.BuildCommand(t, t.TempDir(), "./cmd/veritycheck")
 	dir := t.TempDir()
 	data, _, _ := inTree(t, dir)
-	fifo := inFIFO(t, dir, "root.fifo")
+	fifo := testtool.MkFIFO(t, dir, "root.fifo")
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			var stderr bytes.Buffer

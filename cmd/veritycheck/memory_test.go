@@ -127,18 +127,8 @@ func TestLostListCapped(t *testing.T) {
 func TestMemoryCorruptedWhole(t *testing.T) {
 	const maxRSS = 64 << 20
 	dir := t.TempDir()
-	root := testtool.ModuleRoot(t)
-	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), testtool.BuildLauncher(t, dir)
-	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck"); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}} {
-		build := exec.Command("go", "build", "-o", b[0], b[1])
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
+	gen, check := testtool.BuildCommand(t, dir, "./cmd/veritygen"), testtool.BuildCommand(t, dir, "./cmd/veritycheck")
+	launcher := testtool.BuildLauncher(t, dir)
 	data, hash, fecPath, rootFile := filepath.Join(dir, "data"), filepath.Join(dir, "data.verity"), filepath.Join(dir, "data.fec"), filepath.Join(dir, "root")
 	writeRandom := func(data string, size int, seed uint64) {
 		f, err := os.Create(data)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,15 +37,6 @@ func inRun(t *testing.T, args ...string) cliResult {
 		t.Fatalf("veritygen %s: still waiting after 30 s", strings.Join(args, " "))
 		panic("unreachable")
 	}
-}
-
-func inFIFO(t *testing.T, dir, name string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // noBuild fails the test if the tree is built (hashed) at all.
@@ -109,7 +99,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
 	cliImage(t, data, 64*4096, 3)
-	fifo := inFIFO(t, dir, "fifo")
+	fifo := testtool.MkFIFO(t, dir, "fifo")
 	const written = " is a FIFO (named pipe): it must be a file or a block device, to be written at any offset\n" +
 		"veritygen: hint: name a file or a block device\n"
 	for _, c := range []struct {
@@ -164,12 +154,9 @@ func TestDataShrinks(t *testing.T) {
 // TestBuiltFIFOData: the built command given a FIFO without a writer as
 // DATA exits 2 at once; it used to wait in open until SIGKILL.
 func TestBuiltFIFOData(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "veritygen")
-	if out, err := exec.Command(testtool.Require(t, "go"), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testtool.BuildCommand(t, t.TempDir(), "./cmd/veritygen")
 	dir := t.TempDir()
-	fifo := inFIFO(t, dir, "data.fifo")
+	fifo := testtool.MkFIFO(t, dir, "data.fifo")
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, fifo, filepath.Join(dir, "tree.verity"))
 	cmd.Stderr = &stderr

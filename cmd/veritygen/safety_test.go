@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 // safeExt4 writes a file of size bytes that carries the ext2/3/4 magic, as
@@ -204,10 +206,7 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 	})
 
 	t.Run("FIFO with a reader", func(t *testing.T) {
-		p := filepath.Join(dir, "fifo")
-		if err := unix.Mkfifo(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		p := testtool.MkFIFO(t, dir, "fifo")
 		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -225,10 +224,7 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 	})
 
 	t.Run("FIFO without a reader", func(t *testing.T) {
-		p := filepath.Join(dir, "lonely")
-		if err := unix.Mkfifo(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		p := testtool.MkFIFO(t, dir, "lonely")
 		h := filepath.Join(dir, "never.verity")
 		safeRefused(t, "is a FIFO that no process is reading", "--root-hash-file="+p, data, h)
 		if _, err := os.Stat(h); err == nil {
@@ -478,10 +474,7 @@ func TestSafetySpecialOutputs(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
 	cliImage(t, data, 16*4096, 8)
-	p := filepath.Join(dir, "fifo")
-	if err := unix.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := testtool.MkFIFO(t, dir, "fifo")
 	safeRefused(t, "HASH "+p+" is a FIFO", data, p)
 	safeRefused(t, "FEC device "+p+" is a FIFO", "--fec-device="+p, data, filepath.Join(dir, "h"))
 	if _, err := os.Stat(filepath.Join(dir, "h")); err == nil {

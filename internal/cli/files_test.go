@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 // within runs f and fails the test if it has not returned in 30 s: what it
@@ -27,20 +29,11 @@ func within[T any](t *testing.T, what string, f func() T) T {
 	}
 }
 
-func mkfifo(t *testing.T, name string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestOpenImageRefusesSpecialFiles: an image is read at any offset; a
 // FIFO (which, without a writer, made open wait forever), a socket and a
 // character device are refused at once with one clear line.
 func TestOpenImageRefusesSpecialFiles(t *testing.T) {
-	fifo := mkfifo(t, "fifo")
+	fifo := testtool.MkFIFO(t, t.TempDir(), "fifo")
 	sock := filepath.Join(t.TempDir(), "sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -146,7 +139,7 @@ func TestReadSmallFile(t *testing.T) {
 	}
 
 	// A FIFO with a writer: read to its end (bash's <(cat root.hex)).
-	fifo := mkfifo(t, "written")
+	fifo := testtool.MkFIFO(t, t.TempDir(), "written")
 	go func() {
 		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err == nil {
@@ -166,7 +159,7 @@ func TestReadSmallFile(t *testing.T) {
 	}
 
 	// A FIFO without a writer: the wait ends with ctx.
-	fifo = mkfifo(t, "no-writer")
+	fifo = testtool.MkFIFO(t, t.TempDir(), "no-writer")
 	cctx, cancel := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() {

@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,18 +81,8 @@ func runMeasured(t *testing.T, launcher, name string, args ...string) int64 {
 // size: over 1 GiB for 56 MB).
 func TestMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
-	root := testtool.ModuleRoot(t)
-	gen, check, launcher := filepath.Join(dir, "veritygen"), filepath.Join(dir, "veritycheck"), testtool.BuildLauncher(t, dir)
-	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck"); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][2]string{{gen, "./cmd/veritygen"}, {check, "./cmd/veritycheck"}} {
-		build := exec.Command("go", "build", "-o", b[0], b[1])
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
+	gen, check := testtool.BuildCommand(t, dir, "./cmd/veritygen"), testtool.BuildCommand(t, dir, "./cmd/veritycheck")
+	launcher := testtool.BuildLauncher(t, dir)
 	for _, tc := range []struct {
 		name         string
 		bs, n, crcs  int

@@ -11,21 +11,30 @@ import (
 	"testing"
 )
 
+// BuildCommand builds the module's package pkg (e.g. "./cmd/veritygen")
+// into dir, under its last element's name, and returns the binary's path.
+// Its sources become inputs of the test (TrackSources), so a change to the
+// command is never answered with a cached result.
+func BuildCommand(t testing.TB, dir, pkg string) string {
+	t.Helper()
+	if err := TrackSources(pkg); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command(Require(t, "go"), "build", "-o", out, pkg)
+	cmd.Dir = ModuleRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
 // BuildLauncher builds the launcher (internal/testtool/launcher) into dir
 // and returns its path. Tests measure the peak RSS of a command through
 // it: see the launcher's documentation for why they cannot themselves.
 func BuildLauncher(t testing.TB, dir string) string {
 	t.Helper()
-	if err := TrackSources("./internal/testtool/launcher"); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "launcher")
-	cmd := exec.Command("go", "build", "-o", out, "./internal/testtool/launcher")
-	cmd.Dir = ModuleRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build the launcher: %v\n%s", err, b)
-	}
-	return out
+	return BuildCommand(t, dir, "./internal/testtool/launcher")
 }
 
 // RunMeasured runs bin with args through launcher, with the command's

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -59,4 +60,14 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// MkFIFO makes a FIFO (named pipe) named name in dir and returns its path.
+func MkFIFO(t testing.TB, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -213,17 +213,7 @@ type prepared struct {
 
 func buildVeritygen(t *testing.T) string {
 	t.Helper()
-	goTool := testtool.Require(t, "go")
-	bin := filepath.Join(t.TempDir(), "veritygen")
-	if err := testtool.TrackSources("./cmd/veritygen"); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, "./cmd/veritygen")
-	cmd.Dir = testtool.ModuleRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/veritygen: %v\n%s", err, out)
-	}
-	return bin
+	return testtool.BuildCommand(t, t.TempDir(), "./cmd/veritygen")
 }
 
 // randomImage returns blocks*dbs+tail bytes, random but the same each run;

@@ -201,39 +201,39 @@ var attacks = []attack{
 
 	// 7: nothing waits forever, every wait ends on SIGINT or SIGTERM.
 	{item: "7", name: "veritygen: DATA is a FIFO without writer",
-		setup: func(t *testing.T, d string) { mkfifo(t, d, "fifo") },
+		setup: func(t *testing.T, d string) { testtool.MkFIFO(t, d, "fifo") },
 		prog:  "veritygen", args: withGen("fifo", "h"), exit: []int{2},
 		stderr: []string{`FIFO`}, timeout: 10 * time.Second},
 	{item: "7", name: "veritycheck: DATA is a FIFO without writer",
 		setup: func(t *testing.T, d string) {
 			treeOf("d.img", "h", 19)(t, d)
-			mkfifo(t, d, "fifo")
+			testtool.MkFIFO(t, d, "fifo")
 		},
 		prog: "veritycheck", args: []string{"--root-hash-file=root.hex", "fifo", "h"}, exit: []int{2},
 		stderr: []string{`FIFO`}, timeout: 10 * time.Second},
 	{item: "7", name: "veritygen: HASH is a FIFO without reader",
 		setup: func(t *testing.T, d string) {
 			randomFile(t, d, "d.img", mib, 20)
-			mkfifo(t, d, "fifo")
+			testtool.MkFIFO(t, d, "fifo")
 		},
 		prog: "veritygen", args: withGen("d.img", "fifo"), exit: []int{2},
 		stderr:  []string{`(?i)FIFO|pipe|not a regular file`},
 		trigger: &trigger{sig: syscall.SIGTERM, onWchan: fifoWaits}, timeout: 10 * time.Second},
 	{item: "7", name: "veritycheck --dump of a FIFO without writer",
-		setup: func(t *testing.T, d string) { mkfifo(t, d, "fifo") },
+		setup: func(t *testing.T, d string) { testtool.MkFIFO(t, d, "fifo") },
 		prog:  "veritycheck", args: []string{"--dump", "fifo"}, exit: []int{2},
 		stderr: []string{`FIFO`}, timeout: 10 * time.Second},
 	{item: "7", name: "veritycheck: the FEC device is a FIFO without writer",
 		setup: func(t *testing.T, d string) {
 			treeOf("d.img", "d.img.verity", 33)(t, d)
-			mkfifo(t, d, "fifo")
+			testtool.MkFIFO(t, d, "fifo")
 		},
 		prog: "veritycheck", args: []string{"--root-hash-file=root.hex", "--fec-device=fifo", "d.img"}, exit: []int{2},
 		stderr: []string{`FIFO`}, timeout: 10 * time.Second},
 	{item: "7", name: "veritygen: --root-hash-file is a FIFO without reader, SIGTERM if it waits",
 		setup: func(t *testing.T, d string) {
 			randomFile(t, d, "d.img", mib, 34)
-			mkfifo(t, d, "root.fifo")
+			testtool.MkFIFO(t, d, "root.fifo")
 		},
 		prog: "veritygen", args: withGen("--root-hash-file=root.fifo", "d.img", "h"), exit: []int{0, 2},
 		mayChange: []string{"h"},
@@ -241,7 +241,7 @@ var attacks = []attack{
 	{item: "7", name: "veritycheck: waiting for the root hash from a FIFO, SIGINT",
 		setup: func(t *testing.T, d string) {
 			treeOf("d.img", "d.img.verity", 21)(t, d)
-			mkfifo(t, d, "root.fifo")
+			testtool.MkFIFO(t, d, "root.fifo")
 		},
 		prog: "veritycheck", args: []string{"--root-hash-file=root.fifo", "d.img"}, exit: []int{2},
 		trigger: &trigger{sig: syscall.SIGINT, onWchan: fifoWaits}, timeout: 10 * time.Second},

@@ -153,13 +153,6 @@ func lock(t *testing.T, dir, name string) {
 	}
 }
 
-func mkfifo(t *testing.T, dir, name string) {
-	t.Helper()
-	if err := unix.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // flipBytes inverts n bytes of dir/name from off.
 func flipBytes(t *testing.T, dir, name string, off int64, n int) {
 	t.Helper()
