@@ -1,0 +1,116 @@
+package verity
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// Kind says what sort of failure an *Error is, so that a caller can tell
+// its own mistakes from bad input and from a failing disk.
+type Kind uint8
+
+const (
+	// KindParam: an option or argument is wrong or contradicts another;
+	// Error.Field names the option.
+	KindParam Kind = iota + 1
+	// KindInput: an input file is not what the operation needs: not an
+	// image or not a tree, malformed, too short, of the wrong type.
+	KindInput
+	// KindCorrupt: the data or the tree does not match the root hash.
+	KindCorrupt
+	// KindIO: reading or writing a file failed.
+	KindIO
+	// KindRefused: the operation would destroy something it was not given
+	// to write (an output that does not look like one of ours), or a file
+	// is locked by another process.
+	KindRefused
+)
+
+// Sentinels for errors.Is: every *Error of a kind matches its sentinel.
+var (
+	ErrParam   = errors.New("verity: invalid parameter")
+	ErrInput   = errors.New("verity: unusable input")
+	ErrCorrupt = merkle.ErrCorrupt
+	ErrIO      = errors.New("verity: I/O error")
+	ErrRefused = errors.New("verity: refused")
+	// ErrLocked is a KindRefused error's cause when another process holds
+	// a lock on a file the operation reads or writes.
+	ErrLocked = errors.New("locked by another process")
+)
+
+func (k Kind) sentinel() error {
+	switch k {
+	case KindParam:
+		return ErrParam
+	case KindInput:
+		return ErrInput
+	case KindCorrupt:
+		return ErrCorrupt
+	case KindIO:
+		return ErrIO
+	case KindRefused:
+		return ErrRefused
+	}
+	return nil
+}
+
+// Error is the error of every operation of this package.
+//
+// Messages name options the way veritysetup and veritygen spell them as
+// flags (--fec-offset for FormatOptions.FECOffset): that is how users,
+// scripts and the rest of the ecosystem write them. Field has the Go name.
+type Error struct {
+	Kind Kind
+	// Field is the option a KindParam error is about, e.g. "FECOffset";
+	// "" when it is about several or none.
+	Field string
+	// Err is the message (and cause).
+	Err error
+	// Hint, if not "", says what to do instead, one suggestion per line,
+	// in veritygen's flag spelling.
+	Hint string
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrParam) (and the other sentinels) true for
+// every *Error of that kind.
+func (e *Error) Is(target error) bool {
+	s := e.Kind.sentinel()
+	return s != nil && target == s
+}
+
+// errorf returns an *Error of kind k with a hint ("" for none).
+func errorf(k Kind, hint, format string, args ...any) *Error {
+	return &Error{Kind: k, Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
+// paramErrorf returns a KindParam *Error about field.
+func paramErrorf(field, hint, format string, args ...any) *Error {
+	return &Error{Kind: KindParam, Field: field, Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
+// withHint returns err as an *Error of kind k with hint, keeping its kind
+// and field if it already is one.
+func withHint(k Kind, err error, hint string) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Kind: e.Kind, Field: e.Field, Err: err, Hint: hint}
+	}
+	return &Error{Kind: k, Err: err, Hint: hint}
+}
+
+// HintOf returns the hint of the first *Error in err's chain, or "".
+func HintOf(err error) string {
+	var e *Error
+	for errors.As(err, &e) {
+		if e.Hint != "" {
+			return e.Hint
+		}
+		err = e.Err
+	}
+	return ""
+}

@@ -1,0 +1,200 @@
+package verity
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// openImage opens an image for reading and returns its size (a block
+// device's from the BLKGETSIZE64 ioctl, see Size); role names it in errors
+// ("DATA", "HASH"). Only regular files and block devices are accepted: an
+// image is read at any offset, and a FIFO, socket or character device
+// cannot be, while opening some of them would wait for a writer forever.
+func openImage(role, path string) (*os.File, int64, error) {
+	// Stat first, so that a device that is not an image is not even
+	// opened (opening some has side effects).
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, openError(role, path, err)
+	}
+	if err := checkImageType(role, path, info.Mode(), "read"); err != nil {
+		return nil, 0, err
+	}
+	// O_NONBLOCK: should path have become a FIFO since the Stat, the open
+	// must not wait for a writer; the type is checked again on the open
+	// file below.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, openError(role, path, &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, 0, errorf(KindIO, "", "%s %s: %v", role, path, err)
+	}
+	if err := checkImageType(role, path, fileMode(st.Mode), "read"); err != nil {
+		unix.Close(fd)
+		return nil, 0, err
+	}
+	// Reads of files and block devices never return EAGAIN, but os.NewFile
+	// would treat a non-blocking descriptor as one for the poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, 0, errorf(KindIO, "", "%s %s: %v", role, path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	size, err := fileSize(f)
+	if err != nil {
+		f.Close()
+		return nil, 0, errorf(KindIO, "", "%s %s: %v", role, path, unwrapPath(err))
+	}
+	return f, size, nil
+}
+
+func openError(role, path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errorf(KindInput, "", "%s %s does not exist", role, path)
+	}
+	return errorf(KindIO, "", "cannot open %s %s: %v", role, path, unwrapPath(err))
+}
+
+// checkImageType refuses what cannot hold an image read or written at any
+// offset: anything but a regular file or a block device. use says what is
+// done with it: "read", "written", "read and written".
+func checkImageType(role, path string, mode fs.FileMode, use string) error {
+	if mode.IsRegular() || mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0 {
+		return nil
+	}
+	if mode.IsDir() {
+		return errorf(KindInput, "give the image file, not its directory", "%s %s is a directory", role, path)
+	}
+	what := "a special file"
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		what = "a character device"
+	}
+	hint := "write it to a file first, and give that file"
+	if use != "read" {
+		hint = "name a file or a block device"
+	}
+	return errorf(KindInput, hint, "%s %s is %s: it must be a file or a block device, to be %s at any offset", role, path, what, use)
+}
+
+// fileMode converts a stat(2) st_mode to an fs.FileMode.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	default:
+		mode |= fs.ModeIrregular
+	}
+	return mode
+}
+
+// unwrapPath drops the "op path:" prefix of a *fs.PathError, for messages
+// that name the path themselves.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// errTooLarge is readSmallFile's error for a file over its limit.
+var errTooLarge = errors.New("file too large")
+
+// readSmallFile reads all of a small file, refusing (errTooLarge) one of
+// more than limit bytes without reading the rest: it may be /dev/zero, or
+// an image named by mistake. path may be a pipe (bash's <(...)) or a FIFO,
+// where the open waits for a writer and the read for the data: those waits
+// run on a goroutine, left behind if ctx ends first, so that Ctrl-C ends
+// them. role names it in errors.
+func readSmallFile(ctx context.Context, role, path string, limit int) ([]byte, error) {
+	readError := func(err error) error {
+		return errorf(KindIO, "", "reading %s %s: %v", role, path, unwrapPath(err))
+	}
+	if info, err := os.Stat(path); err != nil {
+		return nil, readError(err)
+	} else if info.IsDir() {
+		return nil, errorf(KindInput, "", "%s %s is a directory", role, path)
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			done <- result{nil, readError(err)}
+			return
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+		switch {
+		case err != nil:
+			err = readError(err)
+		case len(b) > limit:
+			b, err = nil, errTooLarge
+		}
+		done <- result{b, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-done:
+		return r.b, r.err
+	}
+}
+
+// shrinkGuard reads an image that was size bytes when opened, and calls a
+// read that ends early before that size what it is: the file shrank while
+// being read. Without it the user would see only where the failed read
+// was, not why.
+type shrinkGuard struct {
+	f          *os.File
+	role, path string
+	size       int64
+}
+
+// guardShrink returns f as an io.ReaderAt whose reads ending early inside
+// the size it had when opened fail with an error that gives the size it
+// shrank to.
+func guardShrink(f *os.File, role, path string, size int64) io.ReaderAt {
+	return &shrinkGuard{f: f, role: role, path: path, size: size}
+}
+
+func (g *shrinkGuard) ReadAt(p []byte, off int64) (int, error) {
+	n, err := g.f.ReadAt(p, off)
+	if n < len(p) && (err == nil || err == io.EOF) && off+int64(n) < g.size {
+		now, serr := fileSize(g.f)
+		if serr != nil || now >= g.size {
+			// Not smaller now (truncated and grown again?): the end of the
+			// read is all there is to tell.
+			now = off + int64(n)
+		}
+		return n, errorf(KindInput, "", "%s %s shrank to %d bytes while being read (it was %d bytes): is another program writing it?",
+			g.role, g.path, now, g.size)
+	}
+	return n, err
+}

@@ -1,0 +1,119 @@
+package verity
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Locks are flock(2) locks, taken without waiting: a file held by another
+// run makes this one fail at once rather than hang, and two runs never
+// write the same file at once, nor one reads what the other writes.
+//
+// flock locks belong to an open file description, so two opens of one file
+// in the same process conflict like two processes. The registry below lets
+// a command that holds a shared lock on a file it reads take the exclusive
+// one for writing it through another open: the held lock is converted.
+
+type fileID struct{ dev, ino uint64 }
+
+var (
+	locksMu sync.Mutex
+	locks   = map[fileID]*os.File{}
+)
+
+
+// lockShared takes a shared lock on f, opened from path, for reading it;
+// role names it in the error ("DATA", "HASH").
+func lockShared(f *os.File, role, path string) error {
+	return lock(f, unix.LOCK_SH, role, path)
+}
+
+// lockExclusive takes an exclusive lock on f, opened from path, for writing
+// it. When this process already holds a lock on the same file through
+// another open file, that lock is converted to an exclusive one instead.
+func lockExclusive(f *os.File, role, path string) error {
+	return lock(f, unix.LOCK_EX, role, path)
+}
+
+func lock(f *os.File, how int, role, path string) error {
+	id, err := identify(f)
+	if err != nil {
+		return errorf(KindIO, "", "%s %s: %v", role, path, unwrapPath(err))
+	}
+	locksMu.Lock()
+	defer locksMu.Unlock()
+	target := f
+	if held, ok := locks[id]; ok && held != f && isOpen(held) {
+		if how == unix.LOCK_SH {
+			return nil // already held, shared or exclusive
+		}
+		target = held
+	}
+	err = flock(target, how)
+	switch {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return &Error{Kind: KindRefused, Err: &lockedError{role: role, path: path}}
+	case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
+		// Some file systems (e.g. some network ones) have no flock: there
+		// is nothing to lock with, and refusing to work there would be worse.
+		return nil
+	case err != nil:
+		return errorf(KindIO, "", "locking %s %s: %v", role, path, err)
+	}
+	locks[id] = target
+	return nil
+}
+
+type lockedError struct{ role, path string }
+
+func (e *lockedError) Error() string {
+	return e.role + " " + e.path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
+}
+func (e *lockedError) Unwrap() error { return ErrLocked }
+
+// tryLockExclusive takes an exclusive lock on f if nobody holds one, and
+// reports whether it did.
+func tryLockExclusive(f *os.File) bool {
+	return flock(f, unix.LOCK_EX) == nil
+}
+
+func flock(f *os.File, how int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			ferr = unix.Flock(int(fd), how|unix.LOCK_NB)
+			if ferr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// isOpen reports whether f is still open: a closed file's lock is gone.
+func isOpen(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	return err == nil && rc.Control(func(uintptr) {}) == nil
+}
+
+func identify(f *os.File) (fileID, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, errors.New("no device and inode number")
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
+}
