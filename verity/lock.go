@@ -25,7 +25,6 @@ var (
 	locks   = map[fileID]*os.File{}
 )
 
-
 // lockShared takes a shared lock on f, opened from path, for reading it;
 // role names it in the error ("DATA", "HASH").
 func lockShared(f *os.File, role, path string) error {
