@@ -7,7 +7,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/veritytree/veritytree/internal/testtool"
-	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // inRun runs veritygen in-process and fails the test if it is still
@@ -42,11 +41,9 @@ func inRun(t *testing.T, args ...string) cliResult {
 // noBuild fails the test if the tree is built (hashed) at all.
 func noBuild(t *testing.T) {
 	t.Helper()
-	saved := buildTree
-	t.Cleanup(func() { buildTree = saved })
-	buildTree = func(ctx context.Context, g *merkle.Geometry, data io.ReaderAt, hash io.WriterAt, opts *merkle.BuildOptions) ([]byte, error) {
+	t.Cleanup(func() { beforeHashing = nil })
+	beforeHashing = func(*verity.Layout) {
 		t.Error("the tree was built before the flags were checked")
-		return saved(ctx, g, data, hash, opts)
 	}
 }
 
@@ -133,13 +130,11 @@ func TestDataShrinks(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
 	cliImage(t, data, 64*4096, 3)
-	saved := buildTree
-	t.Cleanup(func() { buildTree = saved })
-	buildTree = func(ctx context.Context, g *merkle.Geometry, d io.ReaderAt, h io.WriterAt, opts *merkle.BuildOptions) ([]byte, error) {
+	t.Cleanup(func() { beforeHashing = nil })
+	beforeHashing = func(*verity.Layout) {
 		if err := os.Truncate(data, 10000); err != nil {
 			t.Fatal(err)
 		}
-		return saved(ctx, g, d, h, opts)
 	}
 	r := inRun(t, "--jobs=1", data, filepath.Join(dir, "tree.verity"))
 	want := "DATA " + data + " shrank to 10000 bytes while being read (it was 262144 bytes): is another program writing it?\n"

@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -479,30 +478,5 @@ func TestSafetySpecialOutputs(t *testing.T) {
 	safeRefused(t, "FEC device "+p+" is a FIFO", "--fec-device="+p, data, filepath.Join(dir, "h"))
 	if _, err := os.Stat(filepath.Join(dir, "h")); err == nil {
 		t.Error("HASH was written")
-	}
-}
-
-// TestSafetyConcurrentReplacement: a HASH that another run put in place
-// while this one was writing is not silently replaced.
-func TestSafetyConcurrentReplacement(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "h.verity")
-	o, err := openReplacement(path, "HASH", nil, 0, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.f.Write([]byte("this run's tree")); err != nil {
-		t.Fatal(err)
-	}
-	other := []byte("the other run's tree")
-	if err := os.WriteFile(path, other, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.commit(); err == nil || !strings.Contains(err.Error(), "another process replaced it while this run was writing") {
-		t.Errorf("commit: %v", err)
-	}
-	safeSame(t, path, other)
-	if names := cliListing(t, dir); len(names) != 1 {
-		t.Errorf("directory holds %v", names)
 	}
 }

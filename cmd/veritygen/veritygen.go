@@ -2,29 +2,28 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/bits"
 	"os"
-	"path/filepath"
 	"runtime"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
 const prog = "veritygen"
 
-// buildTree builds the tree; tests look at what it is given through it.
-var buildTree = merkle.Build
+// beforeHashing, if set, is called when everything is checked and the
+// outputs are open, just before hashing: tests look at that moment.
+var beforeHashing func(*verity.Layout)
 
 const usage = `Usage: veritygen [flags] DATA [HASH]
        veritygen --append [--fec] [flags] DATA
@@ -164,12 +163,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	}
 	res, err := generate(ctx, &o, data, hash, fs.NArg() == 2, stderr, showProgress)
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			err = errors.New("interrupted; nothing was written under HASH")
-			if o.appendTree {
-				err = errors.New("interrupted; nothing was written")
-			}
-		}
 		return fail(err)
 	}
 	if o.json {
@@ -204,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			}
 			fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
 		}
-		if o.boot.wanted() && res.bootParams != nil {
+		if o.boot.wanted() && res.BootParams != nil {
 			fmt.Fprintf(stdout, "Kernel table:    \t%s\n", res.Table)
 			fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
 			fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
@@ -232,8 +225,20 @@ type result struct {
 	TreeSize uint64 `json:"tree_size"`
 	*fecResult
 	*appendResult
-	*bootParams
+	*verity.BootParams
 	separate bool
+}
+
+// fecResult is what the report says of the parity.
+type fecResult struct {
+	Device       string `json:"fec_device"`
+	Roots        int    `json:"fec_roots"`
+	Blocks       uint64 `json:"fec_blocks"`        // message blocks: the kernel table's fec_blocks
+	ParityBlocks uint64 `json:"fec_parity_blocks"` // what veritysetup prints as "FEC blocks"
+	Offset       uint64 `json:"fec_offset"`
+	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
+	Size         uint64 `json:"fec_size"`
+	inHash       bool
 }
 
 // appendResult is what the report says of an --append layout: DATA is the
@@ -249,431 +254,159 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
-	if err := checkModeFlags(o); err != nil {
+	if err := checkModeFlags(o, hashPath); err != nil {
 		return nil, err
 	}
 	if err := o.boot.check(); err != nil {
 		return nil, err
 	}
-
-	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	dataFile, dataSize := src.File, src.Size
-	// Shared while DATA is only read; exclusive (below) when it is written.
-	if o.appendTree {
-		err = cli.LockExclusive(dataFile, "DATA", dataPath)
-	} else {
-		err = cli.LockShared(dataFile, "DATA", dataPath)
-	}
-	if err != nil {
-		return nil, err
-	}
-	dataInfo, err := dataFile.Stat()
-	if err != nil {
-		return nil, cli.Errorf("", "DATA %s: %v", dataPath, cli.UnwrapPath(err))
-	}
-	if cli.IsBlockDevice(dataInfo) && !hashGiven && !o.appendTree {
-		return nil, cli.Errorf(fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
-			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
-	}
-
-	hashInfo, err := os.Stat(hashPath)
-	hashExists := err == nil
-	switch {
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, cli.Errorf("", "HASH %s: %v", hashPath, cli.UnwrapPath(err))
-	case hashExists && hashInfo.IsDir():
-		return nil, cli.Errorf("name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
-			"HASH %s is a directory", hashPath)
-	case hashExists:
-		// The tree is written at offsets, and read back for the parity.
-		if err := cli.CheckImageType("HASH", hashPath, hashInfo.Mode(), "written"); err != nil {
-			return nil, err
+	opts := o.formatOptions(p, stderr)
+	var bar *cli.Progress
+	opts.OnLayout = func(l *verity.Layout) {
+		if line := expansion(l); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
+		label := "hashing"
+		if l.SourceFormat == "android-sparse" {
+			label += " " + humanize.IBytes(l.CoveredBytes) + " expanded"
+		}
+		bar = cli.NewProgress(stderr, showProgress, label, l.CoveredBytes)
+		if beforeHashing != nil {
+			beforeHashing(l)
 		}
 	}
-	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
-	if err := checkRootHashFile(o.rootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
-		return nil, err
-	}
-	if src.Sparse != nil && (inPlace || o.appendTree) {
-		return nil, cli.Errorf(fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
-			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
-	}
-
-	dbs := uint64(p.DataBlockSize)
-	// Where hints put the tree: 4096-aligned, and on a hash block without
-	// superblock, as --hash-offset must then be.
-	align := uint64(4096)
-	if !p.Superblock {
-		align = max(align, uint64(p.HashBlockSize))
-	}
-	var ap *appendResult
-	switch {
-	case o.appendTree:
-		if ap, err = planAppend(o, &p, dataPath, dataInfo, dataSize); err != nil {
-			return nil, err
-		}
-	case inPlace:
-		if !o.tree.Changed("hash-offset") {
-			return nil, cli.Errorf(fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
-				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
-		}
-		if !o.tree.Changed("data-blocks") {
-			// The tree's own area is not data: cover the blocks before it.
-			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
-		}
-	case !o.tree.Changed("data-blocks"):
-		p.DataBlocks = uint64(dataSize) / dbs
-	}
-	if p.DataBlocks == 0 {
-		if dataSize == 0 {
-			return nil, cli.Errorf("", "DATA %s is empty", dataPath)
-		}
-		if inPlace && uint64(dataSize) >= dbs {
-			return nil, cli.Errorf(fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
-				"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
-		}
-		return nil, cli.Errorf(fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
-			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
-	}
-	if p.DataBlocks > uint64(dataSize)/dbs && ap == nil { // not DataBlocks*dbs, which may overflow
-		need := fmt.Sprint(p.DataBlocks * dbs)
-		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
-			need = "more than 2^64"
-		}
-		return nil, cli.Errorf(fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
-			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
-	}
-	if inPlace && p.DataBlocks*dbs > p.HashOffset {
-		hint := fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(p.DataBlocks*dbs, align))
-		if p.HashOffset/dbs > 0 {
-			hint += fmt.Sprintf(", or cover fewer blocks: --data-blocks=%d", p.HashOffset/dbs)
-		}
-		return nil, cli.Errorf(hint,
-			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
-	}
-
-	if p.Salt == nil {
-		p.Salt = make([]byte, 32)
-		if _, err := rand.Read(p.Salt); err != nil {
-			return nil, err
+	opts.Progress = func(stage verity.Stage, done, total uint64) {
+		if stage == verity.StageHashing {
+			bar.Update(done)
 		}
 	}
-	if p.Superblock && !o.tree.Changed("uuid") {
-		if p.UUID, err = cli.RandomUUID(); err != nil {
-			return nil, err
-		}
+	if !hashGiven {
+		hashPath = "" // the library's default: DATA.verity, or DATA with --append
 	}
-	if !p.Superblock && o.tree.Changed("uuid") {
-		cli.Warn(stderr, prog, "--uuid is ignored with --no-superblock: only a superblock stores it")
-	}
-	g, err := merkle.NewGeometry(p)
-	if err != nil {
-		return nil, err
-	}
-	fl, err := planFEC(o, g, dataPath, dataInfo, hashPath, hashInfo, inPlace)
-	if err != nil {
-		return nil, err
-	}
-	if fl != nil && fl.inData && src.Sparse != nil {
-		return nil, cli.Errorf("write the error correction to a file of its own, e.g. --fec-device="+dataPath+".fec",
-			"DATA %s is an Android sparse image: error correction cannot go inside it", dataPath)
-	}
-	if p.DataBlockSize > 4096 {
-		cli.Warn(stderr, prog, "Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
-	}
-	covered := g.DataSize()
-	var uncovered uint64
-	switch {
-	case ap != nil: // the padding makes the image whole blocks
-	case inPlace:
-		uncovered = min(uint64(dataSize), p.HashOffset) - covered
-	default:
-		uncovered = uint64(dataSize) - covered
-	}
-	if uncovered > 0 && !o.tree.Changed("data-blocks") {
-		cli.Warn(stderr, prog, "the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", uncovered, dbs)
-	}
-	// Where the writes to the hash output end: the tree, or the parity
-	// after it in the same file.
-	outEnd := g.HashEnd()
-	if fl != nil && fl.inHash {
-		fp, err := g.FECParams(fl.roots, fl.offset)
-		if err != nil {
-			return nil, err
-		}
-		outEnd = fl.offset + fp.ParitySize()
-	}
-	if inPlace || fl != nil && fl.inData {
-		if err := cli.LockExclusive(dataFile, "DATA", dataPath); err != nil {
-			return nil, err
-		}
-	}
-	if ap != nil {
-		if err := checkAppendTail(o, ap, g, dataPath, dataFile, uint64(dataSize), outEnd); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkOutputs(o, g, fl, dataPath, dataFile, hashPath, hashInfo, inPlace || ap != nil, outEnd); err != nil {
-		return nil, err
-	}
-
-	// Every output is opened (and locked) before anything is hashed: one
-	// that cannot be written fails the run while nothing has changed.
-	var hashOut *output
-	if inPlace || ap != nil {
-		hashOut, err = openInPlace(dataPath, "DATA")
-	} else {
-		// Bytes of an existing HASH outside the tree are kept, as
-		// veritysetup, which writes in place, keeps them: those before an
-		// offset, and all of them when the parity goes into HASH too.
-		keepFrom := g.HashOffset
-		if fl != nil && fl.inHash {
-			keepFrom = 1
-		}
-		hashOut, err = openReplacement(hashPath, "HASH", hashInfo, keepFrom, stderr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer hashOut.abort()
-	var fecOut, rootOut *output
-	if fl != nil {
-		if fecOut, err = openFECOutput(fl, dataPath, stderr); err != nil {
-			return nil, err
-		}
-		if fecOut != nil {
-			defer fecOut.abort()
-		}
-	}
-	if o.rootHashFile != "" {
-		if rootOut, err = openRootHashFile(o.rootHashFile, o.force, stderr); err != nil {
-			return nil, err
-		}
-		defer rootOut.abort()
-	}
-	// merkle.Build writes the superblock before it first looks at ctx, and
-	// with several jobs may not notice a cancellation at all: an already
-	// canceled run must stop here, before anything is written.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	role := "HASH"
-	if inPlace || ap != nil {
-		role = "DATA"
-	}
-	if err := hashOut.checkDeviceRoom(role, outEnd); err != nil {
-		return nil, err
-	}
-	if ap != nil {
-		// The padding: zeros from the original end to the tree, written
-		// (not only left as a hole) since a previous, interrupted run may
-		// have left other bytes there.
-		if err := hashOut.zero(ap.OriginalSize, g.HashOffset); err != nil {
-			return nil, err
-		}
-	}
-	if line := src.Expansion(g.HashEnd() - g.HashOffset); line != "" {
-		fmt.Fprintf(stderr, "%s: %s\n", prog, line)
-	}
-	bar := cli.NewProgress(stderr, showProgress, src.ProgressLabel("hashing", covered), covered)
-	runs := src.Runs(p.DataBlockSize, g.DataBlocks)
-	root, err := buildTree(ctx, g, src.R, hashOut.f, &merkle.BuildOptions{Jobs: o.jobs, Progress: bar.Update, Runs: runs})
-	var fecRes *fecResult
-	if err == nil && fl != nil {
-		fecRes, err = writeFEC(ctx, g, fl, dataPath, src.R, hashOut, fecOut, o.jobs)
-	}
-	if err == nil && ap != nil {
-		// Drop what a previous, interrupted or longer, run left past the
-		// end: the file ends with the tree or its parity.
-		ap.ImageSize = outEnd
-		err = hashOut.truncate(outEnd)
-	}
-	if err == nil {
-		err = hashOut.commit()
-	}
+	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	bar.Finish()
 	if err != nil {
-		if hashOut.tmp == "" && errors.Is(err, context.Canceled) {
-			// Written in place, not through a temporary file.
-			if ap != nil {
-				return nil, cli.Errorf(fmt.Sprintf("run the same command again with --data-size=%d to finish it", ap.OriginalSize),
-					"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", dataPath, ap.OriginalSize)
-			}
-			return nil, cli.Errorf("run veritygen again to write the whole tree",
-				"interrupted; the tree in %s from byte %d is incomplete", hashPath, g.HashOffset)
-		}
 		return nil, err
 	}
-	rootHex := hex.EncodeToString(root)
-	// The tree is committed: a later failure must not lose its root hash.
-	afterCommit := func(what string, err error) error {
-		where := "in " + hashPath
-		if inPlace || ap != nil {
+	l, g := fr.Layout, fr.Geometry
+	res := &result{
+		RootHash:       hex.EncodeToString(fr.RootHash),
+		TreeJSON:       cli.NewTreeJSON(g, dataPath, l.HashPath),
+		UncoveredBytes: l.UncoveredBytes,
+		DataFormat:     l.SourceFormat,
+		DataSize:       l.CoveredBytes,
+		TreeSize:       l.TreeSize(),
+		separate:       !l.TreeInData,
+	}
+	if l.SourceFormat == "android-sparse" {
+		res.ExpandedSize = uint64(l.SourceSize)
+	}
+	if f := fr.FEC; f != nil {
+		res.fecResult = &fecResult{Device: f.Device, Roots: f.Roots, Blocks: f.Blocks, ParityBlocks: f.ParityBlocks,
+			Offset: f.Offset, Start: f.Start, Size: f.Size, inHash: f.InHash}
+	}
+	if a := l.Append; a != nil {
+		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
+	}
+	devs, err := o.bootDevices(dataPath, l.HashPath, l.TreeInData, fr.FEC)
+	if err == nil {
+		res.BootParams, err = fr.Table(o.boot.tableOptions(devs))
+	}
+	if err != nil && o.boot.wanted() {
+		// The tree is written: say why the boot parameters are missing.
+		where := "in " + l.HashPath
+		if l.TreeInData {
 			where = "in DATA " + dataPath
 		}
-		return cli.Errorf("", "the new tree is %s, root hash %s; %s: %v", where, rootHex, what, err)
-	}
-	if fecOut != nil {
-		if err := fecOut.commit(); err != nil {
-			return nil, afterCommit("the error correction", err)
-		}
-	}
-	if rootOut != nil {
-		if err := rootOut.writeRootHash(rootHex); err != nil {
-			return nil, afterCommit("--root-hash-file", err)
-		}
-	}
-	res := &result{
-		RootHash:       rootHex,
-		TreeJSON:       cli.NewTreeJSON(g, dataPath, hashPath),
-		UncoveredBytes: uncovered,
-		DataFormat:     src.Format(),
-		DataSize:       covered,
-		TreeSize:       g.HashEnd() - g.HashOffset,
-		separate:       !inPlace && ap == nil,
-		fecResult:      fecRes,
-		appendResult:   ap,
-	}
-	if src.Sparse != nil {
-		res.ExpandedSize = uint64(src.Size)
-	}
-	if devs, err := o.bootDevices(dataPath, hashPath, inPlace || ap != nil, fecRes); err == nil {
-		res.bootParams = makeBootParams(g, root, devs, &o.boot, fecRes)
-	} else if o.boot.wanted() {
-		// The tree is written: say why the boot parameters are missing.
-		return nil, cli.WithHint(afterCommit("boot parameters", err), hintOf(err))
+		return nil, cli.Errorf(hintOf(err), "the new tree is %s, root hash %s; boot parameters: %v", where, res.RootHash, err)
 	}
 	return res, nil
 }
 
-// checkModeFlags checks the flags of --append and --raw against the others.
-func checkModeFlags(o *options) error {
+// formatOptions turns the flags into the library's options; p holds the
+// tree flags, checked.
+func (o *options) formatOptions(p merkle.Params, stderr io.Writer) *verity.FormatOptions {
+	t := verity.TreeOptions{Hash: o.tree.Hash, LegacyFormat: p.Format == 0, Salt: p.Salt,
+		DataBlockSize: p.DataBlockSize, HashBlockSize: p.HashBlockSize, DataBlocks: p.DataBlocks,
+		HashOffset: p.HashOffset, NoSuperblock: !p.Superblock}
+	if o.changed("uuid") {
+		u := p.UUID
+		t.UUID = &u
+	}
+	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"),
+		Append: o.appendTree, AppendFEC: o.fecAppend, FECDevice: o.fecDevice, FECOffset: o.fecOffset, FECRoots: o.fecRoots,
+		RootHashFile: o.rootHashFile, Force: o.force, Raw: o.raw, Jobs: o.jobs,
+		Warn: func(msg string) { cli.Warn(stderr, prog, "%s", msg) },
+		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, msg) },
+	}
+	if o.changed("data-size") {
+		n := o.dataSize
+		opts.OriginalSize = &n
+	}
+	return opts
+}
+
+// expansion is what to say before hashing a sparse DATA, which may stand
+// for far more than it holds (a 40-byte file can declare 16 TiB of
+// DONT_CARE), so that a mistaken input is noticed at once: how large the
+// file is, how large its expansion and its tree. "" for a raw DATA.
+func expansion(l *verity.Layout) string {
+	if l.SourceFormat != "android-sparse" {
+		return ""
+	}
+	msg := fmt.Sprintf("DATA %s is an Android sparse image of %s that expands to %s (%d bytes)",
+		l.DataPath, humanize.IBytes(uint64(l.SourceFileSize)), humanize.IBytes(uint64(l.SourceSize)), l.SourceSize)
+	if n := l.TreeSize(); n > 0 {
+		msg += "; its tree will be " + humanize.IBytes(n)
+	}
+	return msg
+}
+
+// checkModeFlags checks the flags of --append, --fec and --raw against
+// the others: the checks that need no file. hashPath is HASH's path, for
+// hints.
+func checkModeFlags(o *options, hashPath string) error {
 	if !o.appendTree {
 		for _, name := range []string{"fec", "data-size"} {
 			if o.changed(name) {
 				return cli.Errorf("e.g. veritygen --append --"+name+" ... DATA", "--%s needs --append", name)
 			}
 		}
-		return nil
-	}
-	for _, c := range []struct{ flag, hint string }{
-		{"hash-offset", "the tree goes right after the image, padded to a whole block"},
-		{"data-blocks", "--append covers the whole image, padded to a whole block"},
-		{"fec-device", "--fec appends the error correction after the tree"},
-		{"fec-offset", "--fec appends the error correction after the tree"},
-	} {
-		if o.changed(c.flag) {
-			return cli.Errorf("leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+	} else {
+		for _, c := range []struct{ flag, hint string }{
+			{"hash-offset", "the tree goes right after the image, padded to a whole block"},
+			{"data-blocks", "--append covers the whole image, padded to a whole block"},
+			{"fec-device", "--fec appends the error correction after the tree"},
+			{"fec-offset", "--fec appends the error correction after the tree"},
+		} {
+			if o.changed(c.flag) {
+				return cli.Errorf("leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+			}
+		}
+		if o.changed("data-size") && o.dataSize == 0 {
+			return cli.Errorf("give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+		}
+		if o.changed("no-superblock") && !o.tree.NoSuperblock {
+			return cli.Errorf("leave --no-superblock out: --append writes no superblock, as avbtool", "--append writes no superblock; --no-superblock=false contradicts it")
+		}
+		if !o.fecAppend && o.changed("fec-roots") {
+			return cli.Errorf("add --fec to append error correction after the tree", "--fec-roots needs --fec with --append")
 		}
 	}
-	if o.changed("data-size") && o.dataSize == 0 {
-		return cli.Errorf("give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+	if o.fecDevice == "" && !o.fecAppend {
+		for _, name := range []string{"fec-roots", "fec-offset"} {
+			if o.changed(name) {
+				return cli.Errorf("e.g. --fec-device="+hashPath+".fec (or --append --fec to append it to DATA)", "--%s needs --fec-device", name)
+			}
+		}
+		return nil
+	}
+	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
+		return cli.Errorf("2 (the default) corrects one lost byte in 253, 24 one in ten",
+			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
 	}
 	return nil
 }
-
-// planAppend lays out --append: the tree right after the image padded to a
-// whole data and hash block, and fills p in.
-func planAppend(o *options, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, size int64) (*appendResult, error) {
-	orig := uint64(size)
-	if cli.IsBlockDevice(dataInfo) && !o.changed("data-size") {
-		return nil, cli.Errorf("give the size of the image on it: --data-size=BYTES",
-			"DATA %s is a block device: --append cannot grow it, and needs --data-size to know where the image ends", dataPath)
-	}
-	if o.changed("data-size") {
-		if o.dataSize > orig {
-			return nil, cli.Errorf("give the image's size before the interrupted --append, no more than DATA's current size",
-				"--data-size %d is more than DATA %s's %d bytes", o.dataSize, dataPath, size)
-		}
-		orig = o.dataSize
-	}
-	if orig == 0 {
-		return nil, cli.Errorf("", "DATA %s is empty", dataPath)
-	}
-	// Both block sizes are powers of two: the larger is a multiple of the
-	// other.
-	align := uint64(max(p.DataBlockSize, p.HashBlockSize))
-	padded := roundUp(orig, align)
-	if padded < orig || padded > 1<<62 {
-		return nil, cli.Errorf("", "DATA %s is too large", dataPath)
-	}
-	if o.changed("no-superblock") && !o.tree.NoSuperblock {
-		return nil, cli.Errorf("leave --no-superblock out: --append writes no superblock, as avbtool", "--append writes no superblock; --no-superblock=false contradicts it")
-	}
-	p.Superblock = false
-	p.HashOffset = padded
-	p.DataBlocks = padded / uint64(p.DataBlockSize)
-	return &appendResult{OriginalSize: orig}, nil
-}
-
-// bootDevices returns the device names for the table: the flags', or the
-// paths as given.
-func (o *options) bootDevices(dataPath, hashPath string, treeInData bool, f *fecResult) (bootDevices, error) {
-	b := &o.boot
-	d := bootDevices{data: dataPath, hash: hashPath}
-	if b.dataDevice != "" {
-		d.data = b.dataDevice
-	}
-	switch {
-	case b.hashDevice != "":
-		d.hash = b.hashDevice
-	case treeInData:
-		d.hash = d.data
-	}
-	if f != nil {
-		switch {
-		case f.inHash:
-			d.fec = d.hash
-		case f.inData:
-			d.fec = d.data
-		case b.fecDevice != "":
-			d.fec = b.fecDevice
-		default:
-			d.fec = f.Device
-		}
-	}
-	for _, n := range []struct{ role, flag, v string }{{"DATA", "data-device", d.data}, {"HASH", "hash-device", d.hash}, {"the FEC device", "fec-device-name", d.fec}} {
-		if n.v == "" && n.role == "the FEC device" {
-			continue
-		}
-		if err := checkDeviceName(n.v); err != nil {
-			return d, cli.Errorf(fmt.Sprintf("name the device for the table: --%s=/dev/...", n.flag),
-				"the kernel table names %s by its path, and %q %v", n.role, n.v, err)
-		}
-	}
-	return d, nil
-}
-
-// checkRootHashFile refuses a --root-hash-file that would replace DATA or
-// HASH (written over by the root hash after the tree) or is a directory.
-// hashInfo is nil when HASH does not exist yet.
-func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
-	if path == "" {
-		return nil
-	}
-	hint := "name another file, e.g. --root-hash-file=" + dataPath + ".roothash"
-	info, err := os.Stat(path)
-	switch {
-	case err == nil && info.IsDir():
-		return cli.Errorf(hint, "--root-hash-file %s is a directory", path)
-	case err == nil && dataInfo != nil && os.SameFile(info, dataInfo):
-		return cli.Errorf(hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
-	case err == nil && hashInfo != nil && os.SameFile(info, hashInfo),
-		filepath.Clean(path) == filepath.Clean(hashPath):
-		return cli.Errorf(hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
-	}
-	// Fail before the build, not after it.
-	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
-		return cli.Errorf("", "--root-hash-file %s: its directory %s does not exist", path, filepath.Dir(path))
-	}
-	return nil
-}
-
-func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
 
 // hintOf returns err's hint, if it has one.
 func hintOf(err error) string {
@@ -681,89 +414,5 @@ func hintOf(err error) string {
 	if errors.As(err, &e) {
 		return e.Hint
 	}
-	return ""
-}
-
-// checkAppendTail refuses an --append --data-size that would cut off DATA
-// bytes past the image that are not provably what an earlier --append of
-// the same image wrote: the file may end anywhere from the image's end to
-// the end of a complete tree and parity (an interrupted run stops anywhere
-// in between), and the padding before the tree must be zeros. A block
-// device keeps its size and is not checked.
-func checkAppendTail(o *options, ap *appendResult, g *merkle.Geometry, dataPath string, f *os.File, size, outEnd uint64) error {
-	if size <= ap.OriginalSize || o.force {
-		return nil
-	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return err
-	}
-	hint := fmt.Sprintf("check --data-size (DATA's size before the earlier --append); to cut DATA at byte %d anyway, add --force", ap.OriginalSize)
-	if size > outEnd {
-		return cli.Errorf(hint, "DATA %s is %d bytes, more than an --append of its first %d bytes makes (%d): "+
-			"the bytes past --data-size are not only an earlier tree, and cutting them off would lose them", dataPath, size, ap.OriginalSize, outEnd)
-	}
-	pad := make([]byte, min(g.HashOffset, size)-ap.OriginalSize)
-	if _, err := f.ReadAt(pad, int64(ap.OriginalSize)); err != nil {
-		return cli.Errorf("", "reading DATA %s: %v", dataPath, cli.UnwrapPath(err))
-	}
-	for i, b := range pad {
-		if b != 0 {
-			return cli.Errorf(hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
-				"they are not an earlier tree, and cutting them off would lose them", dataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
-		}
-	}
-	return nil
-}
-
-// checkOutputs refuses, unless --force, to replace an existing HASH or FEC
-// file that is not something veritygen could have written (see
-// foreignOutput): a filesystem or image named as HASH by mistake, e.g.
-// DATA and HASH swapped. treeInData: the tree goes into DATA, whose bytes
-// the user gave over to it with --hash-offset or --append.
-func checkOutputs(o *options, g *merkle.Geometry, fl *fecPlan, dataPath string, dataFile *os.File, hashPath string, hashInfo fs.FileInfo, treeInData bool, outEnd uint64) error {
-	// FIFOs, sockets and character devices were refused by generate and
-	// planFEC (cli.CheckImageType) before anything was opened.
-	if o.force {
-		return nil
-	}
-	if !treeInData && hashInfo != nil {
-		why, err := foreignOutput(hashPath, hashInfo, int64(g.HashOffset), g.Superblock, outEnd)
-		if err != nil {
-			return cli.Errorf("", "HASH %s: %v", hashPath, cli.UnwrapPath(err))
-		}
-		if why != "" {
-			hint := "to replace it anyway, add --force"
-			if looksLikeTree(dataPath, dataFile) {
-				hint = fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\n", hashPath, dataPath) + hint
-			}
-			return cli.Errorf(hint, "HASH %s is not a tree veritygen could have written (%s): replacing it would destroy it", hashPath, why)
-		}
-	}
-	if fl == nil || fl.inHash || fl.inData || fl.existing == nil {
-		return nil
-	}
-	// The parity covers the hash output as it will be: the tree, or all of
-	// an existing HASH whose bytes are kept.
-	hashEnd := g.HashEnd()
-	if hashInfo != nil && (g.HashOffset > 0 || !hashInfo.Mode().IsRegular()) {
-		if f, err := os.Open(hashPath); err == nil {
-			if n, err := cli.Size(f); err == nil {
-				hashEnd = max(hashEnd, uint64(n))
-			}
-			f.Close()
-		}
-	}
-	fp, err := g.FECParams(fl.roots, hashEnd)
-	if err != nil {
-		return err
-	}
-	why, err := foreignOutput(fl.path, fl.existing, -1, false, fl.offset+fp.ParitySize())
-	if err != nil {
-		return cli.Errorf("", "--fec-device %s: %v", fl.path, cli.UnwrapPath(err))
-	}
-	if why != "" {
-		return cli.Errorf("name another file, or add --force to replace it anyway",
-			"--fec-device %s is not error correction veritygen could have written (%s): replacing it would destroy it", fl.path, why)
-	}
-	return nil
+	return verity.HintOf(err)
 }

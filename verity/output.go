@@ -1,4 +1,4 @@
-package main
+package verity
 
 import (
 	"errors"
@@ -12,11 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 )
 
-// output is a file veritygen writes: either a temporary file renamed over
+// output is a file Format writes: either a temporary file renamed over
 // its path when complete, so an interrupted run leaves nothing half-written
 // under that name, or, for DATA itself and for devices, the file in place.
 // Every output is locked (flock) from its opening to its commit: a file
@@ -40,9 +39,9 @@ type output struct {
 func openInPlace(path, role string) (*output, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, cli.UnwrapPath(err))
+		return nil, errorf(KindIO, "", "cannot open %s %s for writing: %w", role, path, unwrapPath(err))
 	}
-	if err := cli.LockExclusive(f, role, path); err != nil {
+	if err := lockExclusive(f, role, path); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -52,20 +51,20 @@ func openInPlace(path, role string) (*output, error) {
 // openReplacement starts a new version of path in a temporary file beside
 // it. When keepFrom > 0 and path exists, its bytes are copied first, so that
 // writing from keepFrom on leaves those before it as they were. Temporary
-// files of earlier, killed runs for the same path are removed (and named on
-// stderr).
-func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, stderr io.Writer) (*output, error) {
+// files of earlier, killed runs for the same path are removed (and named
+// through note, if not nil).
+func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, note func(string)) (*output, error) {
 	if existing != nil && !existing.Mode().IsRegular() {
 		// A block device: the callers refused every other kind
-		// (cli.CheckImageType) before anything was opened.
+		// (checkImageType) before anything was opened.
 		return openInPlace(path, role)
 	}
-	target := cli.ResolveLink(path) // a link is written through
+	target := resolveLink(path) // a link is written through
 	if existing != nil && target == path {
 		if l, err := os.Lstat(path); err == nil && l.Mode()&fs.ModeSymlink != 0 {
 			// A link whose target has no usable name (e.g. a deleted file
 			// through /proc): renaming would replace the link itself.
-			return nil, cli.Errorf("name the file itself", "%s %s is a symbolic link to a file that cannot be replaced by name", role, path)
+			return nil, errorf(KindInput, "name the file itself", "%s %s is a symbolic link to a file that cannot be replaced by name", role, path)
 		}
 	}
 	o := &output{path: path, target: target, mode: 0o666, oldInfo: existing} // filtered by the umask
@@ -73,34 +72,36 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, s
 		o.mode, o.setMode = existing.Mode().Perm(), true
 		old, err := os.Open(target)
 		if err != nil {
-			return nil, cli.Errorf("", "cannot open %s %s: %v", role, path, cli.UnwrapPath(err))
+			return nil, errorf(KindIO, "", "cannot open %s %s: %w", role, path, unwrapPath(err))
 		}
 		// The replaced file is the lock: a second run replacing the same
 		// file finds it held.
-		if err := cli.LockExclusive(old, role, path); err != nil {
+		if err := lockExclusive(old, role, path); err != nil {
 			old.Close()
 			return nil, err
 		}
 		o.old = old
 	}
-	if stale := cli.RemoveStaleTemps(target); len(stale) > 0 {
+	if stale := removeStaleTemps(target); len(stale) > 0 {
 		s := "s"
 		if len(stale) == 1 {
 			s = ""
 		}
-		fmt.Fprintf(stderr, "%s: removed %d stale temporary file%s left by an interrupted run: %s\n", prog, len(stale), s, strings.Join(stale, ", "))
+		if note != nil {
+			note(fmt.Sprintf("removed %d stale temporary file%s left by an interrupted run: %s", len(stale), s, strings.Join(stale, ", ")))
+		}
 	}
-	f, err := cli.CreateTempBeside(target, o.mode)
+	f, err := createTempBeside(target, o.mode)
 	if err != nil {
 		o.abort()
-		return nil, cli.Errorf("", "cannot create %s %s: %v", role, path, cli.UnwrapPath(err))
+		return nil, errorf(KindIO, "", "cannot create %s %s: %w", role, path, unwrapPath(err))
 	}
 	o.f, o.tmp = f, f.Name()
 	if o.old != nil && keepFrom > 0 {
 		_, err := io.Copy(f, io.NewSectionReader(o.old, 0, 1<<62))
 		if err != nil {
 			o.abort()
-			return nil, cli.Errorf("", "copying %s %s: %v", role, path, cli.UnwrapPath(err))
+			return nil, errorf(KindIO, "", "copying %s %s: %w", role, path, unwrapPath(err))
 		}
 	}
 	return o, nil
@@ -109,7 +110,7 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, s
 // size returns the current size of the file written (of a block device:
 // its size).
 func (o *output) size() (uint64, error) {
-	n, err := cli.Size(o.f)
+	n, err := fileSize(o.f)
 	return uint64(n), err
 }
 
@@ -117,15 +118,15 @@ func (o *output) size() (uint64, error) {
 // bytes; files grow as needed.
 func (o *output) checkDeviceRoom(role string, end uint64) error {
 	info, err := o.f.Stat()
-	if err != nil || !cli.IsBlockDevice(info) {
+	if err != nil || !isBlockDevice(info) {
 		return err
 	}
-	size, err := cli.BlockDeviceSize(o.f)
+	size, err := blockDeviceSize(o.f)
 	if err != nil {
-		return cli.Errorf("", "%s %s: %v", role, o.path, err)
+		return errorf(KindIO, "", "%s %s: %w", role, o.path, err)
 	}
 	if size < end {
-		return cli.Errorf("use a larger device, or a file",
+		return errorf(KindInput, "use a larger device, or a file",
 			"%s %s is a block device of %d bytes, but what goes into it ends at byte %d", role, o.path, size, end)
 	}
 	return nil
@@ -137,7 +138,7 @@ func (o *output) zero(from, to uint64) error {
 		return nil
 	}
 	if _, err := o.f.WriteAt(make([]byte, to-from), int64(from)); err != nil {
-		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
+		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
 	}
 	return nil
 }
@@ -153,7 +154,7 @@ func (o *output) truncate(n uint64) error {
 		err = o.f.Truncate(int64(n))
 	}
 	if err != nil {
-		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
+		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
 	}
 	return nil
 }
@@ -166,7 +167,7 @@ func (o *output) extend(n uint64) error {
 		return err
 	}
 	if err := o.f.Truncate(int64(n)); err != nil {
-		return cli.Errorf("", "writing %s up to byte %d: %v", o.path, n, cli.UnwrapPath(err))
+		return errorf(KindIO, "", "writing %s up to byte %d: %w", o.path, n, unwrapPath(err))
 	}
 	return nil
 }
@@ -207,7 +208,7 @@ func (o *output) commit() error {
 		o.old.Close()
 	}
 	if err != nil {
-		return cli.Errorf("", "writing %s: %v", o.path, cli.UnwrapPath(err))
+		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
 	}
 	return nil
 }
@@ -288,7 +289,7 @@ func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSi
 		return "", err
 	}
 	defer f.Close()
-	size, err := cli.Size(f)
+	size, err := fileSize(f)
 	if err != nil {
 		return "", err
 	}
@@ -300,7 +301,7 @@ func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSi
 			}
 		}
 	}
-	if kind := cli.DetectFormat(f, size); kind != "" {
+	if kind := detectFormat(f, size); kind != "" {
 		return kind, nil
 	}
 	switch {
@@ -347,17 +348,6 @@ func holdsNothing(f *os.File, size int64) bool {
 	return true
 }
 
-// looksLikeTree reports whether DATA is rather a hash tree: named *.verity,
-// or starting with a verity superblock.
-func looksLikeTree(path string, f *os.File) bool {
-	if strings.HasSuffix(path, ".verity") {
-		return true
-	}
-	b := make([]byte, 8)
-	_, err := f.ReadAt(b, 0)
-	return err == nil && string(b) == "verity\x00\x00"
-}
-
 // maxRootHashFile is the largest existing --root-hash-file replaced without
 // --force: a root hash is at most 128 hex digits, with a newline or so.
 const maxRootHashFile = 1024
@@ -369,7 +359,7 @@ const maxRootHashFile = 1024
 // digits), unless force. A character device or a FIFO (e.g. /dev/stdout, a
 // pipe) is written through, never replaced: a FIFO must already have a
 // reader. Block devices and sockets are refused.
-func openRootHashFile(path string, force bool, stderr io.Writer) (*output, error) {
+func openRootHashFile(path string, force bool, note func(string)) (*output, error) {
 	const role = "--root-hash-file"
 	if fd, ok := ownFD(path); ok {
 		return openOwnFD(path, fd)
@@ -377,37 +367,37 @@ func openRootHashFile(path string, force bool, stderr io.Writer) (*output, error
 	info, err := os.Stat(path) // through links
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return openReplacement(path, role, nil, 0, stderr)
+		return openReplacement(path, role, nil, 0, note)
 	case err != nil:
-		return nil, cli.Errorf("", "%s %s: %v", role, path, cli.UnwrapPath(err))
+		return nil, errorf(KindIO, "", "%s %s: %w", role, path, unwrapPath(err))
 	case info.Mode().IsRegular():
 		if !force {
 			if why := foreignRootHash(path, info); why != "" {
-				return nil, cli.Errorf("name another file, or add --force to replace it",
+				return nil, errorf(KindRefused, "name another file, or add --force to replace it",
 					"%s %s is not a root hash file (%s): replacing it would destroy it", role, path, why)
 			}
 		}
-		return openReplacement(path, role, info, 0, stderr)
-	case cli.IsBlockDevice(info):
-		return nil, cli.Errorf("name a regular file", "%s %s is a block device: the root hash would overwrite its first bytes", role, path)
+		return openReplacement(path, role, info, 0, note)
+	case isBlockDevice(info):
+		return nil, errorf(KindInput, "name a regular file", "%s %s is a block device: the root hash would overwrite its first bytes", role, path)
 	case info.Mode()&fs.ModeSocket != 0:
-		return nil, cli.Errorf("name a regular file", "%s %s is a socket", role, path)
+		return nil, errorf(KindInput, "name a regular file", "%s %s is a socket", role, path)
 	case info.Mode()&fs.ModeNamedPipe != 0:
 		// Non-blocking: with no reader the open fails (ENXIO) at once
 		// instead of waiting for one, maybe forever.
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENXIO) {
-			return nil, cli.Errorf("start the reader first (e.g. cat "+path+" &), or name a regular file",
+			return nil, errorf(KindInput, "start the reader first (e.g. cat "+path+" &), or name a regular file",
 				"%s %s is a FIFO that no process is reading", role, path)
 		}
 		if err != nil {
-			return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, err)
+			return nil, errorf(KindIO, "", "cannot open %s %s for writing: %w", role, path, err)
 		}
 		return &output{path: path, f: os.NewFile(uintptr(fd), path)}, nil
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0) // a character device, written through
 	if err != nil {
-		return nil, cli.Errorf("", "cannot open %s %s for writing: %v", role, path, cli.UnwrapPath(err))
+		return nil, errorf(KindIO, "", "cannot open %s %s for writing: %w", role, path, unwrapPath(err))
 	}
 	return &output{path: path, f: f}, nil
 }
@@ -441,7 +431,7 @@ func (o *output) writeRootHash(rootHex string) error {
 	}
 	if err != nil {
 		o.abort()
-		return fmt.Errorf("writing %s: %v", o.path, cli.UnwrapPath(err))
+		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
 	}
 	return o.commit()
 }
@@ -483,11 +473,11 @@ func openOwnFD(path string, fd int) (*output, error) {
 		err = errors.New("open for reading only")
 	}
 	if err != nil {
-		return nil, cli.Errorf("", "--root-hash-file %s is file descriptor %d of veritygen, which cannot be written: %v", path, fd, err)
+		return nil, errorf(KindInput, "", "--root-hash-file %s is file descriptor %d of veritygen, which cannot be written: %w", path, fd, err)
 	}
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, cli.Errorf("", "--root-hash-file %s (file descriptor %d): %v", path, fd, err)
+		return nil, errorf(KindIO, "", "--root-hash-file %s (file descriptor %d): %w", path, fd, err)
 	}
 	return &output{path: path, f: os.NewFile(uintptr(dup), path), noSync: true}, nil
 }

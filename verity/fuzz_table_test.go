@@ -1,4 +1,4 @@
-package main
+package verity
 
 import (
 	"strings"
@@ -44,23 +44,25 @@ func FuzzBootNames(f *testing.F) {
 		f.Fatal(err)
 	}
 	root := make([]byte, 32)
-	plain := len(kernelFields(verityTable(g, root, bootDevices{data: "/dev/a", hash: "/dev/b"}, &bootFlags{}, nil)))
+	plain := len(kernelFields(verityTable(g, root, &TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b"}, nil)))
 	f.Fuzz(func(t *testing.T, s string) {
-		if checkDeviceName(s) != nil {
+		if CheckDeviceName(s) != nil {
 			return
 		}
 		if strings.ContainsAny(s, badNameChars) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Fatalf("accepted %q", s)
 		}
-		table := verityTable(g, root, bootDevices{data: s, hash: s}, &bootFlags{}, nil)
+		table := verityTable(g, root, &TableOptions{DataDevice: s, HashDevice: s}, nil)
 		if n := len(kernelFields(table)); n != plain {
 			t.Fatalf("name %q: the table has %d fields, not %d: %q", s, n, plain, table)
 		}
 		if checkDMName(s) != nil {
 			return
 		}
-		b := &bootFlags{dmName: s}
-		p := makeBootParams(g, root, bootDevices{data: s, hash: s}, b, nil)
+		p, err := Table(g, root, nil, &TableOptions{DataDevice: s, HashDevice: s, DMName: s})
+		if err != nil {
+			t.Fatalf("name %q: %v", s, err)
+		}
 		for _, arg := range []string{p.DMModCreate, p.AndroidDM} {
 			if strings.Count(arg, `"`) != 2 || !strings.HasSuffix(arg, `"`) || len(kernelFields(arg)) != len(kernelFields(strings.ReplaceAll(arg, s, "x"))) {
 				t.Fatalf("name %q: boot argument %q", s, arg)

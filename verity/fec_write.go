@@ -1,0 +1,65 @@
+package verity
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// openFECOutput opens where a plan's parity goes when it is not the hash
+// output: DATA in place, or the FEC file (replaced, or a device in place).
+func openFECOutput(pl *FECLayout, dataPath string, note func(string)) (*output, error) {
+	switch {
+	case pl.InHash:
+		return nil, nil
+	case pl.InData:
+		return openInPlace(dataPath, "DATA")
+	}
+	return openReplacement(pl.Path, "FEC device", pl.existing, pl.Offset, note)
+}
+
+// writeFEC computes the parity of the data and the tree just written to
+// hashOut and writes it where the plan says: into hashOut, or into out
+// (from openFECOutput), which the caller commits.
+func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Source, hashOut, out *output, opts *FormatOptions) (*FECInfo, error) {
+	hashEnd := pl.Offset
+	if pl.InHash {
+		// The parity covers the hash device up to itself; bytes between the
+		// tree and the parity read as zeros (the kernel sees the same).
+		if err := hashOut.extend(pl.Offset); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if hashEnd, err = hashOut.size(); err != nil {
+			return nil, errorf(KindIO, "", "%s: %w", hashOut.path, unwrapPath(err))
+		}
+	}
+	fp, err := fecParams(g, pl.Roots, hashEnd)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = hashOut
+	} else if err := out.checkDeviceRoom("FEC device", pl.Offset+fp.ParitySize()); err != nil {
+		return nil, err
+	}
+	size := fp.ParitySize()
+	if opts.Progress != nil {
+		opts.Progress(StageFEC, 0, size)
+	}
+	msg := fecMessage(g, fp, data, hashOut.f)
+	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
+		return nil, asError(KindIO, fmt.Errorf("writing error correction to %s: %w", pl.Path, err))
+	}
+	if err := out.extend(pl.Offset + size); err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(StageFEC, size, size)
+	}
+	return &FECInfo{Device: pl.Path, Roots: pl.Roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
+		Offset: pl.Offset, Start: pl.Offset / uint64(fp.BlockSize), Size: size, InHash: pl.InHash, InData: pl.InData}, nil
+}

@@ -1,0 +1,360 @@
+package verity
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// FormatOptions tune Format and PlanFormat: veritysetup format's options
+// and veritygen's. The zero value (or nil) formats as `veritysetup format
+// DATA HASH` does: sha256, 4096-byte blocks, random salt and UUID, a
+// superblock, every whole block of DATA covered, no error correction.
+type FormatOptions struct {
+	TreeOptions
+	// HashOffsetSet says HashOffset was chosen, 0 included. When the hash
+	// file is the data file and HashOffset is 0, Format refuses either way
+	// (the tree would overwrite the data); it only words the error
+	// differently: without HashOffsetSet it asks where the tree goes.
+	HashOffsetSet bool
+
+	// Append pads the data file with zeros to a whole block and appends
+	// the tree (no superblock) to it, as avbtool lays out Android images:
+	// hashPath must be "" or the data path. The image's own bytes are not
+	// changed.
+	Append bool
+	// OriginalSize, with Append, is the image's size before an earlier,
+	// interrupted Append: what it wrote past that size is replaced (only
+	// zero padding, then at most a tree and its parity, unless Force).
+	// nil means the data file's current size; a block device needs it.
+	OriginalSize *uint64
+	// AppendFEC, with Append, also appends error correction of the image
+	// and the tree after the tree.
+	AppendFEC bool
+
+	// FECDevice, if not "", is the file the error-correction parity is
+	// written to, at FECOffset (a multiple of the block size); it may be
+	// the hash file (the parity then goes past the tree and covers that
+	// file up to itself) or the data file (past the data).
+	FECDevice string
+	FECOffset uint64
+	// FECRoots is the number of parity bytes per 255-byte codeword, from
+	// 2 to 24; 0 means 2.
+	FECRoots int
+
+	// RootHashFile, if not "", is where the root hash is written (lower
+	// case hex, no newline) once the tree is complete. An existing regular
+	// file is replaced only if it holds a root hash or nothing (or with
+	// Force); a character device or FIFO (with a reader) is written
+	// through; /dev/stdout and /proc/self/fd/N write to that descriptor.
+	RootHashFile string
+	// Force replaces a hash file, FEC file or root hash file even if it
+	// does not look like something Format wrote, and lets OriginalSize cut
+	// off any bytes.
+	Force bool
+	// Raw reads a data file that starts with the Android sparse magic as
+	// it is, not as the image it expands to.
+	Raw bool
+	// Jobs is the number of goroutines that hash; 0 means one per CPU.
+	// The tree is the same for every value.
+	Jobs int
+	// Progress, if set, is told how the hashing (StageHashing) and the
+	// error correction (StageFEC) go, in bytes.
+	Progress Progress
+	// Warn, if set, is given warnings that do not stop the operation: data
+	// past the last whole block, an ignored UUID, a block size Linux may
+	// refuse, bytes after a sparse image's last chunk.
+	Warn func(msg string)
+	// Note, if set, is told of things done on the way that are not
+	// problems: temporary files of a killed run removed.
+	Note func(msg string)
+	// OnLayout, if set, is called with the layout once every output is
+	// open and locked, just before hashing starts: nothing has been written
+	// yet but, with Append, the zero padding.
+	OnLayout func(*Layout)
+}
+
+func (o *FormatOptions) warn(msg string) {
+	if o.Warn != nil {
+		o.Warn(msg)
+	}
+}
+
+// params checks the options that need no file; see TreeOptions.params.
+func (o *FormatOptions) params() (merkle.Params, error) {
+	p, err := o.TreeOptions.params()
+	if err != nil {
+		return p, err
+	}
+	if o.Append {
+		for _, c := range []struct {
+			field, flag, hint string
+			set               bool
+		}{
+			{"HashOffset", "hash-offset", "the tree goes right after the image, padded to a whole block", o.HashOffset != 0 || o.HashOffsetSet},
+			{"DataBlocks", "data-blocks", "--append covers the whole image, padded to a whole block", o.DataBlocks != 0},
+			{"FECDevice", "fec-device", "--fec appends the error correction after the tree", o.FECDevice != ""},
+			{"FECOffset", "fec-offset", "--fec appends the error correction after the tree", o.FECOffset != 0},
+		} {
+			if c.set {
+				return p, paramErrorf(c.field, "leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+			}
+		}
+		if o.OriginalSize != nil && *o.OriginalSize == 0 {
+			return p, paramErrorf("OriginalSize", "give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+		}
+	} else {
+		for _, c := range []struct {
+			field, flag string
+			set         bool
+		}{{"AppendFEC", "fec", o.AppendFEC}, {"OriginalSize", "data-size", o.OriginalSize != nil}} {
+			if c.set {
+				return p, paramErrorf(c.field, "e.g. veritygen --append --"+c.flag+" ... DATA", "--%s needs --append", c.flag)
+			}
+		}
+	}
+	if o.FECDevice == "" && !o.AppendFEC && o.FECOffset != 0 {
+		return p, paramErrorf("FECOffset", "e.g. --fec-device=HASH.fec (or --append --fec to append it to DATA)", "--fec-offset needs --fec-device")
+	}
+	return p, nil
+}
+
+// FormatResult is what Format wrote.
+type FormatResult struct {
+	// Layout is where everything went.
+	*Layout
+	// RootHash is the root hash of the tree.
+	RootHash []byte
+	// FEC describes the parity written; nil without error correction.
+	FEC *FECInfo
+}
+
+// Table returns the kernel table and boot arguments of the tree written;
+// see the package function Table. opts names the devices.
+func (r *FormatResult) Table(opts *TableOptions) (*BootParams, error) {
+	return Table(r.Geometry, r.RootHash, r.FEC, opts)
+}
+
+// buildTree builds the tree; tests look at what it is given through it.
+var buildTree = merkle.Build
+
+// Format builds the dm-verity hash tree of the data at dataPath (a file, a
+// block device, or an Android sparse image read as the image it expands
+// to) and writes it to hashPath, byte for byte as `veritysetup format
+// DATA HASH` does, then the error correction and the root hash file the
+// options ask for. hashPath "" means dataPath+".verity" (and the data file
+// itself with Append); hashPath may be dataPath, with a HashOffset past
+// the data.
+//
+// Nothing the caller did not name is destroyed, and nothing is left
+// half-written: every output is opened and locked (flock) before anything
+// is hashed, so that one that cannot be written fails the run while
+// nothing has changed; a new hash or FEC file is written under a temporary
+// name and renamed when complete (devices and the data file are written in
+// place); an existing one that does not look like a tree or parity is
+// refused (KindRefused) unless opts.Force. The outputs are committed in
+// the order tree, parity, root hash file: an error after the tree is
+// committed says where the new tree is and its root hash.
+//
+// Errors are *Error: KindParam for bad options (Field names the option),
+// KindInput for unusable files, KindRefused, KindIO. A canceled ctx stops
+// the run with an error that matches context.Canceled.
+func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions) (*FormatResult, error) {
+	if opts == nil {
+		opts = &FormatOptions{}
+	}
+	if _, err := opts.params(); err != nil {
+		return nil, err
+	}
+	src, err := OpenSource(dataPath, &SourceOptions{Raw: opts.Raw, Warn: opts.Warn})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	// Shared while DATA is only read; exclusive (below) when it is written.
+	if opts.Append {
+		err = lockExclusive(src.file, "DATA", dataPath)
+	} else {
+		err = lockShared(src.file, "DATA", dataPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := planFormat(src, hashPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	g, fl := l.Geometry, l.FEC
+	if l.TreeInData || fl != nil && fl.InData {
+		if err := lockExclusive(src.file, "DATA", dataPath); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.checkOverwrites(opts, src.file); err != nil {
+		return nil, err
+	}
+
+	// Every output is opened (and locked) before anything is hashed: one
+	// that cannot be written fails the run while nothing has changed.
+	var hashOut *output
+	if l.TreeInData {
+		hashOut, err = openInPlace(dataPath, "DATA")
+	} else {
+		// Bytes of an existing HASH outside the tree are kept, as
+		// veritysetup, which writes in place, keeps them: those before an
+		// offset, and all of them when the parity goes into HASH too.
+		keepFrom := g.HashOffset
+		if fl != nil && fl.InHash {
+			keepFrom = 1
+		}
+		hashOut, err = openReplacement(l.HashPath, "HASH", l.hashInfo, keepFrom, opts.Note)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer hashOut.abort()
+	var fecOut, rootOut *output
+	if fl != nil {
+		if fecOut, err = openFECOutput(fl, dataPath, opts.Note); err != nil {
+			return nil, err
+		}
+		if fecOut != nil {
+			defer fecOut.abort()
+		}
+	}
+	if opts.RootHashFile != "" {
+		if rootOut, err = openRootHashFile(opts.RootHashFile, opts.Force, opts.Note); err != nil {
+			return nil, err
+		}
+		defer rootOut.abort()
+	}
+	// merkle.Build writes the superblock before it first looks at ctx, and
+	// with several jobs may not notice a cancellation at all: an already
+	// canceled run must stop here, before anything is written.
+	if err := ctx.Err(); err != nil {
+		if l.Append != nil {
+			return nil, interrupted(err, "", "interrupted; nothing was written")
+		}
+		return nil, interrupted(err, "", "interrupted; nothing was written under HASH")
+	}
+	role := "HASH"
+	if l.TreeInData {
+		role = "DATA"
+	}
+	if err := hashOut.checkDeviceRoom(role, l.HashOutputEnd); err != nil {
+		return nil, err
+	}
+	if ap := l.Append; ap != nil {
+		// The padding: zeros from the original end to the tree, written
+		// (not only left as a hole) since a previous, interrupted run may
+		// have left other bytes there.
+		if err := hashOut.zero(ap.OriginalSize, g.HashOffset); err != nil {
+			return nil, err
+		}
+	}
+	if opts.OnLayout != nil {
+		opts.OnLayout(l)
+	}
+	root, err := l.build(ctx, src, hashOut, opts)
+	var fecInfo *FECInfo
+	if err == nil && fl != nil {
+		fecInfo, err = writeFEC(ctx, g, fl, src, hashOut, fecOut, opts)
+	}
+	if err == nil && l.Append != nil {
+		// Drop what a previous, interrupted or longer, run left past the
+		// end: the file ends with the tree or its parity.
+		err = hashOut.truncate(l.HashOutputEnd)
+	}
+	if err == nil {
+		err = hashOut.commit()
+	}
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			return nil, asError(KindIO, err)
+		}
+		switch {
+		case hashOut.tmp != "":
+			return nil, interrupted(err, "", "interrupted; nothing was written under HASH")
+		case l.Append != nil:
+			// Written in place, not through a temporary file.
+			return nil, interrupted(err, fmt.Sprintf("run the same command again with --data-size=%d to finish it", l.Append.OriginalSize),
+				"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", dataPath, l.Append.OriginalSize)
+		}
+		return nil, interrupted(err, "run veritygen again to write the whole tree",
+			"interrupted; the tree in %s from byte %d is incomplete", l.HashPath, g.HashOffset)
+	}
+	rootHex := hex.EncodeToString(root)
+	// The tree is committed: a later failure must not lose its root hash.
+	afterCommit := func(what string, err error) error {
+		where := "in " + l.HashPath
+		if l.TreeInData {
+			where = "in DATA " + dataPath
+		}
+		return &Error{Kind: KindIO, Err: fmt.Errorf("the new tree is %s, root hash %s; %s: %w", where, rootHex, what, err)}
+	}
+	if fecOut != nil {
+		if err := fecOut.commit(); err != nil {
+			return nil, afterCommit("the error correction", err)
+		}
+	}
+	if rootOut != nil {
+		if err := rootOut.writeRootHash(rootHex); err != nil {
+			return nil, afterCommit("--root-hash-file", err)
+		}
+	}
+	return &FormatResult{Layout: l, RootHash: root, FEC: fecInfo}, nil
+}
+
+// build hashes the data into hashOut, reporting progress.
+func (l *Layout) build(ctx context.Context, src *Source, hashOut *output, opts *FormatOptions) ([]byte, error) {
+	g, total := l.Geometry, l.CoveredBytes
+	bo := &merkle.BuildOptions{Jobs: jobs(opts.Jobs), Runs: l.KnownRuns}
+	if p := opts.Progress; p != nil {
+		p(StageHashing, 0, total)
+		bo.Progress = func(done uint64) { p(StageHashing, done, total) }
+	}
+	root, err := buildTree(ctx, g, src, hashOut.f, bo)
+	if err != nil {
+		return nil, asError(KindIO, err)
+	}
+	return root, nil
+}
+
+func jobs(n int) int {
+	if n <= 0 {
+		return runtime.NumCPU()
+	}
+	return n
+}
+
+// interrupted is the error of a run stopped by its context: a message
+// saying what was left, which matches the context's error (errors.Is).
+func interrupted(cause error, hint, format string, args ...any) error {
+	return &Error{Kind: KindIO, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}, Hint: hint}
+}
+
+// causedError is a message that matches its cause without quoting it.
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e *causedError) Error() string { return e.msg }
+func (e *causedError) Unwrap() error { return e.cause }
+
+// asError returns err as an *Error: itself if it is one, else of the kind
+// of an *Error it wraps, else of kind k.
+func asError(k Kind, err error) error {
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e == err:
+		return err
+	case e != nil:
+		k = e.Kind
+	}
+	return &Error{Kind: k, Err: err}
+}

@@ -1,0 +1,524 @@
+package verity
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// Layout is where Format puts the tree, its superblock and the error
+// correction, and what the tree covers: everything decided before anything
+// is hashed or written. PlanFormat returns it without writing; Format
+// plans the same way and hands it to FormatOptions.OnLayout.
+type Layout struct {
+	// Geometry is the tree's shape, its parameters complete: the salt and
+	// UUID drawn at random when not given, DataBlocks and HashOffset as
+	// the layout fixes them.
+	Geometry *merkle.Geometry
+	// DataPath is the data; HashPath the file the tree goes into (DataPath
+	// itself when TreeInData).
+	DataPath, HashPath string
+	// TreeInData: the tree goes into the data file, at HashOffset past the
+	// data (the hash file is the data file) or appended (Append).
+	TreeInData bool
+	// Append is the appended layout, as avbtool's: nil otherwise.
+	Append *AppendLayout
+	// FEC is where the error correction goes; nil without.
+	FEC *FECLayout
+	// SourceFormat is "raw", or "android-sparse" for a sparse image read
+	// as the image it expands to; SourceSize the size of the image read
+	// (expanded), SourceFileSize that of the file itself.
+	SourceFormat               string
+	SourceSize, SourceFileSize int64
+	// CoveredBytes are the data bytes the tree covers; UncoveredBytes
+	// those of the data (before the tree, when it is in the data) past
+	// the last whole block, which it does not.
+	CoveredBytes, UncoveredBytes uint64
+	// HashOutputEnd is where the writes to the hash file end: the end of
+	// the tree, or of the parity when it follows the tree in that file.
+	HashOutputEnd uint64
+	// KnownRuns are the runs of data blocks whose content is known without
+	// reading them (holes, sparse FILL and DONT_CARE chunks), hashed once;
+	// see Source.Runs.
+	KnownRuns []merkle.Run
+
+	dataInfo, hashInfo fs.FileInfo // hashInfo nil when HASH does not exist yet
+	rootHashFile       string
+}
+
+// TreeSize is the size of the tree, superblock included.
+func (l *Layout) TreeSize() uint64 { return l.Geometry.HashEnd() - l.Geometry.HashOffset }
+
+// AppendLayout is the layout of Append: the image (OriginalSize bytes),
+// zeros up to a whole block (the tree's HashOffset), the tree, then the
+// parity, ImageSize bytes in all.
+type AppendLayout struct {
+	OriginalSize, ImageSize uint64
+}
+
+// FECLayout is where the error-correction parity goes and what it covers.
+type FECLayout struct {
+	// Path is the file the parity is written to.
+	Path string
+	// Roots is the number of parity bytes per 255-byte codeword.
+	Roots int
+	// Offset is the byte offset of the parity in Path.
+	Offset uint64
+	// InHash: the parity goes into the hash file past the tree (with
+	// Append: into the data after the tree) and covers that file up to
+	// Offset. InData: into the data file while the tree is elsewhere.
+	InHash, InData bool
+	// Params are the parity's parameters as planned: for parity in a file
+	// of its own they assume the hash file ends where Format will leave it.
+	Params fec.Params
+
+	existing fs.FileInfo // the FEC file as it is, nil if none
+}
+
+// PlanFormat lays out what Format(dataPath, hashPath, opts) would write,
+// with every check Format makes before hashing (parameters, overlaps,
+// sizes, outputs it would refuse to replace), reading but writing nothing.
+// The random salt and UUID it draws (when opts gives none) are its own:
+// pass them in opts to Format for the same tree.
+func PlanFormat(dataPath, hashPath string, opts *FormatOptions) (*Layout, error) {
+	if opts == nil {
+		opts = &FormatOptions{}
+	}
+	src, err := OpenSource(dataPath, &SourceOptions{Raw: opts.Raw, Warn: opts.Warn})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	l, err := planFormat(src, hashPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkOverwrites(opts, src.file); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// planFormat lays out the tree for the open source src; see PlanFormat.
+func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, error) {
+	p, err := opts.params()
+	if err != nil {
+		return nil, err
+	}
+	dataPath, dataSize := src.path, src.size
+	hashGiven := hashPath != "" && !(opts.Append && hashPath == dataPath)
+	switch {
+	case opts.Append && hashGiven:
+		return nil, paramErrorf("Append", "leave HASH out: veritygen --append [flags] DATA",
+			"--append writes the tree into DATA; got a HASH argument (%s) too", hashPath)
+	case opts.Append:
+		hashPath = dataPath
+	case hashPath == "":
+		hashPath = dataPath + ".verity"
+	}
+	dataInfo, err := src.file.Stat()
+	if err != nil {
+		return nil, errorf(KindIO, "", "DATA %s: %w", dataPath, unwrapPath(err))
+	}
+	if isBlockDevice(dataInfo) && !hashGiven && !opts.Append {
+		return nil, errorf(KindParam, fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
+			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
+	}
+
+	hashInfo, err := os.Stat(hashPath)
+	hashExists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, errorf(KindIO, "", "HASH %s: %w", hashPath, unwrapPath(err))
+	case hashExists && hashInfo.IsDir():
+		return nil, errorf(KindInput, "name a file for the tree, e.g. "+filepath.Join(hashPath, filepath.Base(dataPath)+".verity"),
+			"HASH %s is a directory", hashPath)
+	case hashExists:
+		// The tree is written at offsets, and read back for the parity.
+		if err := checkImageType("HASH", hashPath, hashInfo.Mode(), "written"); err != nil {
+			return nil, err
+		}
+	case !hashExists:
+		hashInfo = nil
+	}
+	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
+	if err := checkRootHashFile(opts.RootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+		return nil, err
+	}
+	if src.sparse != nil && (inPlace || opts.Append) {
+		return nil, errorf(KindInput, fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
+			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
+	}
+
+	l := &Layout{DataPath: dataPath, HashPath: hashPath, TreeInData: inPlace || opts.Append, SourceFormat: src.Format(),
+		SourceSize: src.size, SourceFileSize: src.fileSize, dataInfo: dataInfo, hashInfo: hashInfo, rootHashFile: opts.RootHashFile}
+	dbs := uint64(p.DataBlockSize)
+	// Where hints put the tree: 4096-aligned, and on a hash block without
+	// superblock, as --hash-offset must then be.
+	align := uint64(4096)
+	if !p.Superblock {
+		align = max(align, uint64(p.HashBlockSize))
+	}
+	switch {
+	case opts.Append:
+		if l.Append, err = planAppend(opts, &p, dataPath, dataInfo, dataSize); err != nil {
+			return nil, err
+		}
+	case inPlace:
+		if p.HashOffset == 0 && !opts.HashOffsetSet {
+			return nil, paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
+				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
+		}
+		if p.DataBlocks == 0 {
+			// The tree's own area is not data: cover the blocks before it.
+			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
+			if p.DataBlocks == 0 && dataSize > 0 && uint64(dataSize) >= dbs {
+				return nil, paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
+					"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
+			}
+		}
+	case p.DataBlocks == 0:
+		p.DataBlocks = uint64(dataSize) / dbs
+	}
+	if p.DataBlocks == 0 {
+		if dataSize == 0 {
+			return nil, errorf(KindInput, "", "DATA %s is empty", dataPath)
+		}
+		return nil, errorf(KindInput, fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
+			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
+	}
+	if p.DataBlocks > uint64(dataSize)/dbs && l.Append == nil { // not DataBlocks*dbs, which may overflow
+		need := fmt.Sprint(p.DataBlocks * dbs)
+		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
+			need = "more than 2^64"
+		}
+		return nil, paramErrorf("DataBlocks", fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
+			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
+	}
+	if inPlace && p.DataBlocks*dbs > p.HashOffset {
+		hint := fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(p.DataBlocks*dbs, align))
+		if p.HashOffset/dbs > 0 {
+			hint += fmt.Sprintf(", or cover fewer blocks: --data-blocks=%d", p.HashOffset/dbs)
+		}
+		return nil, paramErrorf("HashOffset", hint,
+			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
+	}
+
+	if err := opts.fillRandom(&p); err != nil {
+		return nil, errorf(KindIO, "", "drawing a random salt or UUID: %w", err)
+	}
+	if !p.Superblock && opts.UUID != nil {
+		opts.warn("--uuid is ignored with --no-superblock: only a superblock stores it")
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return nil, &Error{Kind: KindParam, Err: err}
+	}
+	l.Geometry = g
+	if l.FEC, err = planFEC(opts, g, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+		return nil, err
+	}
+	if l.FEC != nil && l.FEC.InData && src.sparse != nil {
+		return nil, errorf(KindInput, "write the error correction to a file of its own, e.g. --fec-device="+dataPath+".fec",
+			"DATA %s is an Android sparse image: error correction cannot go inside it", dataPath)
+	}
+	if p.DataBlockSize > 4096 {
+		opts.warn("Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
+	}
+	l.CoveredBytes = g.DataSize()
+	switch {
+	case l.Append != nil: // the padding makes the image whole blocks
+	case inPlace:
+		l.UncoveredBytes = min(uint64(dataSize), p.HashOffset) - l.CoveredBytes
+	default:
+		l.UncoveredBytes = uint64(dataSize) - l.CoveredBytes
+	}
+	if l.UncoveredBytes > 0 && opts.DataBlocks == 0 {
+		opts.warn(fmt.Sprintf("the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", l.UncoveredBytes, dbs))
+	}
+	l.HashOutputEnd = g.HashEnd()
+	if f := l.FEC; f != nil {
+		if f.InHash {
+			l.HashOutputEnd = f.Offset + f.Params.ParitySize()
+		}
+		if l.Append != nil {
+			l.Append.ImageSize = l.HashOutputEnd
+		}
+	}
+	if l.Append != nil && l.FEC == nil {
+		l.Append.ImageSize = l.HashOutputEnd
+	}
+	l.KnownRuns = src.Runs(g.DataBlockSize, g.DataBlocks)
+	return l, nil
+}
+
+// planAppend lays out Append: the tree right after the image padded to a
+// whole data and hash block, and fills p in.
+func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, size int64) (*AppendLayout, error) {
+	orig := uint64(size)
+	if isBlockDevice(dataInfo) && opts.OriginalSize == nil {
+		return nil, paramErrorf("OriginalSize", "give the size of the image on it: --data-size=BYTES",
+			"DATA %s is a block device: --append cannot grow it, and needs --data-size to know where the image ends", dataPath)
+	}
+	if opts.OriginalSize != nil {
+		if *opts.OriginalSize > orig {
+			return nil, paramErrorf("OriginalSize", "give the image's size before the interrupted --append, no more than DATA's current size",
+				"--data-size %d is more than DATA %s's %d bytes", *opts.OriginalSize, dataPath, size)
+		}
+		orig = *opts.OriginalSize
+	}
+	if orig == 0 {
+		return nil, errorf(KindInput, "", "DATA %s is empty", dataPath)
+	}
+	// Both block sizes are powers of two: the larger is a multiple of the
+	// other.
+	align := uint64(max(p.DataBlockSize, p.HashBlockSize))
+	padded := roundUp(orig, align)
+	if padded < orig || padded > 1<<62 {
+		return nil, errorf(KindInput, "", "DATA %s is too large", dataPath)
+	}
+	p.Superblock = false
+	p.HashOffset = padded
+	p.DataBlocks = padded / uint64(p.DataBlockSize)
+	return &AppendLayout{OriginalSize: orig}, nil
+}
+
+// planFEC checks the FEC options against the tree; nil without FEC.
+func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) (*FECLayout, error) {
+	if opts.FECDevice == "" && !opts.AppendFEC {
+		return nil, nil
+	}
+	roots := opts.FECRoots
+	if roots == 0 {
+		roots = fec.DefaultRoots
+	}
+	if roots < fec.MinRoots || roots > fec.MaxRoots {
+		return nil, paramErrorf("FECRoots", "2 (the default) corrects one lost byte in 253, 24 one in ten",
+			"--fec-roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+	}
+	bs := uint64(g.DataBlockSize)
+	if g.DataBlockSize != g.HashBlockSize {
+		return nil, paramErrorf("FECRoots", "use the same --data-block-size and --hash-block-size",
+			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
+	}
+	if opts.AppendFEC {
+		if !opts.Append {
+			return nil, paramErrorf("AppendFEC", "e.g. veritygen --append --fec ... DATA", "--fec needs --append")
+		}
+		// avbtool's layout: the parity right after the tree, covering the
+		// image and the tree.
+		pl := &FECLayout{Path: dataPath, Roots: roots, Offset: g.HashEnd(), InHash: true}
+		var err error
+		if pl.Params, err = fecParams(g, roots, pl.Offset); err != nil {
+			return nil, err
+		}
+		return pl, nil
+	}
+	// Checked first: rounding a huge offset up would wrap.
+	if opts.FECOffset > maxFileOffset-bs+1 {
+		return nil, fecOffsetTooLarge(opts.FECOffset)
+	}
+	if opts.FECOffset%bs != 0 {
+		return nil, paramErrorf("FECOffset", fmt.Sprintf("round it up: --fec-offset=%d", roundUp(opts.FECOffset, bs)),
+			"--fec-offset %d is not a multiple of the block size %d", opts.FECOffset, bs)
+	}
+	pl := &FECLayout{Path: opts.FECDevice, Roots: roots, Offset: opts.FECOffset}
+	info, err := os.Stat(opts.FECDevice)
+	if err == nil {
+		if info.IsDir() {
+			return nil, errorf(KindInput, "", "--fec-device %s is a directory", opts.FECDevice)
+		}
+		// The parity is written at an offset: a FIFO cannot take it.
+		if err := checkImageType("FEC device", opts.FECDevice, info.Mode(), "written"); err != nil {
+			return nil, err
+		}
+		pl.existing = info
+	}
+	sameAsHash := err == nil && hashInfo != nil && os.SameFile(info, hashInfo) ||
+		filepath.Clean(opts.FECDevice) == filepath.Clean(hashPath)
+	switch {
+	case sameAsHash:
+		pl.InHash = true
+		if pl.Offset < g.HashEnd() {
+			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: --fec-offset=%d", g.HashEnd()),
+				"--fec-offset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
+		}
+	case err == nil && os.SameFile(info, dataInfo):
+		pl.InData = true
+		if pl.Offset < g.DataSize() {
+			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: --fec-offset=%d", roundUp(g.DataSize(), bs)),
+				"--fec-offset %d would overwrite the data, which ends at byte %d of DATA", pl.Offset, g.DataSize())
+		}
+	}
+	if filepath.Clean(opts.FECDevice) == filepath.Clean(opts.RootHashFile) {
+		return nil, paramErrorf("FECDevice", "", "--fec-device and --root-hash-file are the same file")
+	}
+	// The parity must end before 2^63, checked now, before anything is
+	// written. In HASH it covers HASH up to itself; elsewhere what HASH
+	// will hold: at least the tree.
+	hashEnd := g.HashEnd()
+	if pl.InHash {
+		hashEnd = pl.Offset
+	} else {
+		hashEnd = keptHashEnd(g, hashPath, hashInfo)
+	}
+	fp, err := fecParams(g, pl.Roots, hashEnd)
+	if err != nil || pl.Offset+fp.ParitySize() > maxFileOffset {
+		return nil, fecOffsetTooLarge(pl.Offset)
+	}
+	pl.Params = fp
+	return pl, nil
+}
+
+// keptHashEnd is where the hash file will end once the tree is written,
+// for parity kept elsewhere: the tree's end, or that of an existing HASH
+// whose bytes Format keeps (those before an offset; a device's all).
+func keptHashEnd(g *merkle.Geometry, hashPath string, hashInfo fs.FileInfo) uint64 {
+	hashEnd := g.HashEnd()
+	if hashInfo != nil && (g.HashOffset > 0 || !hashInfo.Mode().IsRegular()) {
+		if f, err := os.Open(hashPath); err == nil {
+			if n, err := fileSize(f); err == nil {
+				hashEnd = max(hashEnd, uint64(n))
+			}
+			f.Close()
+		}
+	}
+	return hashEnd
+}
+
+// checkOverwrites refuses, unless opts.Force, what would destroy bytes the
+// caller did not give over to Format: the tail of an Append DATA that is
+// not an earlier tree (see checkAppendTail), an existing HASH or FEC file
+// that is not something Format could have written (see foreignOutput).
+// dataFile is DATA, open.
+func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
+	if opts.Force {
+		return nil
+	}
+	if l.Append != nil {
+		size, err := fileSize(dataFile)
+		if err != nil {
+			return errorf(KindIO, "", "DATA %s: %w", l.DataPath, unwrapPath(err))
+		}
+		if err := l.checkAppendTail(dataFile, uint64(size)); err != nil {
+			return err
+		}
+	}
+	return l.checkOutputs(dataFile)
+}
+
+// checkAppendTail refuses an Append with an OriginalSize that would cut off
+// DATA bytes past the image that are not provably what an earlier Append of
+// the same image wrote: the file may end anywhere from the image's end to
+// the end of a complete tree and parity (an interrupted run stops anywhere
+// in between), and the padding before the tree must be zeros. A block
+// device keeps its size and is not checked.
+func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
+	ap, g := l.Append, l.Geometry
+	if size <= ap.OriginalSize {
+		return nil
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		if err != nil {
+			return errorf(KindIO, "", "DATA %s: %w", l.DataPath, unwrapPath(err))
+		}
+		return nil
+	}
+	hint := fmt.Sprintf("check --data-size (DATA's size before the earlier --append); to cut DATA at byte %d anyway, add --force", ap.OriginalSize)
+	if size > l.HashOutputEnd {
+		return errorf(KindRefused, hint, "DATA %s is %d bytes, more than an --append of its first %d bytes makes (%d): "+
+			"the bytes past --data-size are not only an earlier tree, and cutting them off would lose them", l.DataPath, size, ap.OriginalSize, l.HashOutputEnd)
+	}
+	pad := make([]byte, min(g.HashOffset, size)-ap.OriginalSize)
+	if _, err := f.ReadAt(pad, int64(ap.OriginalSize)); err != nil {
+		return errorf(KindIO, "", "reading DATA %s: %w", l.DataPath, unwrapPath(err))
+	}
+	for i, b := range pad {
+		if b != 0 {
+			return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
+				"they are not an earlier tree, and cutting them off would lose them", l.DataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
+		}
+	}
+	return nil
+}
+
+// checkOutputs refuses to replace an existing HASH or FEC file that is not
+// something Format could have written (see foreignOutput): a filesystem or
+// image named as HASH by mistake, e.g. DATA and HASH swapped. A tree in
+// DATA goes where the caller gave it room (HashOffset, Append).
+func (l *Layout) checkOutputs(dataFile *os.File) error {
+	// FIFOs, sockets and character devices were refused by planFormat and
+	// planFEC (checkImageType) before anything was opened.
+	g := l.Geometry
+	if !l.TreeInData && l.hashInfo != nil {
+		why, err := foreignOutput(l.HashPath, l.hashInfo, int64(g.HashOffset), g.Superblock, l.HashOutputEnd)
+		if err != nil {
+			return errorf(KindIO, "", "HASH %s: %w", l.HashPath, unwrapPath(err))
+		}
+		if why != "" {
+			hint := "to replace it anyway, add --force"
+			if looksLikeTree(l.DataPath, dataFile) {
+				hint = fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\n", l.HashPath, l.DataPath) + hint
+			}
+			return errorf(KindRefused, hint, "HASH %s is not a tree veritygen could have written (%s): replacing it would destroy it", l.HashPath, why)
+		}
+	}
+	fl := l.FEC
+	if fl == nil || fl.InHash || fl.InData || fl.existing == nil {
+		return nil
+	}
+	// The parity covers the hash output as it will be: the tree, or all of
+	// an existing HASH whose bytes are kept.
+	why, err := foreignOutput(fl.Path, fl.existing, -1, false, fl.Offset+fl.Params.ParitySize())
+	if err != nil {
+		return errorf(KindIO, "", "--fec-device %s: %w", fl.Path, unwrapPath(err))
+	}
+	if why != "" {
+		return errorf(KindRefused, "name another file, or add --force to replace it anyway",
+			"--fec-device %s is not error correction veritygen could have written (%s): replacing it would destroy it", fl.Path, why)
+	}
+	return nil
+}
+
+// checkRootHashFile refuses a root hash file that would replace DATA or
+// HASH (written over by the root hash after the tree) or is a directory.
+// hashInfo is nil when HASH does not exist yet.
+func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
+	if path == "" {
+		return nil
+	}
+	hint := "name another file, e.g. --root-hash-file=" + dataPath + ".roothash"
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is a directory", path)
+	case err == nil && dataInfo != nil && os.SameFile(info, dataInfo):
+		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
+	case err == nil && hashInfo != nil && os.SameFile(info, hashInfo),
+		filepath.Clean(path) == filepath.Clean(hashPath):
+		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
+	}
+	// Fail before the build, not after it.
+	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+		return paramErrorf("RootHashFile", "", "--root-hash-file %s: its directory %s does not exist", path, filepath.Dir(path))
+	}
+	return nil
+}
+
+// looksLikeTree reports whether DATA is rather a hash tree: named *.verity,
+// or starting with a verity superblock.
+func looksLikeTree(path string, f *os.File) bool {
+	if strings.HasSuffix(path, ".verity") {
+		return true
+	}
+	b := make([]byte, 8)
+	_, err := f.ReadAt(b, 0)
+	return err == nil && string(b) == "verity\x00\x00"
+}

@@ -1,0 +1,239 @@
+package verity
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// CorruptionMode is what the kernel does when a block does not match the
+// tree: a dm-verity table option.
+type CorruptionMode uint8
+
+const (
+	// CorruptionEIO, the default, fails the read with an I/O error (no
+	// option in the table).
+	CorruptionEIO CorruptionMode = iota
+	// IgnoreCorruption logs the mismatch and returns the data anyway
+	// (ignore_corruption).
+	IgnoreCorruption
+	// RestartOnCorruption restarts the machine (restart_on_corruption).
+	RestartOnCorruption
+	// PanicOnCorruption panics the kernel (panic_on_corruption).
+	PanicOnCorruption
+)
+
+// TableOptions choose the devices, the optional arguments of a dm-verity
+// table and the device-mapper name in the boot arguments. Device names are
+// what the kernel reads them as: a path (/dev/sda1), MAJOR:MINOR (8:1), or
+// at boot PARTUUID=... and the like.
+type TableOptions struct {
+	// DataDevice and HashDevice name the data and hash devices; both are
+	// needed (the same device when the tree is inside the data).
+	DataDevice, HashDevice string
+	// FECDevice names the device holding the error-correction parity;
+	// needed only with FEC.
+	FECDevice string
+	// DMName is the device-mapper name in the boot arguments, at most 31
+	// bytes; "" means "vroot".
+	DMName string
+	// IgnoreZeroBlocks adds ignore_zero_blocks (Android's first-stage init
+	// always does).
+	IgnoreZeroBlocks bool
+	// CheckAtMostOnce adds check_at_most_once.
+	CheckAtMostOnce bool
+	// OnCorruption chooses the corruption mode.
+	OnCorruption CorruptionMode
+}
+
+// FECInfo is where the error-correction parity of a tree is and what it
+// covers, as the table's FEC arguments and veritysetup's report need it.
+type FECInfo struct {
+	// Device is the file the parity was written to.
+	Device string
+	// Roots is the number of parity bytes per 255-byte codeword.
+	Roots int
+	// Blocks is the number of message blocks covered (data, then the hash
+	// device from the tree on): the table's fec_blocks.
+	Blocks uint64
+	// ParityBlocks is the number of parity blocks (veritysetup's "FEC
+	// blocks").
+	ParityBlocks uint64
+	// Offset is the parity's byte offset in Device; Start the same in
+	// blocks, the table's fec_start.
+	Offset, Start uint64
+	// Size is the parity's size in bytes.
+	Size uint64
+	// InHash: the parity is in the hash device (or, when the tree is in
+	// DATA, in DATA) past the tree. InData: in DATA while the tree is in
+	// a file of its own.
+	InHash, InData bool
+}
+
+// BootParams are a dm-verity table line and the two boot arguments that
+// load it at boot.
+type BootParams struct {
+	// Table is the dm-verity table line, as `veritysetup open` builds it
+	// (its optional arguments in the same order).
+	Table string `json:"table"`
+	// Sectors is the mapped size in 512-byte sectors.
+	Sectors uint64 `json:"table_sectors"`
+	// DMModCreate is the dm-mod.create="..." kernel argument (Linux 5.1 on).
+	DMModCreate string `json:"dm_mod_create"`
+	// AndroidDM is the dm="..." argument of Android and Chrome OS kernels
+	// before dm-mod.create, as avbtool writes it.
+	AndroidDM string `json:"android_dm"`
+}
+
+// Table returns the dm-verity table line of the tree g with root hash
+// root, and the dm-mod.create= and Android dm= boot arguments around it;
+// fec is nil for a tree without error correction. The layout and order are
+// those of cryptsetup's get_dm_verity_params (lib/libdevmapper.c): the
+// corruption mode, ignore_zero_blocks, check_at_most_once, then
+// use_fec_from_device <dev> fec_start <n> fec_blocks <n> fec_roots <n>,
+// each name and each value counted as one argument. The kernel accepts the
+// optional arguments in any order; avbtool writes the FEC ones as
+// fec_roots, fec_blocks, fec_start.
+//
+// A device or dm name that the kernel's parsers would split (white space,
+// including byte 0xA0, quotes, commas, semicolons, control characters) is
+// a KindParam error naming the option.
+func Table(g *merkle.Geometry, root []byte, fec *FECInfo, opts *TableOptions) (*BootParams, error) {
+	if opts == nil {
+		opts = &TableOptions{}
+	}
+	o := *opts
+	if o.DMName == "" {
+		o.DMName = "vroot"
+	}
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	for _, d := range []struct {
+		field, flag, v string
+		needed         bool
+	}{{"DataDevice", "data-device", o.DataDevice, true}, {"HashDevice", "hash-device", o.HashDevice, true}, {"FECDevice", "fec-device-name", o.FECDevice, fec != nil}} {
+		if d.needed && d.v == "" {
+			return nil, paramErrorf(d.field, deviceHint(d.flag), "--%s is needed for the table", d.flag)
+		}
+	}
+	return makeBootParams(g, root, &o, fec), nil
+}
+
+// Check checks the options on their own: the device names given (empty
+// ones are left for Table to require), the dm name and the corruption
+// mode. Callers that take the names from users can check them before any
+// work.
+func (o *TableOptions) Check() error {
+	if o.OnCorruption > PanicOnCorruption {
+		return paramErrorf("OnCorruption", "", "unknown corruption mode %d", o.OnCorruption)
+	}
+	if o.DMName != "" {
+		if err := checkDMName(o.DMName); err != nil {
+			return err
+		}
+	}
+	for _, d := range []struct{ field, flag, v string }{{"DataDevice", "data-device", o.DataDevice}, {"HashDevice", "hash-device", o.HashDevice}, {"FECDevice", "fec-device-name", o.FECDevice}} {
+		if d.v == "" {
+			continue
+		}
+		if err := CheckDeviceName(d.v); err != nil {
+			return paramErrorf(d.field, deviceHint(d.flag), "--%s %q %v", d.flag, d.v, err)
+		}
+	}
+	return nil
+}
+
+func deviceHint(flag string) string {
+	return "e.g. --" + flag + "=/dev/sda1, --" + flag + "=8:1 or --" + flag + "=PARTUUID=<uuid>"
+}
+
+// badNameChars are the characters a device name or dm name cannot hold:
+// white space and the quote end a table field or the boot argument, a
+// comma or semicolon splits the dm-mod.create= and dm= forms (the kernel's
+// parsers have no escapes).
+const badNameChars = " \t\n\r\v\f\",;"
+
+// CheckDeviceName returns an error saying why the kernel could not read
+// name as one device name in a table or boot argument, or nil. The error
+// is a phrase to follow the name ("is empty", "contains ...").
+func CheckDeviceName(name string) error {
+	if name == "" {
+		return fmt.Errorf("is empty")
+	}
+	if i := strings.IndexAny(name, badNameChars); i >= 0 {
+		return fmt.Errorf("contains %q, which the kernel's table and boot argument parsers would split at", name[i])
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("contains the control character %q", r)
+		}
+	}
+	// The kernel's isspace() is Latin-1's: byte 0xa0 (no-break space) is
+	// whitespace to it, also inside a UTF-8 character such as U+0920.
+	if i := strings.IndexByte(name, 0xa0); i >= 0 {
+		return fmt.Errorf("contains the byte 0xa0 (at %d), which the kernel counts as a space and would split at", i)
+	}
+	return nil
+}
+
+func checkDMName(s string) error {
+	hint := "e.g. --dm-name=vroot"
+	if err := CheckDeviceName(s); err != nil {
+		return paramErrorf("DMName", hint, "--dm-name %q %v", s, err)
+	}
+	if len(s) > 31 {
+		return paramErrorf("DMName", hint, "--dm-name %q is %d characters; the kernel's dm= parser keeps 31", s, len(s))
+	}
+	return nil
+}
+
+// verityTable returns the table line; see Table.
+func verityTable(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo) string {
+	var opts []string
+	switch o.OnCorruption {
+	case IgnoreCorruption:
+		opts = append(opts, "ignore_corruption")
+	case RestartOnCorruption:
+		opts = append(opts, "restart_on_corruption")
+	case PanicOnCorruption:
+		opts = append(opts, "panic_on_corruption")
+	}
+	if o.IgnoreZeroBlocks {
+		opts = append(opts, "ignore_zero_blocks")
+	}
+	if o.CheckAtMostOnce {
+		opts = append(opts, "check_at_most_once")
+	}
+	if f != nil {
+		opts = append(opts, "use_fec_from_device", o.FECDevice, "fec_start", fmt.Sprint(f.Start),
+			"fec_blocks", fmt.Sprint(f.Blocks), "fec_roots", fmt.Sprint(f.Roots))
+	}
+	salt := "-"
+	if len(g.Salt) > 0 {
+		salt = hex.EncodeToString(g.Salt)
+	}
+	t := fmt.Sprintf("%d %s %s %d %d %d %d %s %x %s", g.Format, o.DataDevice, o.HashDevice, g.DataBlockSize, g.HashBlockSize,
+		g.DataBlocks, g.HashStartBlock, g.Hash.Name(), root, salt)
+	if len(opts) > 0 {
+		t += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))
+	}
+	return t
+}
+
+// makeBootParams builds the table and the two boot arguments.
+func makeBootParams(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo) *BootParams {
+	table := verityTable(g, root, o, f)
+	sectors := g.DataSize() / 512
+	target := fmt.Sprintf("0 %d verity %s", sectors, table)
+	return &BootParams{
+		Table:   table,
+		Sectors: sectors,
+		// name,uuid,minor,flags,table: no uuid, any minor, read-only.
+		DMModCreate: fmt.Sprintf(`dm-mod.create="%s,,,ro,%s"`, o.DMName, target),
+		// <devices> <name> <uuid> <ro|rw> <targets>,<target>.
+		AndroidDM: fmt.Sprintf(`dm="1 %s none ro 1,%s"`, o.DMName, target),
+	}
+}
