@@ -129,7 +129,9 @@ type FormatResult struct {
 	*Layout
 	// RootHash is the root hash of the tree.
 	RootHash []byte
-	// FEC describes the parity written; nil without error correction.
+	// FEC describes the parity written, as Table takes it (it hides
+	// Layout.FEC, the plan, which stays reachable as r.Layout.FEC); nil
+	// without error correction.
 	FEC *FECInfo
 }
 

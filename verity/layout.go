@@ -49,8 +49,7 @@ type Layout struct {
 	// see Source.Runs.
 	KnownRuns []merkle.Run
 
-	dataInfo, hashInfo fs.FileInfo // hashInfo nil when HASH does not exist yet
-	rootHashFile       string
+	hashInfo fs.FileInfo // nil when HASH does not exist yet
 }
 
 // TreeSize is the size of the tree, superblock included.
@@ -158,7 +157,7 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	}
 
 	l := &Layout{DataPath: dataPath, HashPath: hashPath, TreeInData: inPlace || opts.Append, SourceFormat: src.Format(),
-		SourceSize: src.size, SourceFileSize: src.fileSize, dataInfo: dataInfo, hashInfo: hashInfo, rootHashFile: opts.RootHashFile}
+		SourceSize: src.size, SourceFileSize: src.fileSize, hashInfo: hashInfo}
 	dbs := uint64(p.DataBlockSize)
 	// Where hints put the tree: 4096-aligned, and on a hash block without
 	// superblock, as --hash-offset must then be.
@@ -363,10 +362,8 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	// The parity must end before 2^63, checked now, before anything is
 	// written. In HASH it covers HASH up to itself; elsewhere what HASH
 	// will hold: at least the tree.
-	hashEnd := g.HashEnd()
-	if pl.InHash {
-		hashEnd = pl.Offset
-	} else {
+	hashEnd := pl.Offset
+	if !pl.InHash {
 		hashEnd = keptHashEnd(g, hashPath, hashInfo)
 	}
 	fp, err := fecParams(g, pl.Roots, hashEnd)

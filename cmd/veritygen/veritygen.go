@@ -249,6 +249,9 @@ type appendResult struct {
 	ImageSize    uint64 `json:"image_size"`
 }
 
+// generate checks the flags that concern only flags, formats through
+// verity.Format and builds the report (with the boot parameters, which
+// only --boot-params and its companions make a failure).
 func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGiven bool, stderr io.Writer, showProgress bool) (*result, error) {
 	p, err := o.tree.Params()
 	if err != nil {

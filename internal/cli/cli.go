@@ -47,16 +47,16 @@ func WithHint(err error, hint string) error {
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
 	fmt.Fprintf(w, "%s: error: %v\n", prog, err)
-	if hint := hintOf(err); hint != "" {
+	if hint := errorHint(err); hint != "" {
 		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
 		}
 	}
 }
 
-// hintOf returns the hint of the first *Error in err's chain, or else that
+// errorHint returns the hint of the first *Error in err's chain, or else that
 // of a *verity.Error (the library's errors carry their own hints).
-func hintOf(err error) string {
+func errorHint(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Hint
@@ -72,7 +72,7 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: err.Error(), Hint: hintOf(err)}
+	}{Error: err.Error(), Hint: errorHint(err)}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(out) // stdout is all there is to report a failure of
