@@ -118,8 +118,11 @@ func (o *output) size() (uint64, error) {
 // bytes; files grow as needed.
 func (o *output) checkDeviceRoom(role string, end uint64) error {
 	info, err := o.f.Stat()
-	if err != nil || !isBlockDevice(info) {
-		return err
+	if err != nil {
+		return errorf(KindIO, "", "%s %s: %w", role, o.path, unwrapPath(err))
+	}
+	if !isBlockDevice(info) {
+		return nil
 	}
 	size, err := blockDeviceSize(o.f)
 	if err != nil {
