@@ -1,5 +1,7 @@
 package hashes
 
+//go:generate go run ./internal/blake2bgen -out blake2b_generic.go
+
 import (
 	"encoding/binary"
 	"hash"
