@@ -104,7 +104,7 @@ func TestBLAKE2b256AllLengths(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	h := NewBLAKE2b256()
+	h := newBLAKE2b256()
 	if h.Size() != 32 || h.BlockSize() != 128 {
 		t.Fatalf("Size, BlockSize = %d, %d; want 32, 128", h.Size(), h.BlockSize())
 	}
@@ -300,7 +300,7 @@ func BenchmarkBLAKE2b256_4KiB(b *testing.B) {
 	}
 	out := make([]byte, 0, 32)
 	b.Run("veritytree", func(b *testing.B) {
-		h := NewBLAKE2b256()
+		h := newBLAKE2b256()
 		b.SetBytes(int64(len(block)))
 		b.ReportAllocs()
 		for b.Loop() {
