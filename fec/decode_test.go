@@ -13,7 +13,7 @@ func randomCodeword(rng *rand.Rand, roots int) []byte {
 	k := N - roots
 	cw := make([]byte, N)
 	fillRand(rng, cw[:k])
-	if err := EncodeCodeword(roots, cw[:k], cw[k:]); err != nil {
+	if err := encodeCodeword(roots, cw[:k], cw[k:]); err != nil {
 		panic(err)
 	}
 	return cw
@@ -143,7 +143,7 @@ func TestDecodeShortened(t *testing.T) {
 			msg := make([]byte, n-roots)
 			fillRand(rng, msg)
 			orig := append(bytes.Clone(msg), make([]byte, roots)...)
-			if err := EncodeCodeword(roots, msg, orig[n-roots:]); err != nil {
+			if err := encodeCodeword(roots, msg, orig[n-roots:]); err != nil {
 				t.Fatal(err)
 			}
 			cw := bytes.Clone(orig)

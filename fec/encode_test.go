@@ -62,7 +62,7 @@ func referenceParity(p Params, msg []byte) []byte {
 				cw[j] = msg[i]
 			}
 		}
-		if err := EncodeCodeword(p.Roots, cw, par); err != nil {
+		if err := encodeCodeword(p.Roots, cw, par); err != nil {
 			panic(err)
 		}
 		out = append(out, par...)

@@ -136,10 +136,10 @@ func MessageBlocks(dataBlocks, hashStartBlock, hashEnd uint64, bs int) uint64 {
 	return dataBlocks + end - hashStartBlock
 }
 
-// EncodeCodeword computes the parity of one codeword: msg is the message
+// encodeCodeword computes the parity of one codeword: msg is the message
 // (at most 255-roots bytes; a shorter one is a shortened codeword, as if
 // preceded by zeros) and parity receives the roots parity bytes.
-func EncodeCodeword(roots int, msg, parity []byte) error {
+func encodeCodeword(roots int, msg, parity []byte) error {
 	if err := checkRoots(roots); err != nil {
 		return err
 	}

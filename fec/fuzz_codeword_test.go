@@ -25,7 +25,7 @@ func FuzzDecodeCodeword(f *testing.F) {
 		copy(m, msg)
 		cw := make([]byte, k+roots)
 		copy(cw, m)
-		if err := EncodeCodeword(roots, m, cw[k:]); err != nil {
+		if err := encodeCodeword(roots, m, cw[k:]); err != nil {
 			t.Fatal(err)
 		}
 		orig := bytes.Clone(cw)
@@ -77,7 +77,7 @@ func FuzzDecodeCodeword(f *testing.F) {
 			}
 		default:
 			parity := make([]byte, roots)
-			if err := EncodeCodeword(roots, cw[:k], parity); err != nil || !bytes.Equal(parity, cw[k:]) {
+			if err := encodeCodeword(roots, cw[:k], parity); err != nil || !bytes.Equal(parity, cw[k:]) {
 				t.Fatal("decode succeeded with something that is not a codeword")
 			}
 		}

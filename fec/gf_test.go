@@ -81,7 +81,7 @@ func TestKnownAnswers(t *testing.T) {
 			msg[i] = byte(i)
 		}
 		par := make([]byte, tc.roots)
-		if err := EncodeCodeword(tc.roots, msg, par); err != nil {
+		if err := encodeCodeword(tc.roots, msg, par); err != nil {
 			t.Fatal(err)
 		}
 		if got := hex.EncodeToString(par); got != tc.want {
@@ -117,7 +117,7 @@ func TestEncodeCodewordMatchesDivision(t *testing.T) {
 			msg := make([]byte, rng.IntN(N-roots+1))
 			fillRand(rng, msg)
 			par := make([]byte, roots)
-			if err := EncodeCodeword(roots, msg, par); err != nil {
+			if err := encodeCodeword(roots, msg, par); err != nil {
 				t.Fatal(err)
 			}
 			if want := slowParity(roots, msg); string(par) != string(want) {

@@ -2,7 +2,11 @@
 
 package hashes
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 // The ARMv8 SHA-1 and SHA-256 instructions in AArch32 state (asm_arm
 // generates the kernels, WORD-encoded). Only q0..q15 exist: the kernels
@@ -36,7 +40,7 @@ var sha1CE = &implementation{
 	name:      "ce",
 	available: func() bool { return cpu.ARM.HasSHA1 },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA1CE4Kernel(), sha1IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA1CE4Kernel(), consts.SHA1IV[:], 64, blockSize, salt, pos)
 	},
 }
 
@@ -45,6 +49,6 @@ var sha256CE = &implementation{
 	name:      "ce",
 	available: func() bool { return cpu.ARM.HasSHA2 },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA256CE4Kernel(), sha256IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA256CE4Kernel(), consts.SHA256IV[:], 64, blockSize, salt, pos)
 	},
 }

@@ -282,12 +282,3 @@ func (h *mb64x2) hashBlocks(dst []byte, stride int, blocks []byte) {
 	}
 	h.p = [2]*byte{}
 }
-
-var (
-	sha512IVWords = []uint64{
-		0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
-		0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179,
-	}
-	sha256IVWords = []uint32{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
-	sha1IVWords   = []uint32{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0}
-)

@@ -1,5 +1,7 @@
 package hashes
 
+//go:generate go run ./internal/blake2bgen -out blake2b_generic.go
+
 import (
 	"encoding/binary"
 	"hash"
@@ -34,9 +36,9 @@ type blake2bDigest struct {
 	}
 }
 
-// NewBLAKE2b256 returns an unkeyed BLAKE2b-256 hash (digest length 32 in the
+// newBLAKE2b256 returns an unkeyed BLAKE2b-256 hash (digest length 32 in the
 // parameter block, not a truncated BLAKE2b-512).
-func NewBLAKE2b256() hash.Hash { return newBLAKE2b(32) }
+func newBLAKE2b256() hash.Hash { return newBLAKE2b(32) }
 
 func newBLAKE2b(size int) *blake2bDigest { return newBLAKE2bKeyed(size, nil) }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // RFC 7693 Appendix A.
@@ -102,7 +104,7 @@ func TestBLAKE2b256AllLengths(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	h := NewBLAKE2b256()
+	h := newBLAKE2b256()
 	if h.Size() != 32 || h.BlockSize() != 128 {
 		t.Fatalf("Size, BlockSize = %d, %d; want 32, 128", h.Size(), h.BlockSize())
 	}
@@ -147,22 +149,8 @@ func TestBLAKE2b512Lengths(t *testing.T) {
 // blake2bRefCompress is the RFC 7693 section 3.2 function F, written plainly
 // with the sigma table, as an independent check of the unrolled code.
 func blake2bRefCompress(h *[8]uint64, m *[16]uint64, t [2]uint64, final bool) {
-	sigma := [10][16]byte{
-		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-		{14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-		{11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-		{7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-		{9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-		{2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-		{12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-		{13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-		{6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-		{10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-	}
-	iv := [8]uint64{
-		blake2bIV0, blake2bIV1, blake2bIV2, blake2bIV3,
-		blake2bIV4, blake2bIV5, blake2bIV6, blake2bIV7,
-	}
+	sigma := &consts.BLAKE2bSigma
+	iv := consts.BLAKE2bIV
 	var v [16]uint64
 	copy(v[:8], h[:])
 	copy(v[8:], iv[:])
@@ -312,7 +300,7 @@ func BenchmarkBLAKE2b256_4KiB(b *testing.B) {
 	}
 	out := make([]byte, 0, 32)
 	b.Run("veritytree", func(b *testing.B) {
-		h := NewBLAKE2b256()
+		h := newBLAKE2b256()
 		b.SetBytes(int64(len(block)))
 		b.ReportAllocs()
 		for b.Loop() {

@@ -28,11 +28,14 @@ type Algorithm struct {
 	impls []*implementation
 }
 
+// The supported algorithms. BLAKE2b256 is unkeyed BLAKE2b (RFC 7693) with
+// digest length 32 in its parameter block, not a truncated BLAKE2b-512, as
+// the kernel's "blake2b-256".
 var (
 	SHA1       = &Algorithm{name: "sha1", size: sha1.Size, newHash: sha1.New}
 	SHA256     = &Algorithm{name: "sha256", size: sha256.Size, newHash: sha256.New}
 	SHA512     = &Algorithm{name: "sha512", size: sha512.Size, newHash: sha512.New}
-	BLAKE2b256 = &Algorithm{name: "blake2b-256", size: 32, newHash: NewBLAKE2b256}
+	BLAKE2b256 = &Algorithm{name: "blake2b-256", size: 32, newHash: newBLAKE2b256}
 )
 
 // all lists the algorithms in the order they are shown to users.
@@ -47,11 +50,11 @@ func Names() []string {
 	return names
 }
 
-// UnknownAlgorithmError is returned by Lookup for a name it does not know.
-type UnknownAlgorithmError struct{ Name string }
+// unknownAlgorithmError is returned by Lookup for a name it does not know.
+type unknownAlgorithmError struct{ name string }
 
-func (e *UnknownAlgorithmError) Error() string {
-	return fmt.Sprintf("unknown hash algorithm %q (supported: %s)", e.Name, strings.Join(Names(), ", "))
+func (e *unknownAlgorithmError) Error() string {
+	return fmt.Sprintf("unknown hash algorithm %q (supported: %s)", e.name, strings.Join(Names(), ", "))
 }
 
 // Lookup returns the algorithm with the given kernel name, ignoring case.
@@ -63,7 +66,7 @@ func Lookup(name string) (*Algorithm, error) {
 			return a, nil
 		}
 	}
-	return nil, &UnknownAlgorithmError{Name: name}
+	return nil, &unknownAlgorithmError{name: name}
 }
 
 // Name returns the canonical (kernel) name, in lower case.

@@ -56,9 +56,9 @@ func TestLookup(t *testing.T) {
 	}
 	for _, name := range []string{"", "md5", "sha3-256", "blake2b", "blake2b-512", "sha256 "} {
 		_, err := Lookup(name)
-		var ue *UnknownAlgorithmError
+		var ue *unknownAlgorithmError
 		if !errors.As(err, &ue) {
-			t.Fatalf("Lookup(%q) = %v, want UnknownAlgorithmError", name, err)
+			t.Fatalf("Lookup(%q) = %v, want unknownAlgorithmError", name, err)
 		}
 		for _, known := range Names() {
 			if !strings.Contains(err.Error(), known) {

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // sha1NEONScratch is the message schedule of sha1NEON4 (80 words of four
@@ -40,7 +42,7 @@ var sha1NEON4x = &implementation{
 	name:      "neon4x",
 	available: func() bool { return cpu.ARM.HasNEON },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA1NEON4Kernel(), sha1IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA1NEON4Kernel(), consts.SHA1IV[:], 64, blockSize, salt, pos)
 	},
 }
 

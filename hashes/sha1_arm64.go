@@ -2,7 +2,11 @@
 
 package hashes
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 // sha1NEON4 compresses chunks 64-byte chunks of four streams, one per
 // vector lane; sha1CE4 does the same with the SHA-1 instructions, two
@@ -23,7 +27,7 @@ var (
 		name:      "ce",
 		available: func() bool { return cpu.ARM64.HasSHA1 },
 		new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-			return newMB32x4(sha1CE4, sha1IVWords, 64, blockSize, salt, pos)
+			return newMB32x4(sha1CE4, consts.SHA1IV[:], 64, blockSize, salt, pos)
 		},
 	}
 	// sha1NEON4x hashes four blocks at a time, one per 32-bit NEON lane.
@@ -31,7 +35,7 @@ var (
 		name:      "neon4x",
 		available: func() bool { return cpu.ARM64.HasASIMD },
 		new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-			return newMB32x4(sha1NEON4, sha1IVWords, 64, blockSize, salt, pos)
+			return newMB32x4(sha1NEON4, consts.SHA1IV[:], 64, blockSize, salt, pos)
 		},
 	}
 )

@@ -2,7 +2,11 @@
 
 package hashes
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 //go:generate sh -c "cd _asm && go run . -alg sha1ni -out ../sha1ni_amd64.s -stubs ../sha1ni_stubs_amd64.go -pkg hashes"
 
@@ -19,5 +23,5 @@ func newSHA1NI(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkH
 			}
 		}
 	}
-	return newSHANI(sha1IV, k, blockSize, salt, pos)
+	return newSHANI(consts.SHA1IV[:], k, blockSize, salt, pos)
 }

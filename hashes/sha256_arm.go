@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // sha256NEONScratch is the message schedule of sha256NEON4 (64 words of
@@ -35,7 +37,7 @@ var sha256NEON4x = &implementation{
 	name:      "neon4x",
 	available: func() bool { return cpu.ARM.HasNEON },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA256NEON4Kernel(), sha256IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA256NEON4Kernel(), consts.SHA256IV[:], 64, blockSize, salt, pos)
 	},
 }
 

@@ -2,7 +2,11 @@
 
 package hashes
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 // sha256NEON4 compresses chunks 64-byte chunks of four streams, one per
 // vector lane (asm_arm generates it).
@@ -15,7 +19,7 @@ var sha256NEON4x = &implementation{
 	name:      "neon4x",
 	available: func() bool { return cpu.ARM64.HasASIMD },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA256NEON4Kernel(), sha256IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA256NEON4Kernel(), consts.SHA256IV[:], 64, blockSize, salt, pos)
 	},
 }
 
@@ -37,7 +41,7 @@ var sha256CE = &implementation{
 	name:      "ce",
 	available: func() bool { return cpu.ARM64.HasSHA2 },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB32x4(newSHA256CE4Kernel(), sha256IVWords, 64, blockSize, salt, pos)
+		return newMB32x4(newSHA256CE4Kernel(), consts.SHA256IV[:], 64, blockSize, salt, pos)
 	},
 }
 

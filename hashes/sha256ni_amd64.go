@@ -7,11 +7,11 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 //go:generate sh -c "cd _asm && go run . -alg sha256ni -out ../sha256ni_amd64.s -stubs ../sha256ni_stubs_amd64.go -pkg hashes"
-
-var sha256IV = [8]uint32{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
 
 // sha256NIKernels[n] compresses n interleaved streams with the SHA
 // extensions. With AVX-512VL the 3- and 4-stream kernels keep the message
@@ -65,7 +65,7 @@ func newSHA256NI(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bul
 			}
 		}
 	}
-	return newSHANI(sha256IV[:], k, blockSize, salt, pos)
+	return newSHANI(consts.SHA256IV[:], k, blockSize, salt, pos)
 }
 
 func (h *shaNI) hashBlocks(dst []byte, stride int, blocks []byte) {

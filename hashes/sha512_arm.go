@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // sha512NEONScratch is the message schedule of sha512NEON2 (80 words of two
@@ -40,7 +42,7 @@ var sha512NEON2x = &implementation{
 	name:      "neon2x",
 	available: func() bool { return cpu.ARM.HasNEON },
 	new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-		return newMB64x2(newSHA512NEON2Kernel(), sha512IVWords, blockSize, salt, pos)
+		return newMB64x2(newSHA512NEON2Kernel(), consts.SHA512IV[:], blockSize, salt, pos)
 	},
 }
 

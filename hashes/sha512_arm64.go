@@ -2,7 +2,11 @@
 
 package hashes
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 // sha512NEON2 compresses chunks 128-byte chunks of two streams, one per
 // 64-bit vector lane (asm_arm generates it).
@@ -29,7 +33,7 @@ var (
 		name:      "ce",
 		available: func() bool { return cpu.ARM64.HasSHA512 },
 		new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-			return newMB64x2(newSHA512CE2Kernel(), sha512IVWords, blockSize, salt, pos)
+			return newMB64x2(newSHA512CE2Kernel(), consts.SHA512IV[:], blockSize, salt, pos)
 		},
 	}
 	// sha512NEON2x hashes two blocks at a time, one per 64-bit NEON lane.
@@ -37,7 +41,7 @@ var (
 		name:      "neon2x",
 		available: func() bool { return cpu.ARM64.HasASIMD },
 		new: func(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-			return newMB64x2(sha512NEON2, sha512IVWords, blockSize, salt, pos)
+			return newMB64x2(sha512NEON2, consts.SHA512IV[:], blockSize, salt, pos)
 		},
 	}
 )

@@ -2,6 +2,8 @@
 
 package hashes
 
+import "github.com/veritytree/veritytree/hashes/internal/consts"
+
 //go:generate sh -c "cd _asm && go run . -alg shaavx2 -out ../shaavx2_amd64.s -stubs ../shaavx2_stubs_amd64.go -pkg hashes"
 
 // The AVX2 kernels (no AVX-512): vecMD on 8 32-bit or 4 64-bit lanes.
@@ -13,7 +15,7 @@ package hashes
 // against 1.35, SHA-512 0.65 against 1.1, so 2 for all three.
 
 func newSHA1AVX2(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(8, sha1IV, 20, func(st []uint32, p *[16]*byte, n int, half bool) {
+	h := newVecMD(8, consts.SHA1IV[:], 20, func(st []uint32, p *[16]*byte, n int, half bool) {
 		sha1AVX2x8((*[232]uint32)(st), (*[8]*byte)(p[:8]), n, half)
 	}, blockSize, salt, pos)
 	h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 2
@@ -21,7 +23,7 @@ func newSHA1AVX2(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bul
 }
 
 func newSHA256AVX2(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(8, sha256IV[:], 32, func(st []uint32, p *[16]*byte, n int, half bool) {
+	h := newVecMD(8, consts.SHA256IV[:], 32, func(st []uint32, p *[16]*byte, n int, half bool) {
 		sha256AVX2x8((*[256]uint32)(st), (*[8]*byte)(p[:8]), n, half)
 	}, blockSize, salt, pos)
 	h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 2
@@ -29,7 +31,7 @@ func newSHA256AVX2(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) b
 }
 
 func newSHA512AVX2(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(4, sha512IV, 64, func(st []uint64, p *[16]*byte, n int, half bool) {
+	h := newVecMD(4, consts.SHA512IV[:], 64, func(st []uint64, p *[16]*byte, n int, half bool) {
 		sha512AVX2x4((*[112]uint64)(st), (*[4]*byte)(p[:4]), n, half)
 	}, blockSize, salt, pos)
 	h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 2

@@ -2,7 +2,11 @@
 
 package hashes
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+)
 
 //go:generate sh -c "cd _asm && go run . -alg shavec -out ../shavec_amd64.s -stubs ../shavec_stubs_amd64.go -pkg hashes"
 
@@ -144,16 +148,11 @@ func (h *vecMD[W]) hashBlocks(dst []byte, stride int, blocks []byte) {
 	h.ptrs = [16]*byte{}
 }
 
-var sha1IV = []uint32{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0}
-
-var sha512IV = []uint64{0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
-	0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179}
-
 // The smallMax values below are lanes × (speed of small / speed of the
 // vector kernel), from the speeds measured on Zen 4 (BenchmarkHashBlocks).
 
 func newSHA1AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(16, sha1IV, 20, func(st []uint32, p *[16]*byte, n int, half bool) {
+	h := newVecMD(16, consts.SHA1IV[:], 20, func(st []uint32, p *[16]*byte, n int, half bool) {
 		sha1AVX512x16((*[464]uint32)(st), p, n, half)
 	}, blockSize, salt, pos)
 	if sha1NI4.available() {
@@ -165,7 +164,7 @@ func newSHA1AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) b
 }
 
 func newSHA256AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(16, sha256IV[:], 32, func(st []uint32, p *[16]*byte, n int, half bool) {
+	h := newVecMD(16, consts.SHA256IV[:], 32, func(st []uint32, p *[16]*byte, n int, half bool) {
 		sha256AVX512x16((*[512]uint32)(st), p, n, half)
 	}, blockSize, salt, pos)
 	if shaNI4.available() {
@@ -177,7 +176,7 @@ func newSHA256AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition)
 }
 
 func newSHA512AVX512(a *Algorithm, blockSize int, salt []byte, pos SaltPosition) bulkHasher {
-	h := newVecMD(8, sha512IV, 64, func(st []uint64, p *[16]*byte, n int, half bool) {
+	h := newVecMD(8, consts.SHA512IV[:], 64, func(st []uint64, p *[16]*byte, n int, half bool) {
 		sha512AVX512x8((*[224]uint64)(st), (*[8]*byte)(p[:8]), n, half)
 	}, blockSize, salt, pos)
 	h.small, h.smallMax = newStreamingBulk(a, blockSize, salt, pos), 2

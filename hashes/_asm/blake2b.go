@@ -3,29 +3,20 @@ package main
 import (
 	"fmt"
 
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-var blake2bIV = [8]uint64{
-	0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
-	0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179,
-}
-
-var blake2bSigma = [12][16]int{
-	{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-	{14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-	{11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-	{7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-	{9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-	{2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-	{12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-	{13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-	{6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-	{10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-	{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-	{14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+// blake2bSigma is round r's message schedule, as ints for the generators.
+func blake2bSigma(r int) [16]int {
+	var s [16]int
+	for i, v := range consts.BLAKE2bSigma[r%10] {
+		s[i] = int(v)
+	}
+	return s
 }
 
 // zmm returns Z0..Z31.
@@ -64,7 +55,7 @@ func transpose8x8q(r, t []VecPhysical) {
 // message per 64-bit lane, 8 lanes per group, 1 or 2 groups interleaved.
 func genBLAKE2b() {
 	iv := GLOBL("blake2bIV", RODATA|NOPTR)
-	for i, v := range blake2bIV {
+	for i, v := range consts.BLAKE2bIV {
 		DATA(8*i, U64(v))
 	}
 	blake2bAVX512(1, iv)
@@ -101,7 +92,7 @@ func blake2bAVX512(groups int, iv Mem) {
 	flag := Load(Param("flag"), GP64())
 	half := Load(Param("half"), GP8())
 	v14 := GP64()
-	MOVQ(U64(blake2bIV[6]), v14)
+	MOVQ(U64(consts.BLAKE2bIV[6]), v14)
 	XORQ(flag, v14)
 	off := GP64()
 	XORQ(off, off)
@@ -149,7 +140,7 @@ func blake2bAVX512(groups int, iv Mem) {
 		for i := range 4 {
 			VPBROADCASTQ(iv.Offset(8*i), v[8+i])
 		}
-		MOVQ(U64(blake2bIV[4]), tmp)
+		MOVQ(U64(consts.BLAKE2bIV[4]), tmp)
 		XORQ(ctr, tmp)
 		VPBROADCASTQ(tmp, v[12])
 		VPBROADCASTQ(iv.Offset(8*5), v[13])
@@ -159,7 +150,7 @@ func blake2bAVX512(groups int, iv Mem) {
 
 	for r := range 12 {
 		Commentf("Round %d.", r)
-		s := blake2bSigma[r]
+		s := blake2bSigma(r)
 		for _, diag := range []bool{false, true} {
 			// The 4 G functions of both groups, step by step.
 			var a, b, c, d [][4]VecPhysical

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -32,7 +34,7 @@ func genBLAKE2bAVX2(iv Mem) {
 	flag := Load(Param("flag"), GP64())
 	half := Load(Param("half"), GP8())
 	v14 := GP64()
-	MOVQ(U64(blake2bIV[6]), v14)
+	MOVQ(U64(consts.BLAKE2bIV[6]), v14)
 	XORQ(flag, v14)
 	off := GP64()
 	XORQ(off, off)
@@ -64,7 +66,7 @@ func genBLAKE2bAVX2(iv Mem) {
 	for i := range 4 {
 		VPBROADCASTQ(iv.Offset(8*i), v[8+i])
 	}
-	MOVQ(U64(blake2bIV[4]), tmp)
+	MOVQ(U64(consts.BLAKE2bIV[4]), tmp)
 	XORQ(ctr, tmp)
 	MOVQ(tmp, X12)
 	VPBROADCASTQ(X12, v[12])
@@ -76,7 +78,7 @@ func genBLAKE2bAVX2(iv Mem) {
 	m := func(i int) Mem { return row(8 + i) }
 	for r := range 12 {
 		Commentf("Round %d.", r)
-		s := blake2bSigma[r]
+		s := blake2bSigma(r)
 		for _, diag := range []bool{false, true} {
 			var a, b, c, d [4]VecPhysical
 			var x, xy [4]Mem

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -242,7 +244,7 @@ func genSHA1x16() {
 		rounds: func(v, w, t []VecPhysical, k Mem) { sha1Rounds16(v, w, t[0], t[1], k) },
 		k: func() Mem {
 			k := GLOBL("sha1K", RODATA|NOPTR)
-			for i, v := range []uint32{0x5a827999, 0x6ed9eba1, 0x8f1bbcdc, 0xca62c1d6} {
+			for i, v := range consts.SHA1K {
 				DATA(4*i, U32(v))
 			}
 			return k

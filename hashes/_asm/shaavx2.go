@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/veritytree/veritytree/hashes/internal/consts"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -315,6 +317,15 @@ func sha1AVX2Rounds(k Mem) func(s, free []VecPhysical, w func(int) Mem) {
 
 // bcastTable is a table of vals, each repeated to fill 32 bytes, so that
 // the rounds add a constant with one memory operand.
+// widen returns 32-bit table entries as the 64-bit values bcastTable takes.
+func widen(vals []uint32) []uint64 {
+	w := make([]uint64, len(vals))
+	for i, v := range vals {
+		w[i] = uint64(v)
+	}
+	return w
+}
+
 func bcastTable(name string, bits int, vals []uint64) Mem {
 	m := GLOBL(name, RODATA|NOPTR)
 	for i, v := range vals {
@@ -345,18 +356,14 @@ func genSHAAVX2() {
 	w32 := avx2Word{bits: 32, add: VPADDD, shr: VPSRLD, shl: VPSLLD}
 	w64 := avx2Word{bits: 64, add: VPADDQ, shr: VPSRLQ, shl: VPSLLQ, rot8: rot8}
 
-	k1 := bcastTable("sha1AVX2K", 32, []uint64{0x5a827999, 0x6ed9eba1, 0x8f1bbcdc, 0xca62c1d6})
+	k1 := bcastTable("sha1AVX2K", 32, widen(consts.SHA1K[:]))
 	genAVX2MD(avx2MD{name: "sha1AVX2x8", like: "sha1AVX512x16", o: w32, nState: 5, rounds: sha1AVX2Rounds(k1)}, flip32)
 
-	var k256 []uint64
-	for _, v := range sha256K {
-		k256 = append(k256, uint64(v))
-	}
-	k2 := bcastTable("sha256AVX2K", 32, k256)
+	k2 := bcastTable("sha256AVX2K", 32, widen(consts.SHA256K[:]))
 	genAVX2MD(avx2MD{name: "sha256AVX2x8", like: "sha256AVX512x16", o: w32, nState: 8,
 		rounds: sha2AVX2Rounds(w32, 64, [4][3]int{{2, 13, 22}, {6, 11, 25}, {7, 18, 3}, {17, 19, 10}}, k2)}, flip32)
 
-	k5 := bcastTable("sha512AVX2K", 64, sha512K[:])
+	k5 := bcastTable("sha512AVX2K", 64, consts.SHA512K[:])
 	genAVX2MD(avx2MD{name: "sha512AVX2x4", like: "sha512AVX512x8", o: w64, nState: 8,
 		rounds: sha2AVX2Rounds(w64, 80, [4][3]int{{28, 34, 39}, {14, 18, 41}, {1, 8, 7}, {19, 61, 6}}, k5)}, flip64)
 }

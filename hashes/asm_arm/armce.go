@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // SHA-1 and SHA-256 with the ARMv8 Cryptography Extension in AArch32 state
@@ -178,7 +180,7 @@ func genSHA1CEARM() []byte {
 
 // SHA-1 round constants, each in four lanes.
 `)
-	kTable(&out, "·sha1KCE", sha1K[:], 4)
+	kTable(&out, "·sha1KCE", consts.SHA1K[:], 4)
 	v := ceARMHeader(&out, "sha1CE4", `// Two streams interleaved: stream s's abcd in q(2s), e in the low word of
 // q(2s+1) (its row of s, words a..e; words 5..7 get junk) at even quads and
 // of q(4+s) at odd ones (SHA1H writes the next e while the rounds read

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // BLAKE2b compression in NEON, for arm64 (Go's arm64 assembler) and 32-bit
@@ -18,22 +20,13 @@ import (
 // of a row are independent, so each step is issued for both back to back,
 // which keeps dependent instructions apart.
 
-var blake2bSigma = [10][16]int{
-	{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-	{14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-	{11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-	{7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-	{9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-	{2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-	{12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-	{13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-	{6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-	{10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-}
-
-var blake2bIV = [8]uint64{
-	0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
-	0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179,
+// blake2bSigma is round r's message schedule, as ints for the generators.
+func blake2bSigma(r int) [16]int {
+	var s [16]int
+	for i, v := range consts.BLAKE2bSigma[r%10] {
+		s[i] = int(v)
+	}
+	return s
 }
 
 // blake2bRounds drives a generator through the 12 rounds: for each
@@ -48,7 +41,7 @@ type blake2bBackend interface {
 
 func blake2bRounds(g blake2bBackend) {
 	for r := range 12 {
-		s := blake2bSigma[r%10]
+		s := blake2bSigma(r)
 		g.comment("round %d, columns", r)
 		g.half([2][2]int{{s[0], s[2]}, {s[4], s[6]}}, [2][2]int{{s[1], s[3]}, {s[5], s[7]}})
 		g.diag()
@@ -217,7 +210,7 @@ func genBLAKE2bARM64() []byte {
 // BLAKE2b IV, then the VTBL indexes that rotate each 64-bit lane right by
 // 24 and by 16 bits.
 `)
-	for i, v := range blake2bIV {
+	for i, v := range consts.BLAKE2bIV {
 		fmt.Fprintf(&out, "DATA\t·blake2bConstNEON+%d(SB)/8, $0x%016x\n", 8*i, v)
 	}
 	fmt.Fprintf(&out, "DATA\t·blake2bConstNEON+64(SB)/8, $0x0201000706050403\n")
@@ -457,7 +450,7 @@ func genBLAKE2bARM() []byte {
 
 // BLAKE2b IV.
 `)
-	for i, v := range blake2bIV {
+	for i, v := range consts.BLAKE2bIV {
 		fmt.Fprintf(&out, "DATA\t·blake2bIVNEON+%d(SB)/4, $0x%08x\n", 8*i, uint32(v))
 		fmt.Fprintf(&out, "DATA\t·blake2bIVNEON+%d(SB)/4, $0x%08x\n", 8*i+4, uint32(v>>32))
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // blake2b2x generates blake2bNEON2 for arm64: BLAKE2b on two blocks at once,
@@ -91,7 +93,7 @@ func newBLAKE2b2x(spill [3]int) *blake2b2x {
 		}
 	}
 	for round := range 12 {
-		s := blake2bSigma[round%10]
+		s := blake2bSigma(round)
 		g.b.WriteString(fmt.Sprintf("\t// round %d\n", round))
 		g.gs([4][6]int{{0, 4, 8, 12, s[0], s[1]}, {1, 5, 9, 13, s[2], s[3]}, {2, 6, 10, 14, s[4], s[5]}, {3, 7, 11, 15, s[6], s[7]}})
 		g.gs([4][6]int{{0, 5, 10, 15, s[8], s[9]}, {1, 6, 11, 12, s[10], s[11]}, {2, 7, 8, 13, s[12], s[13]}, {3, 4, 9, 14, s[14], s[15]}})
@@ -104,7 +106,7 @@ func genBLAKE2b2x(out *bytes.Buffer) {
 	// keep the last three in memory.
 	g := newBLAKE2b2x([3]int{13, 14, 15})
 	out.WriteString("\n// BLAKE2b IV, each word in both lanes.\n")
-	for i, v := range blake2bIV {
+	for i, v := range consts.BLAKE2bIV {
 		fmt.Fprintf(out, "DATA\t·blake2bIV2NEON+%d(SB)/8, $0x%016x\n", 16*i, v)
 		fmt.Fprintf(out, "DATA\t·blake2bIV2NEON+%d(SB)/8, $0x%016x\n", 16*i+8, v)
 	}

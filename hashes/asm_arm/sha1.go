@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // SHA-1 on four streams at once, one per 32-bit lane ("neon4x"), like
 // sha256.go; and, for arm64, with the SHA-1 instructions on two streams
 // interleaved ("ce").
-
-var sha1K = [4]uint32{0x5a827999, 0x6ed9eba1, 0x8f1bbcdc, 0xca62c1d6}
 
 // sha1Schedule emits W[t] = (W[t-16] ^ W[t-14] ^ W[t-8] ^ W[t-3]) <<< 1 into
 // the register w16 that held W[t-16].
@@ -70,7 +70,7 @@ func genSHA1ARM64() []byte {
 	var out bytes.Buffer
 	out.WriteString(header)
 	out.WriteString("\n// SHA-1 round constants, each in four lanes.\n")
-	kTable(&out, "·sha1KNEON", sha1K[:], 4)
+	kTable(&out, "·sha1KNEON", consts.SHA1K[:], 4)
 	out.WriteString(`
 // func sha1NEON4(st *[8][4]uint32, p *[4]*byte, chunks int)
 //
@@ -267,7 +267,7 @@ func genSHA1ARM() []byte {
 
 // SHA-1 round constants (vld1.32 {dN[], dN+1[]} puts one in all lanes).
 `)
-	kTable(&out, "·sha1KNEON", sha1K[:], 1)
+	kTable(&out, "·sha1KNEON", consts.SHA1K[:], 1)
 	out.WriteString(`
 // func sha1NEON4(st *[8][4]uint32, p *[4]*byte, chunks int, w *sha1NEONScratch)
 //

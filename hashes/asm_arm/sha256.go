@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // SHA-256 on four independent streams at once, one per 32-bit lane of the
@@ -12,17 +14,6 @@ import (
 // transpose of the message words per chunk. Rotations are a shift right
 // and a shift-left-insert; Ch and Maj are one bit select each (plus a copy
 // or an xor); the state registers are renamed, not moved, between rounds.
-
-var sha256K = [64]uint32{
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-}
 
 // vec emits lane-wise vector operations on register numbers (V on arm64,
 // Q on arm), on lanes of width() bits: 32 (four lanes) or 64 (two).
@@ -205,7 +196,7 @@ func genSHA256ARM64() []byte {
 	var out bytes.Buffer
 	out.WriteString(header)
 	out.WriteString("\n// SHA-256 round constants, each in four lanes.\n")
-	kTable(&out, "·sha256KNEON", sha256K[:], 4)
+	kTable(&out, "·sha256KNEON", consts.SHA256K[:], 4)
 	out.WriteString(`
 // func sha256NEON4(st *[8][4]uint32, p *[4]*byte, chunks int)
 //
@@ -367,7 +358,7 @@ func genSHA256ARM() []byte {
 
 // SHA-256 round constants (vld1.32 {dN[], dN+1[]} puts one in all lanes).
 `)
-	kTable(&out, "·sha256KNEON", sha256K[:], 1)
+	kTable(&out, "·sha256KNEON", consts.SHA256K[:], 1)
 	out.WriteString(`
 // func sha256NEON4(st *[8][4]uint32, p *[4]*byte, chunks int, w *sha256NEONScratch)
 //

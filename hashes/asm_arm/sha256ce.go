@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/veritytree/veritytree/hashes/internal/consts"
 )
 
 // genSHA256CE4 writes sha256CE4: SHA-256 with the ARMv8 SHA-256
@@ -20,7 +22,7 @@ func genSHA256CE4(out *bytes.Buffer) {
 	out.WriteString(`
 // SHA-256 round constants, in order.
 `)
-	kTable(out, "·sha256KCE", sha256K[:], 1)
+	kTable(out, "·sha256KCE", consts.SHA256K[:], 1)
 	out.WriteString(`
 // func sha256CE4(st *[8][4]uint32, p *[4]*byte, chunks int, s *[48]uint32)
 TEXT ·sha256CE4(SB), NOSPLIT, $0-32
