@@ -6,7 +6,6 @@ package fec
 
 import (
 	"encoding/binary"
-	"os"
 
 	"golang.org/x/sys/cpu"
 )
@@ -126,12 +125,12 @@ func Implementations() []string {
 	return append(names, "generic")
 }
 
-// pickImpl returns the implementation named (or by ImplEnv when name is
-// ""), or the fastest available one if that names none this machine runs;
+// pickImpl returns the implementation named (or by PreferImplementation
+// when name is ""), or the fastest available one if that names none this machine runs;
 // nil means generic.
 func pickImpl(name string) *vecImpl {
 	if name == "" {
-		name = os.Getenv(ImplEnv)
+		name = preferredImpl()
 	}
 	if name == "generic" {
 		return nil

@@ -13,8 +13,8 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"hash"
-	"os"
 	"strings"
+	"sync/atomic"
 )
 
 // Algorithm is one supported digest algorithm. The zero value is not usable;
@@ -120,10 +120,13 @@ var generic = &implementation{
 	new:       newStreamingBulk,
 }
 
-// ImplEnv is the environment variable that forces a bulk implementation by
-// name (for example VERITYTREE_HASH_IMPL=generic), for tests and for users
-// who want to compare. An implementation the machine cannot run, or a name
-// an algorithm does not have, falls back to that algorithm's default.
+// ImplEnv is the environment variable with which the commands (and this
+// package's tests) force a bulk implementation by name, for example
+// VERITYTREE_HASH_IMPL=generic: for tests and for users who want to
+// compare. The package itself reads no environment: the commands pass the
+// variable's value to PreferImplementation. An implementation the machine
+// cannot run, or a name an algorithm does not have, falls back to that
+// algorithm's default.
 //
 // Every algorithm has "generic" (its streaming hash, one block at a time).
 // On amd64 there are also, chosen at init from the CPU's features:
@@ -165,11 +168,26 @@ func (a *Algorithm) pick(name string) *implementation {
 	return nil
 }
 
+// preferred is the implementation name PreferImplementation set.
+var preferred atomic.Pointer[string]
+
+// PreferImplementation makes NewBlockHasher use the bulk implementation
+// named (see ImplEnv for the names) wherever the machine runs it and the
+// algorithm has it, in the whole process; "" restores the default, the
+// fastest. The output is the same for every implementation.
+func PreferImplementation(name string) {
+	preferred.Store(&name)
+}
+
 // NewBlockHasher returns a BlockHasher for blocks of blockSize bytes salted
 // with salt at pos, using the fastest implementation this machine runs (or
-// the one named by the ImplEnv environment variable). The salt is copied.
+// the one PreferImplementation named). The salt is copied.
 func (a *Algorithm) NewBlockHasher(blockSize int, salt []byte, pos SaltPosition) *BlockHasher {
-	im := a.pick(os.Getenv(ImplEnv))
+	name := ""
+	if p := preferred.Load(); p != nil {
+		name = *p
+	}
+	im := a.pick(name)
 	if im == nil {
 		im = a.pick("")
 	}

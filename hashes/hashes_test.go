@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -167,17 +168,19 @@ func TestHashBlocksPanicsOnMisuse(t *testing.T) {
 	}
 }
 
-func TestImplEnvForcesImplementation(t *testing.T) {
+func TestPreferImplementation(t *testing.T) {
+	t.Cleanup(func() { PreferImplementation(os.Getenv(ImplEnv)) })
 	for _, a := range all {
-		t.Setenv(ImplEnv, "generic")
+		PreferImplementation("generic")
 		if got := a.NewBlockHasher(4096, nil, SaltBefore).Implementation(); got != "generic" {
-			t.Errorf("%s with %s=generic: got %s", a.Name(), ImplEnv, got)
+			t.Errorf("%s preferring generic: got %s", a.Name(), got)
 		}
-		t.Setenv(ImplEnv, "no-such-impl")
+		PreferImplementation("no-such-impl")
 		if got, want := a.NewBlockHasher(4096, nil, SaltBefore).Implementation(), a.Implementations()[0]; got != want {
-			t.Errorf("%s with an unknown %s: got %s, want the default %s", a.Name(), ImplEnv, got, want)
+			t.Errorf("%s preferring an unknown implementation: got %s, want the default %s", a.Name(), got, want)
 		}
 	}
+	PreferImplementation("")
 	if _, err := SHA256.NewBlockHasherImpl("no-such-impl", 4096, nil, SaltBefore); err == nil {
 		t.Error("NewBlockHasherImpl accepted an unknown implementation")
 	}

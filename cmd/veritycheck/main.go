@@ -13,6 +13,7 @@ import (
 
 func main() {
 	cli.LimitMemory()
+	cli.PreferImplementationsFromEnv()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
 	stop()
