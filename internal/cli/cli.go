@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // Exit codes, the same for both commands.
@@ -45,9 +47,8 @@ func WithHint(err error, hint string) error {
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
 	fmt.Fprintf(w, "%s: error: %v\n", prog, err)
-	var e *Error
-	if errors.As(err, &e) && e.Hint != "" {
-		for _, line := range strings.Split(e.Hint, "\n") {
+	if hint := errorHint(err); hint != "" {
+		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
 		}
 	}
@@ -61,14 +62,20 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: err.Error()}
-	var e *Error
-	if errors.As(err, &e) {
-		out.Hint = e.Hint
-	}
+	}{Error: err.Error(), Hint: errorHint(err)}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(out) // stdout is all there is to report a failure of
+}
+
+// errorHint returns the hint of err: its *Error's, or when there is none, the
+// library's (*verity.Error).
+func errorHint(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return verity.HintOf(err)
 }
 
 // Warn prints "prog: warning: ..." to w.
