@@ -483,12 +483,17 @@ func verifyMarked(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, ha
 	return rep, marks, nil
 }
 
-// asIOError returns err as a KindIO *Error unless it already is an *Error
-// or is a context's error.
+// asIOError returns err as an *Error: of the kind of an *Error it wraps
+// (an engine's error around ours: "reading data block 2: DATA ... shrank"),
+// else KindIO. A context's error is returned as it is.
 func asIOError(err error) error {
-	var e *Error
-	if err == nil || errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &Error{Kind: KindIO, Err: err}
+	kind := KindIO
+	var e *Error
+	if errors.As(err, &e) {
+		kind = e.Kind
+	}
+	return &Error{Kind: kind, Err: err}
 }
