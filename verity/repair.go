@@ -1204,15 +1204,6 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 	return rep, nil
 }
 
-// rebuiltBlock reports whether the repair rebuilt hash block index of level
-// (and so could check what is under it); false without a repair.
-func (rp *RepairPlan) rebuiltBlock(g *merkle.Geometry, level merkle.Level, index uint64) bool {
-	if rp == nil {
-		return false
-	}
-	return rp.marks.has(msgIndex(g, level, index), markRebuilt)
-}
-
 // blockMarks is what is known of each block of the FEC message (and of
 // every tree block), a byte each: 256 KiB per GiB of 4 KiB blocks, where
 // maps and lists took tens of bytes per corrupted block.
