@@ -9,21 +9,50 @@ import (
 // not what the root hash vouches for.
 var ErrCorrupt = errors.New("verity: corruption")
 
-// DataLevel is the Level of a data block in a CorruptionError: data blocks
-// sit one level below the tree's level 0.
-const DataLevel = -1
+// Level says where a block lies: a tree level (0 holds the digests of the
+// data blocks, Geometry.Levels-1 is the top block), or one of the named
+// places below, which are not tree levels.
+type Level int
 
-// HeaderLevel is the Level of a CorruptionError in the hash device outside
-// the tree: a reserved byte of the superblock, or the zero bytes between
-// the superblock and the tree. Offset is then the byte's own offset.
-const HeaderLevel = -2
+const (
+	// DataLevel is the level of a data block: data blocks sit one level
+	// below the tree's level 0.
+	DataLevel Level = -1
+	// HeaderLevel is the superblock area of the hash device, outside the
+	// tree: a reserved byte of the superblock, or the zero bytes between
+	// the superblock and the tree (a CorruptionError's Offset is then the
+	// byte's own offset).
+	HeaderLevel Level = -2
+	// PastTreeLevel is a block of the hash device after the tree, before
+	// the FEC parity: error correction covers it, the tree does not.
+	PastTreeLevel Level = -3
+)
+
+// IsTree reports whether l is a level of the tree (0 and up).
+func (l Level) IsTree() bool { return l >= 0 }
+
+// String names the level: "data", "superblock area", "past the tree", or
+// "level N".
+func (l Level) String() string {
+	switch {
+	case l == DataLevel:
+		return "data"
+	case l == HeaderLevel:
+		return "superblock area"
+	case l == PastTreeLevel:
+		return "past the tree"
+	case l >= 0:
+		return fmt.Sprintf("level %d", int(l))
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
 
 // CorruptionError names one block that failed verification. Use errors.Is
 // with ErrCorrupt, errors.As to get the block.
 type CorruptionError struct {
 	// Level is DataLevel for a data block, HeaderLevel for the superblock
 	// area, else the tree level of a hash block.
-	Level int
+	Level Level
 	// Index is the block's index within its level (or among the data blocks).
 	Index uint64
 	// Offset is the block's byte offset in its file: the data device for a

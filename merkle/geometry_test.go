@@ -155,3 +155,14 @@ func TestGeometryInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLevelString(t *testing.T) {
+	for l, want := range map[Level]string{DataLevel: "data", HeaderLevel: "superblock area", PastTreeLevel: "past the tree", 0: "level 0", 3: "level 3", -9: "Level(-9)"} {
+		if got := l.String(); got != want {
+			t.Errorf("Level(%d).String() = %q, want %q", int(l), got, want)
+		}
+		if l.IsTree() != (l >= 0) {
+			t.Errorf("Level(%d).IsTree() = %v", int(l), l.IsTree())
+		}
+	}
+}

@@ -254,10 +254,10 @@ func (r *Reader) rdChunk(s *rdScratch, first uint64, count int) (int, error) {
 			copy(s.exp[k*ds:], r.root)
 		} else {
 			// The run of unverified blocks sharing b's level-0 hash block.
-			parent, slot := g.Parent(DataLevel, b)
+			parent, slot := g.Parent(int(DataLevel), b)
 			for k+n < count {
 				c := b + uint64(n)
-				if pc, _ := g.Parent(DataLevel, c); pc != parent || r.rdIsChecked(c) {
+				if pc, _ := g.Parent(int(DataLevel), c); pc != parent || r.rdIsChecked(c) {
 					break
 				}
 				n++
@@ -411,7 +411,7 @@ func (r *Reader) rdHashBlock(s *rdScratch, level int, index uint64) error {
 		pi, _ := g.Parent(level, index)
 		reason = fmt.Sprintf("digest mismatch: its digest is not the one in hash block %d of level %d", pi, level+1)
 	}
-	return &CorruptionError{Level: level, Index: index, Offset: off, Reason: reason}
+	return &CorruptionError{Level: Level(level), Index: index, Offset: off, Reason: reason}
 }
 
 // rdCache holds verified hash blocks, keyed by their block number in the hash

@@ -259,7 +259,7 @@ func (v *verifier) checkTree(ctx context.Context) error {
 					}
 					untrusted.set(idx)
 					v.rep.CorruptHashBlocks++
-					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
+					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: Level(level), Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
 				}
 			}
 			i += n
@@ -311,7 +311,7 @@ func (v *verifier) checkData(ctx context.Context, data io.ReaderAt, runs []known
 			got := c.digests[k*g.DigestSlot : k*g.DigestSlot+g.DigestSize]
 			want := v.root
 			if level0 != nil {
-				if p, _ := g.Parent(DataLevel, idx); v.untrusted.get(p) {
+				if p, _ := g.Parent(int(DataLevel), idx); v.untrusted.get(p) {
 					v.rep.UncheckedDataBlocks++
 					continue
 				}

@@ -83,7 +83,7 @@ func pickTarget(rng *rand.Rand, bt *builtTree) target {
 			level := rng.IntN(g.Levels)
 			i := rng.Uint64N(g.LevelBlocks[level])
 			off := g.BlockOffset(level, i) + rng.Uint64N(hbs)
-			return target{fmt.Sprintf("hash level %d", level), off, CorruptionError{Level: level, Index: i, Offset: g.BlockOffset(level, i)}}
+			return target{fmt.Sprintf("hash level %d", level), off, CorruptionError{Level: Level(level), Index: i, Offset: g.BlockOffset(level, i)}}
 		case 3:
 			if !g.Superblock {
 				continue
@@ -159,7 +159,7 @@ func TestVerifyWrongRootAndManyProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	top := bt.g.Levels - 1
-	if !rep.RootMismatch || len(rep.Problems) != 1 || rep.Problems[0].Level != top || rep.UncheckedDataBlocks != 1000 {
+	if !rep.RootMismatch || len(rep.Problems) != 1 || rep.Problems[0].Level != Level(top) || rep.UncheckedDataBlocks != 1000 {
 		t.Fatalf("wrong root: %+v %v", rep, rep.Problems)
 	}
 	// Every data block corrupted: all counted, the list capped.

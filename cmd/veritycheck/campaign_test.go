@@ -127,7 +127,7 @@ func campTargets(m *campMade) map[string][]campSpan {
 	g := m.g
 	out := map[string][]campSpan{}
 	for b := range g.DataBlocks {
-		out["data"] = append(out["data"], campSpan{b * uint64(g.DataBlockSize), (b + 1) * uint64(g.DataBlockSize), merkle.DataLevel, b})
+		out["data"] = append(out["data"], campSpan{b * uint64(g.DataBlockSize), (b + 1) * uint64(g.DataBlockSize), int(merkle.DataLevel), b})
 	}
 	hbs := uint64(g.HashBlockSize)
 	ds, slot := uint64(g.DigestSize), uint64(g.DigestSlot)

@@ -260,7 +260,7 @@ type fecBlk struct {
 }
 
 func (b fecBlk) String() string {
-	if b.level == merkle.DataLevel {
+	if b.level == int(merkle.DataLevel) {
 		return fmt.Sprintf("data %d", b.index)
 	}
 	return fmt.Sprintf("hash L%d/%d", b.level, b.index)
@@ -268,7 +268,7 @@ func (b fecBlk) String() string {
 
 // msg returns the block's index in the FEC message.
 func (m *fecMade) msg(b fecBlk) uint64 {
-	if b.level == merkle.DataLevel {
+	if b.level == int(merkle.DataLevel) {
 		return b.index
 	}
 	return m.g.DataBlocks + m.g.LevelStart[b.level] + b.index - m.g.HashStartBlock
@@ -281,7 +281,7 @@ func (m *fecMade) round(b fecBlk) uint64 {
 
 // place returns the file and byte offset of a block.
 func (m *fecMade) place(b fecBlk) (string, int64) {
-	if b.level == merkle.DataLevel {
+	if b.level == int(merkle.DataLevel) {
 		return m.data, int64(b.index) * int64(m.c.bs)
 	}
 	return m.hash, int64(m.g.BlockOffset(b.level, b.index))
@@ -345,7 +345,7 @@ func (m *fecMade) randomBlock(rng *rand.Rand) fecBlk {
 		l := rng.IntN(m.g.Levels)
 		return fecBlk{l, rng.Uint64N(m.g.LevelBlocks[l])}
 	}
-	return fecBlk{merkle.DataLevel, rng.Uint64N(m.g.DataBlocks)}
+	return fecBlk{int(merkle.DataLevel), rng.Uint64N(m.g.DataBlocks)}
 }
 
 // corrupt damages the blocks: replaced by random bytes (whole), or a few
@@ -439,7 +439,7 @@ type fecJSONBlock struct {
 
 func (b fecJSONBlock) blk() fecBlk {
 	if b.Where == "data" {
-		return fecBlk{merkle.DataLevel, b.Index}
+		return fecBlk{int(merkle.DataLevel), b.Index}
 	}
 	if b.Level == nil {
 		return fecBlk{-9, b.Index}
@@ -651,7 +651,7 @@ func TestFECRepairCampaign(t *testing.T) {
 				r := rng.Uint64N(m.fp.Rounds())
 				var inRound []fecBlk
 				for d := r; d < g.DataBlocks; d += m.fp.Rounds() {
-					inRound = append(inRound, fecBlk{merkle.DataLevel, d})
+					inRound = append(inRound, fecBlk{int(merkle.DataLevel), d})
 				}
 				rng.Shuffle(len(inRound), func(i, j int) { inRound[i], inRound[j] = inRound[j], inRound[i] })
 				bad := inRound[:c.roots+1]
@@ -660,7 +660,7 @@ func TestFECRepairCampaign(t *testing.T) {
 					set[b] = true
 				}
 				if m.fp.Rounds() > 1 {
-					other := fecBlk{merkle.DataLevel, (r + 1) % m.fp.Rounds()}
+					other := fecBlk{int(merkle.DataLevel), (r + 1) % m.fp.Rounds()}
 					set[other] = true
 				}
 				m.corrupt(t, rng, set, true)

@@ -70,7 +70,7 @@ func (d *fecDamage) String() string {
 func (m *fecMade) roundData(rng *rand.Rand, r uint64, n int) []fecBlk {
 	var all []fecBlk
 	for d := r; d < m.g.DataBlocks; d += m.fp.Rounds() {
-		all = append(all, fecBlk{merkle.DataLevel, d})
+		all = append(all, fecBlk{int(merkle.DataLevel), d})
 	}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	return all[:min(n, len(all))]

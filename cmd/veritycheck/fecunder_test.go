@@ -86,17 +86,3 @@ func TestFECLocatesUnderRebuiltHashBlock(t *testing.T) {
 		t.Errorf("level 1: want %q:\n%v", want, r)
 	}
 }
-
-// TestFECRepairSpills: with a budget of one block in memory, the rebuilt
-// blocks go to a temporary file and are written back from it; the repair
-// is the same.
-func TestFECRepairSpills(t *testing.T) {
-	vsPath(t)
-	saved := rebuildBudget
-	rebuildBudget = fecTargeted.bs
-	defer func() { rebuildBudget = saved }()
-	m := fecMake(t, &fecTargeted, 81)
-	set := map[fecBlk]bool{{-1, 1}: true, {-1, 2}: true, {-1, 99}: true, {0, 4}: true, {1, 2}: true} // at most 2 per round
-	m.corrupt(t, rand.New(rand.NewPCG(5, 5)), set, true)
-	fecExpectRepair(t, m, set, 0, "spilled")
-}

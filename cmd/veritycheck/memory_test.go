@@ -20,49 +20,6 @@ import (
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
-// TestProblemListSpills: with the problem list spilled to a temporary file
-// after one problem, the reports are the same, also with the blocks found
-// under a rebuilt hash block merged into the list.
-func TestProblemListSpills(t *testing.T) {
-	vsPath(t)
-	master := fecMake(t, &fecTargeted, 71)
-	m := master.clone(t)
-	// Level-0 block 0 and data blocks 3 and 9 under it (found once it is
-	// rebuilt), and data blocks elsewhere.
-	set := map[fecBlk]bool{{0, 0}: true, {-1, 3}: true, {-1, 9}: true, {-1, 200}: true, {-1, 300}: true, {-1, 301}: true}
-	m.corrupt(t, rand.New(rand.NewPCG(3, 3)), set, true)
-	noFEC := []string{"--root-hash=" + m.root, m.data, m.hash}
-	for _, args := range [][]string{
-		m.args("--max-problems=-1"), m.args("--max-problems=-1", "--json"), m.args("--max-problems=2"),
-		m.args("--max-problems=4", "--json"), m.args("--max-problems=0"),
-		append([]string{"--max-problems=-1"}, noFEC...), append([]string{"--max-problems=-1", "--json"}, noFEC...),
-		append([]string{"--max-problems=3", "--json"}, noFEC...),
-	} {
-		want := vcRun(args...)
-		saved := spoolMemory
-		spoolMemory = 1
-		got := vcRun(args...)
-		spoolMemory = saved
-		if got.stdout != want.stdout || got.stderr != want.stderr || got.code != want.code {
-			t.Errorf("spilled after 1 problem:\n%v\nin memory:\n%v", got, want)
-		}
-	}
-	r := vcRun(m.args("--max-problems=-1")...)
-	order := []string{"corrupted: hash block 0 of level 0", "corrupted: data block 3 ", "corrupted: data block 9 ",
-		"corrupted: data block 200 ", "corrupted: data block 300 ", "corrupted: data block 301 "}
-	at := 0
-	for _, w := range order {
-		i := strings.Index(r.stdout[at:], w)
-		if i < 0 {
-			t.Fatalf("want %q after byte %d, in order %q:\n%v", w, at, order, r)
-		}
-		at += i
-	}
-	if strings.Count(r.stdout, "corrupted: ") != len(order) {
-		t.Fatalf("want %d problems:\n%v", len(order), r)
-	}
-}
-
 // TestWriteResultLikeEncoder: the JSON report streamed by writeResult is
 // byte for byte what encoding it whole gives.
 func TestWriteResultLikeEncoder(t *testing.T) {
@@ -92,30 +49,6 @@ func TestWriteResultLikeEncoder(t *testing.T) {
 		if err != nil || got.String() != want.String() {
 			t.Errorf("%d problems: %v\n%s\nwant\n%s", len(probs), err, got.String(), want.String())
 		}
-	}
-}
-
-// TestLostListCapped: past lostKept unrecoverable blocks, the rest are
-// counted, not named, and the JSON lists say they are truncated.
-func TestLostListCapped(t *testing.T) {
-	vsPath(t)
-	m := fecMake(t, &fecTargeted, 91)
-	// Three data blocks in one round: more than 2 roots rebuild.
-	rounds := m.fp.Rounds()
-	set := map[fecBlk]bool{{-1, 5}: true, {-1, 5 + rounds}: true, {-1, 5 + 2*rounds}: true}
-	m.corrupt(t, rand.New(rand.NewPCG(9, 9)), set, true)
-	saved := lostKept
-	lostKept = 2
-	defer func() { lostKept = saved }()
-	r := vcRun(m.args("--max-problems=-1")...)
-	if r.code != 1 || strings.Count(r.stdout, "unrecoverable: ") != 2 ||
-		!strings.Contains(r.stdout, "... and 1 more unrecoverable blocks (only the first 2 are named)\n") ||
-		!strings.Contains(r.stderr, "cannot recover 3 corrupted blocks (data blocks ") {
-		t.Fatalf("want 2 named of 3 unrecoverable:\n%v", r)
-	}
-	j := fecDecodeJSON(t, vcRun(m.args("--max-problems=-1", "--json")...))
-	if j.UnrecoverableCount != 3 || len(j.UnrecoverableBlocks) != 2 || !j.Truncated {
-		t.Fatalf("--json: %d unrecoverable, %d named, truncated %v", j.UnrecoverableCount, len(j.UnrecoverableBlocks), j.Truncated)
 	}
 }
 

@@ -1,43 +1,20 @@
 package main
 
-// Error correction: with --fec-device, the blocks the tree finds corrupted
-// are rebuilt from the Reed-Solomon parity (veritygen's or veritysetup's
-// --fec-device), every rebuilt block is checked against the tree, and with
-// --repair they are written back.
+// What error correction can do, or did, in the report: text and JSON.
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"os"
-	"slices"
 	"strings"
-	"sync"
 
-	"github.com/veritytree/veritytree/fec"
-	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
-// fecSetup is the parity and what it covers.
-type fecSetup struct {
-	path   string
-	f      *os.File
-	roots  int
-	offset uint64
-	p      fec.Params
-	parity io.ReaderAt
-}
-
-func (s *fecSetup) close() {
-	if s != nil {
-		s.f.Close()
-	}
-}
+// maxRepairList caps the repairable blocks the JSON report lists (the
+// library names at most as many unrecoverable ones).
+const maxRepairList = 1000
 
 // fecFlagsWithoutDevice refuses the FEC flags when --fec-device is absent.
 func fecFlagsWithoutDevice(o *options) error {
@@ -56,1047 +33,24 @@ func fecFlagsWithoutDevice(o *options) error {
 	return nil
 }
 
-// openFEC checks the --fec-* flags against the tree and opens the parity
-// for reading. hashSize is the size of the hash device.
-func openFEC(o *options, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bool, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
-	// checkFECFlags has checked --fec-roots and the range of --fec-offset.
-	if g.DataBlockSize != g.HashBlockSize {
-		return nil, cli.Errorf("", "error correction needs equal data and hash block sizes; this tree has %d and %d",
-			g.DataBlockSize, g.HashBlockSize)
-	}
-	bs := uint64(g.DataBlockSize)
-	if o.fecOffset%bs != 0 {
-		return nil, cli.Errorf("give the --fec-offset the parity was written at", "--fec-offset %d is not a multiple of the block size %d", o.fecOffset, bs)
-	}
-	f, size, err := cli.OpenImage("FEC device", o.fecDevice)
-	if err != nil {
-		return nil, err
-	}
-	if err := cli.LockShared(f, "FEC device", o.fecDevice); err != nil {
-		f.Close()
-		return nil, err
-	}
-	s := &fecSetup{path: o.fecDevice, f: f, roots: o.fecRoots, offset: o.fecOffset}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, cli.Errorf("", "FEC device %s: %v", o.fecDevice, cli.UnwrapPath(err))
-	}
-	// As veritysetup computes it: the message covers the hash device up to
-	// the parity when the parity is in it, else up to its end.
-	hashEnd := uint64(hashSize)
-	switch {
-	case os.SameFile(info, hashInfo):
-		hashEnd = s.offset
-		if s.offset < g.HashEnd() {
-			f.Close()
-			return nil, cli.Errorf("the parity follows the tree: give the --fec-offset it was written at",
-				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath)
-		}
-	case os.SameFile(info, dataInfo):
-		if dataSparse {
-			f.Close()
-			return nil, cli.Errorf("expand the image first (simg2img) and give the expanded one", "the parity is inside DATA %s, an Android sparse image", o.fecDevice)
-		}
-		if s.offset < g.DataSize() {
-			f.Close()
-			return nil, cli.Errorf("the parity follows the data: give the --fec-offset it was written at",
-				"--fec-offset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize())
-		}
-	}
-	p, err := g.FECParams(s.roots, hashEnd)
-	switch {
-	// In HASH, the parity covers HASH up to the offset: too large an
-	// offset is too large a message.
-	case err != nil && hashEnd == s.offset, err == nil && s.offset+p.ParitySize() > cli.MaxFileOffset:
-		f.Close()
-		return nil, cli.FECOffsetTooLarge(s.offset)
-	case err != nil:
-		f.Close()
-		return nil, cli.Errorf("", "%v", err)
-	}
-	s.p = p
-	if end := s.offset + p.ParitySize(); end > uint64(size) {
-		f.Close()
-		return nil, cli.Errorf("give the --fec-roots and --fec-offset the parity was made with",
-			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong --fec-roots or --fec-offset, or a truncated file?",
-			s.path, size, p.Blocks, s.roots, p.ParitySize(), s.offset, end)
-	}
-	s.parity = io.NewSectionReader(f, int64(s.offset), int64(p.ParitySize()))
-	return s, nil
-}
-
-// Where a message block lies.
-const pastTree = -3 // a hash-device block after the tree, covered by FEC only
-
-type blockRef struct {
-	msg    uint64 // index in the FEC message
-	level  int    // merkle.DataLevel, a tree level, or pastTree
-	index  uint64 // within its level
-	inHash bool   // in the hash device, else in DATA
-	off    uint64 // byte offset in its file
-}
-
-// locate returns where message block m lies.
-func (s *fecSetup) locate(g *merkle.Geometry, m uint64) blockRef {
-	bs := uint64(g.DataBlockSize)
-	if m < g.DataBlocks {
-		return blockRef{msg: m, level: merkle.DataLevel, index: m, off: m * bs}
-	}
-	hb := g.HashStartBlock + m - g.DataBlocks
-	r := blockRef{msg: m, level: pastTree, index: hb, inHash: true, off: hb * bs}
-	for l := range g.Levels {
-		if hb >= g.LevelStart[l] && hb < g.LevelStart[l]+g.LevelBlocks[l] {
-			r.level, r.index = l, hb-g.LevelStart[l]
-		}
-	}
-	return r
-}
-
-// msgIndex returns the message block of a data or hash block.
-func msgIndex(g *merkle.Geometry, level int, index uint64) uint64 {
-	if level == merkle.DataLevel {
-		return index
-	}
-	return g.DataBlocks + g.LevelStart[level] + index - g.HashStartBlock
-}
-
-// fix is a block to write back: its rebuilt content, checked against the
-// tree. b is nil when the content was spilled to the plan's store (see
-// repairPlan.content).
-type fix struct {
-	ref blockRef
-	b   []byte
-}
-
-// lost is a corrupted block that cannot be recovered.
-type lost struct {
-	ref    blockRef
-	reason string
-}
-
-// repairPlan is what error correction can do for a corrupted image.
-type repairPlan struct {
-	// fixCount blocks are rebuilt: those marked markRebuilt (see eachFix),
-	// their contents in store.
-	fixCount int
-	store    *blockStore
-	s        *fecSetup
-	g        *merkle.Geometry
-	// header is the canonical superblock area (the superblock encoded from
-	// its own fields, then zeros up to the tree), when it differs from the
-	// disk in headerBytes bytes. FEC does not cover it.
-	header      []byte
-	headerBytes uint64
-	// lost lists the first lostKept of the lostCount blocks that cannot be
-	// recovered (none when the repair makes the image whole); reasons the
-	// first two of their reasonCount distinct reasons. unchecked counts
-	// the blocks under lost hash blocks.
-	lost        []lost
-	lostCount   int
-	reasons     []string
-	reasonCount int
-	unchecked   uint64
-	// marks: what is known of each message block, among it the corrupted
-	// blocks found under rebuilt hash blocks, which the first verification
-	// could not check (foundData and foundHash count them);
-	// uncheckedData and uncheckedHash count the blocks that still cannot be
-	// checked.
-	marks                        blockMarks
-	foundData, foundHash         uint64
-	uncheckedData, uncheckedHash uint64
-}
-
-// lostKept is how many unrecoverable blocks a plan names, and how many
-// repairable ones the JSON report lists; the rest are counted.
-var lostKept = 1000
-
-func (rp *repairPlan) whole() bool { return rp.lostCount == 0 }
-
-// eachFix calls fn for each rebuilt block, in message order: DATA's blocks
-// by offset, then the hash device's; until fn returns false.
-func (rp *repairPlan) eachFix(fn func(fix) bool) {
-	for m := range uint64(len(rp.marks)) {
-		if !rp.marks.has(m, markRebuilt) {
-			continue
-		}
-		fx := fix{ref: rp.s.locate(rp.g, m)}
-		if rp.store.inMemory(m) {
-			fx.b, _ = rp.store.get(m)
-		}
-		if !fn(fx) {
-			return
-		}
-	}
-}
-
-// content returns the rebuilt content of fx, read into buf when it was
-// spilled.
-func (rp *repairPlan) content(fx fix, buf []byte) ([]byte, error) {
-	if fx.b != nil {
-		return fx.b, nil
-	}
-	return buf, rp.store.read(fx.ref.msg, buf)
-}
-
-func (rp *repairPlan) close() {
-	if rp != nil {
-		rp.store.close()
-	}
-}
-
-// updateReport puts what the repair found under the corrupted hash blocks
-// into rep: the counts of the corrupted blocks it located there (which
-// eachProblem lists from the marks), and what is left unchecked.
-func (rp *repairPlan) updateReport(rep *merkle.VerifyReport) {
-	rep.CorruptDataBlocks += rp.foundData
-	rep.CorruptHashBlocks += rp.foundHash
-	rep.UncheckedDataBlocks, rep.UncheckedHashBlocks = rp.uncheckedData, rp.uncheckedHash
-}
-
-// repairer works out the repair: top down, it rebuilds the corrupted
-// blocks whose parent it can trust (on the disk and verified, or rebuilt
-// and verified), checks each rebuilt block against its parent's digest
-// before keeping it, and checks the blocks under each rebuilt hash block,
-// which finds the corrupted ones hidden there; then again, until nothing
-// changes. Only the rounds holding corrupted blocks are read and decoded.
-type repairer struct {
-	ctx        context.Context
-	g          *merkle.Geometry
-	s          *fecSetup
-	data, hash io.ReaderAt
-	msg        io.ReaderAt
-	root       []byte
-	jobs       int
-	// marks: per message block, markBad: known corrupted. markIntact:
-	// right under a corrupted hash block and matching its digest in it (a
-	// corrupted block cannot vouch for them, but those that match it were
-	// not touched; the others are the suspects). markRebuilt: rebuilt and
-	// verified, its contents in rebuilt. markGiven: given up for now, the
-	// reason in the mark's reason code (and roundReason); retried when
-	// what is known of its round changes.
-	marks       blockMarks
-	rebuilt     *blockStore
-	roundReason map[uint64]string
-	// foundData and foundHash count the corrupted blocks found under
-	// rebuilt hash blocks.
-	foundData, foundHash uint64
-	decoders             []*fec.RoundDecoder
-	// fresh lists the blocks rebuilt in this pass; mu guards it and
-	// rebuilt while rounds are decoded.
-	mu    sync.Mutex
-	fresh []uint64
-}
-
-// planRepair works out, without writing anything, how to make the image
-// whole from the parity (see repairer). The blocks under a corrupted hash
-// block that cannot be rebuilt stay unchecked.
-func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
-	rep *merkle.VerifyReport, marks blockMarks, jobs int) (*repairPlan, error) {
-	rp := &repairPlan{}
-	if rep.CorruptHeaderBytes > 0 {
-		rp.header = make([]byte, g.TreeOffset()-g.HashOffset)
-		copy(rp.header, merkle.EncodeSuperblock(g))
-		rp.headerBytes = rep.CorruptHeaderBytes
-	}
-	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: g.FECMessage(s.p, data, hash), root: root, jobs: jobs,
-		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
-	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
-	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
-		if marks.has(m, markBad) {
-			if err := rr.markIntact(m); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := rr.run(); err != nil {
-		rp.close()
-		return nil, err
-	}
-	rp.foundData, rp.foundHash = rr.foundData, rr.foundHash
-	seen := map[string]bool{}
-	for m := range uint64(len(marks)) {
-		if !marks.has(m, markBad) {
-			continue
-		}
-		if marks.has(m, markRebuilt) {
-			rp.fixCount++
-			continue
-		}
-		if !rr.trustedParent(m) {
-			continue // under a lost hash block: counted as unchecked
-		}
-		reason := rr.reason(m)
-		if !seen[reason] {
-			seen[reason] = true
-			rp.reasonCount++
-			if len(rp.reasons) < 2 {
-				rp.reasons = append(rp.reasons, reason)
-			}
-		}
-		rp.lostCount++
-		if len(rp.lost) < lostKept {
-			rp.lost = append(rp.lost, lost{ref: s.locate(g, m), reason: reason})
-		}
-	}
-	rp.uncheckedData, rp.uncheckedHash = rr.unchecked()
-	rp.unchecked = rp.uncheckedData + rp.uncheckedHash
-	return rp, nil
-}
-
-// rebuildBudget is how much rebuilt content is kept in memory; the rest
-// goes to a temporary file, so that any amount of damage repairs in
-// bounded memory.
-var rebuildBudget = 1 << 20 // a variable for the tests
-
-// parentOf returns the parent hash block of message block m as a message
-// block (ok false for the top block, or a data block without a tree: their
-// digest is the root hash), with the digest's offset in it.
-func (rr *repairer) parentOf(m uint64) (parent uint64, slot int, ok bool) {
-	g := rr.g
-	ref := rr.s.locate(g, m)
-	if ref.level == pastTree || ref.level == g.Levels-1 || g.Levels == 0 {
-		return 0, 0, false
-	}
-	p, slot := g.Parent(ref.level, ref.index)
-	return msgIndex(g, ref.level+1, p), slot, true
-}
-
-// trustedParent reports whether the digest of message block m can be
-// trusted: every hash block above it is on the disk and verified, or
-// rebuilt and verified.
-func (rr *repairer) trustedParent(m uint64) bool {
-	g := rr.g
-	ref := rr.s.locate(g, m)
-	if ref.level == pastTree {
-		return false
-	}
-	for level, index := ref.level, ref.index; level < g.Levels-1; level++ {
-		index, _ = g.Parent(level, index)
-		p := msgIndex(g, level+1, index)
-		if rr.marks.has(p, markBad) && !rr.marks.has(p, markRebuilt) {
-			return false
-		}
-	}
-	return true
-}
-
-// state is what is known of message block m.
-func (rr *repairer) state(m uint64) fec.BlockState {
-	switch {
-	case rr.marks.has(m, markBad):
-		return fec.Bad
-	case !rr.trustedParent(m) && !rr.marks.has(m, markIntact):
-		return fec.Unknown // outside the tree, or under a corrupted hash block
-	}
-	return fec.Good
-}
-
-// expected returns the digest block m must have (its slot in its trusted
-// parent, or the root hash).
-func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) {
-	g := rr.g
-	p, slot, ok := rr.parentOf(m)
-	if !ok {
-		return rr.root, nil
-	}
-	b := cache[p]
-	if b == nil {
-		var err error
-		if rr.marks.has(p, markBad) {
-			b, err = rr.rebuilt.get(p)
-		} else {
-			b = make([]byte, g.HashBlockSize)
-			ref := rr.s.locate(g, p)
-			err = readFull(rr.hash, b, int64(ref.off))
-		}
-		if err != nil {
-			return nil, err
-		}
-		cache[p] = b
-	}
-	return b[slot : slot+g.DigestSize], nil
-}
-
-// roundJob is a round to decode, with the digests its bad blocks must
-// have (those whose parent is trusted).
-type roundJob struct {
-	round uint64
-	bad   int // the round's bad blocks
-	want  map[uint64][]byte
-	// Results: the verified contents, and why the others failed.
-	ok     map[uint64][]byte
-	failed map[uint64]lostWhy
-}
-
-// lostWhy is why a block could not be rebuilt: a reason code, with the
-// text of a round's reason (reasonRound).
-type lostWhy struct {
-	code byte
-	text string
-}
-
-func (rr *repairer) run() error {
-	rounds := rr.s.p.Rounds()
-	for {
-		if err := rr.ctx.Err(); err != nil {
-			return err
-		}
-		// The rounds with a corrupted block that can be checked now.
-		pending := make([]uint64, (rounds+63)/64)
-		any := false
-		for m := range uint64(len(rr.marks)) {
-			if !rr.checkable(m) {
-				continue
-			}
-			if m >= rr.s.p.Blocks {
-				rr.give(m, reasonOutside, "")
-				continue
-			}
-			r, _ := rr.s.p.Round(m)
-			pending[r/64] |= 1 << (r % 64)
-			any = true
-		}
-		if !any {
-			return nil
-		}
-		// A batch of rounds at a time, so that the digests wanted and the
-		// parent blocks read for them stay few; what is rebuilt counts
-		// only from the next pass, as if all were decoded at once.
-		var batch []uint64
-		wanted := 0
-		for r := uint64(0); r <= rounds; r++ {
-			if r < rounds && pending[r/64]&(1<<(r%64)) != 0 {
-				batch = append(batch, r)
-				for m := range rr.roundBlocks(r) {
-					if rr.checkable(m) {
-						wanted++
-					}
-				}
-			}
-			if len(batch) == roundBatch || wanted >= batchBlocks || r == rounds && len(batch) > 0 {
-				wanted = 0
-				if err := rr.decodeBatch(batch); err != nil {
-					return err
-				}
-				batch = batch[:0]
-			}
-		}
-		var newHash []uint64
-		fresh := rr.fresh
-		rr.fresh = nil
-		for _, m := range fresh {
-			rr.marks.set(m, markRebuilt)
-			if rr.s.locate(rr.g, m).level >= 0 {
-				newHash = append(newHash, m)
-			}
-		}
-		// Check the blocks under each rebuilt hash block: the corrupted
-		// ones join the bad blocks, and their rounds are tried again.
-		for _, h := range newHash {
-			if err := rr.checkChildren(h); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// A batch of rounds decoded together is at most roundBatch rounds and
-// batchBlocks blocks to rebuild: their digests, and the parent blocks
-// holding them, are kept until the batch is done.
-const (
-	roundBatch  = 1024
-	batchBlocks = 4096
-)
-
-// runWorkBytes bounds what a run of rounds decoded at once allocates (see
-// runWork).
-const runWorkBytes = 512 << 10
-
-// runWork is about what decoding round j allocates: its bad blocks, and
-// when they are few enough to be erasures, up to two tables of 6 KiB per
-// root (fec's erasure solvers).
-func (rr *repairer) runWork(j *roundJob) int {
-	work := j.bad * rr.g.DataBlockSize
-	if j.bad > 0 && j.bad <= rr.s.roots {
-		work += 2 * rr.s.roots * 6 << 10
-	}
-	return work
-}
-
-// maxDecoders bounds the rounds decoded at once, whatever --jobs says: a
-// decoder holds 4 MiB of message (fec's runBytes). Two keep an image
-// overwritten whole at 35 MiB of RSS (1 GiB, roots 8), and bring the
-// 2,020-block repair of bench/repair.sh from 3.3x a clean verify with one
-// to 2.5x.
-const maxDecoders = 2
-
-// checkable reports whether m is a corrupted block to rebuild now: not
-// rebuilt, not given up, and its digest trusted.
-func (rr *repairer) checkable(m uint64) bool {
-	return rr.marks.has(m, markBad) && !rr.marks.has(m, markRebuilt|markGiven) && rr.trustedParent(m)
-}
-
-// roundBlocks returns the message blocks of round r.
-func (rr *repairer) roundBlocks(r uint64) func(yield func(uint64) bool) {
-	return func(yield func(uint64) bool) {
-		for m := r; m < rr.s.p.Blocks; m += rr.s.p.Rounds() {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
-
-// decodeBatch decodes the rounds of batch (sorted): the blocks that match
-// their digests go to the store (and rr.fresh), the others are given up.
-func (rr *repairer) decodeBatch(batch []uint64) error {
-	cache := map[uint64][]byte{}
-	var list []*roundJob
-	for _, r := range batch {
-		j := &roundJob{round: r, want: map[uint64][]byte{}}
-		for m := range rr.roundBlocks(r) {
-			if rr.marks.has(m, markBad) {
-				j.bad++
-			}
-			if !rr.checkable(m) {
-				continue
-			}
-			want, err := rr.expected(m, cache)
-			if err != nil {
-				return err
-			}
-			j.want[m] = want
-		}
-		list = append(list, j)
-	}
-	if err := rr.decodeAll(list); err != nil {
-		return err
-	}
-	for _, j := range list {
-		for m, why := range j.failed {
-			rr.give(m, why.code, why.text)
-		}
-	}
-	return nil
-}
-
-// decodeAll decodes the rounds of list (sorted) on up to maxDecoders goroutines,
-// consecutive rounds together: their blocks are next to each other.
-func (rr *repairer) decodeAll(list []*roundJob) error {
-	workers := min(rr.jobs, maxDecoders)
-	for len(rr.decoders) < workers {
-		d, err := fec.NewRoundDecoder(rr.s.p, rr.msg, rr.s.parity)
-		if err != nil {
-			return err
-		}
-		rr.decoders = append(rr.decoders, d)
-	}
-	d0 := rr.decoders[0]
-	var runs [][]*roundJob
-	for i := 0; i < len(list); {
-		// A run's decoder returns every bad block of its rounds, and
-		// makes tables for their erasures: a few rounds when they are all
-		// bad, or many roots.
-		n, work := 1, rr.runWork(list[i])
-		for i+n < len(list) && n < d0.MaxRun() && list[i+n].round == list[i].round+uint64(n) &&
-			work+rr.runWork(list[i+n]) <= runWorkBytes {
-			work += rr.runWork(list[i+n])
-			n++
-		}
-		runs = append(runs, list[i:i+n])
-		i += n
-	}
-	var (
-		mu    sync.Mutex
-		next  int
-		first error
-		wg    sync.WaitGroup
-	)
-	for w := range min(workers, len(runs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := rr.decoders[w]
-			var err error
-			h := rr.g.Hash.NewBlockHasher(rr.g.DataBlockSize, rr.g.Salt, rr.g.SaltPosition())
-			for err == nil {
-				mu.Lock()
-				if next == len(runs) || first != nil {
-					mu.Unlock()
-					return
-				}
-				run := runs[next]
-				next++
-				mu.Unlock()
-				if err = rr.ctx.Err(); err == nil {
-					err = rr.decodeRun(d, h, run)
-				}
-			}
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if first != nil && !errors.Is(first, context.Canceled) {
-		return fmt.Errorf("reading the FEC message or the parity in %s: %w", rr.s.path, first)
-	}
-	return first
-}
-
-// decodeRun decodes a run of consecutive rounds, then each round whose
-// wanted blocks do not all match their digests again, the other ways of
-// fec.Strategy in turn, and keeps the blocks that match. The maps of rr are
-// only read here (decodeAll runs it concurrently).
-func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []*roundJob) error {
-	res, err := d.DecodeRun(run[0].round, len(run), rr.state, fec.EraseSuspects)
-	if err != nil {
-		return err
-	}
-	for i, j := range run {
-		j.ok, j.failed = map[uint64][]byte{}, map[uint64]lostWhy{}
-		if err := rr.checkRound(d, h, j, res[i]); err != nil {
-			return err
-		}
-		// Stored now rather than when the batch is done: memory holds
-		// only the runs being decoded.
-		rr.mu.Lock()
-		for _, m := range slices.Sorted(maps.Keys(j.ok)) {
-			if err = rr.rebuilt.put(m, j.ok[m]); err != nil {
-				break
-			}
-			rr.fresh = append(rr.fresh, m)
-		}
-		rr.mu.Unlock()
-		j.ok = nil
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkRound keeps the blocks of res that match their digests; when some do
-// not, it decodes the round the next ways of fec.Strategy.
-func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *roundJob, res *fec.RoundResult) error {
-	g := rr.g
-	digest := make([]byte, g.DigestSlot)
-	for st := fec.EraseSuspects; st <= fec.ErrorsOnly; st++ {
-		if st > fec.EraseSuspects && res.Same(rr.s.roots, st) {
-			continue // would decode the same
-		}
-		if st > fec.EraseSuspects {
-			var err error
-			if res, err = d.Decode(j.round, rr.state, st); err != nil {
-				return err
-			}
-		}
-		done := true
-		for m, want := range j.want {
-			if j.ok[m] != nil {
-				continue
-			}
-			b := res.Blocks[m]
-			h.HashBlocks(digest, g.DigestSlot, b)
-			if bytes.Equal(digest[:g.DigestSize], want) {
-				j.ok[m] = b
-			} else {
-				done = false
-			}
-		}
-		if done {
-			return nil
-		}
-	}
-	cur := make([]byte, g.DataBlockSize)
-	roundText := ""
-	for m := range j.want {
-		if j.ok[m] != nil {
-			continue
-		}
-		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
-			return err
-		}
-		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
-		if why.code == reasonRound {
-			if roundText == "" {
-				roundText = why.text
-			}
-			why.text = roundText // one copy per round, however many blocks
-		}
-		j.failed[m] = why
-	}
-	return nil
-}
-
-// lostReason says why block m could not be rebuilt; same: the parity
-// gives back what is on the disk.
-func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWhy {
-	r, _ := rr.s.p.Round(m)
-	roots := rr.s.roots
-	ref := rr.s.locate(rr.g, m)
-	switch {
-	case res.Failed > 0 && res.Bad > roots:
-		return lostWhy{reasonRound, fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
-			r, res.Bad, roots, roots, roots/2, res.Failed)}
-	case res.Failed > 0:
-		return lostWhy{reasonRound, fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)}
-	case same && ref.level == rr.g.Levels-1:
-		return lostWhy{code: reasonSameTop}
-	case same:
-		return lostWhy{code: reasonSame}
-	}
-	return lostWhy{code: reasonMismatch}
-}
-
-// The reasons a block is given up, as codes in its mark.
-const (
-	reasonRound   = 1 + iota // the round's own reason, in roundReason
-	reasonSameTop            // the following are reasonText's
-	reasonSame
-	reasonMismatch
-	reasonOutside
-)
-
-var reasonText = [...]string{
-	reasonSameTop:  "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?",
-	reasonSame:     "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?",
-	reasonMismatch: "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset",
-	reasonOutside:  "outside what the FEC parity covers",
-}
-
-// give gives block m up, for now, for the reason code (text: the round's
-// reason, for reasonRound).
-func (rr *repairer) give(m uint64, code byte, text string) {
-	if code == reasonRound {
-		r, _ := rr.s.p.Round(m)
-		rr.roundReason[r] = text
-	}
-	rr.marks.setReason(m, code)
-	rr.marks.set(m, markGiven)
-}
-
-// reason says why block m was given up.
-func (rr *repairer) reason(m uint64) string {
-	code := rr.marks.reason(m)
-	if code == reasonRound {
-		r, _ := rr.s.p.Round(m)
-		return rr.roundReason[r]
-	}
-	return reasonText[code]
-}
-
-// markIntact records which blocks right under hash block h, which is
-// corrupted, still match their digest in it (nothing for a data block).
-func (rr *repairer) markIntact(h uint64) error {
-	ref := rr.s.locate(rr.g, h)
-	if ref.level < 0 {
-		return nil
-	}
-	b := make([]byte, rr.g.HashBlockSize)
-	if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
-		return err
-	}
-	return rr.forChildren(ref, b, func(m uint64, match bool, off int64) {
-		if match {
-			rr.marks.set(m, markIntact)
-		}
-	})
-}
-
-// forChildren calls fn for each block right under hash block ref, whose
-// content is parent: its message index, whether it matches its digest in
-// parent, and its offset in its file.
-func (rr *repairer) forChildren(ref blockRef, parent []byte, fn func(m uint64, match bool, off int64)) error {
-	g := rr.g
-	hasher := g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
-	child := make([]byte, g.DataBlockSize)
-	digest := make([]byte, g.DigestSlot)
-	level := ref.level - 1
-	n := g.DataBlocks
-	if level >= 0 {
-		n = g.LevelBlocks[level]
-	}
-	first := ref.index * uint64(g.HashesPerBlock)
-	for c := first; c < min(first+uint64(g.HashesPerBlock), n); c++ {
-		off, r := int64(c)*int64(g.DataBlockSize), rr.data
-		if level >= 0 {
-			off, r = int64(g.BlockOffset(level, c)), rr.hash
-		}
-		if err := readFull(r, child, off); err != nil {
-			return err
-		}
-		hasher.HashBlocks(digest, g.DigestSlot, child)
-		_, slot := g.Parent(level, c)
-		fn(msgIndex(g, level, c), bytes.Equal(digest[:g.DigestSize], parent[slot:slot+g.DigestSize]), off)
-	}
-	return nil
-}
-
-// checkChildren checks the blocks under rebuilt hash block h against it,
-// which the first verification could not: those that do not match are
-// corrupted, found now; under those that match (now trusted), the check
-// goes on down. The rounds of the blocks checked are tried again, as what
-// is known of them changed.
-func (rr *repairer) checkChildren(h uint64) error {
-	parent, err := rr.rebuilt.get(h)
-	if err != nil {
-		return err
-	}
-	type todo struct {
-		ref     blockRef
-		content []byte
-	}
-	work := []todo{{rr.s.locate(rr.g, h), parent}}
-	var badKids []uint64
-	rounds := map[uint64]bool{}
-	for len(work) > 0 {
-		if err := rr.ctx.Err(); err != nil {
-			return err
-		}
-		t := work[len(work)-1]
-		work = work[:len(work)-1]
-		var trusted []uint64
-		err = rr.forChildren(t.ref, t.content, func(m uint64, match bool, off int64) {
-			if m < rr.s.p.Blocks {
-				round, _ := rr.s.p.Round(m)
-				rounds[round] = true
-			}
-			c := rr.s.locate(rr.g, m)
-			if match {
-				if c.level >= 0 {
-					trusted = append(trusted, m)
-				}
-				return
-			}
-			rr.marks.set(m, markBad)
-			if c.level == merkle.DataLevel {
-				rr.foundData++
-			} else {
-				rr.foundHash++
-			}
-			if c.level >= 0 {
-				badKids = append(badKids, m)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		for _, m := range trusted {
-			ref := rr.s.locate(rr.g, m)
-			b := make([]byte, rr.g.HashBlockSize)
-			if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
-				return err
-			}
-			work = append(work, todo{ref, b})
-		}
-	}
-	for r := range rounds {
-		for m := range rr.roundBlocks(r) {
-			rr.marks.clear(m, markGiven)
-		}
-	}
-	for _, m := range badKids {
-		if err := rr.markIntact(m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// unchecked counts the data and hash blocks under the corrupted hash
-// blocks that could not be rebuilt (whose own parent is trusted).
-func (rr *repairer) unchecked() (data, hash uint64) {
-	g := rr.g
-	hpb := uint64(g.HashesPerBlock)
-	for m := g.DataBlocks; m < uint64(len(rr.marks)); m++ {
-		if !rr.marks.has(m, markBad) {
-			continue
-		}
-		ref := rr.s.locate(g, m)
-		if ref.level < 0 || rr.marks.has(m, markRebuilt) || !rr.trustedParent(m) {
-			continue
-		}
-		lo, hi := ref.index, ref.index+1
-		for l := ref.level - 1; l >= merkle.DataLevel; l-- {
-			n := g.DataBlocks
-			if l >= 0 {
-				n = g.LevelBlocks[l]
-			}
-			lo, hi = min(lo*hpb, n), min(hi*hpb, n)
-			if l >= 0 {
-				hash += hi - lo
-			} else {
-				data += hi - lo
-			}
-		}
-	}
-	return data, hash
-}
-
-// blockStore keeps rebuilt blocks: in memory up to a budget, the rest in
-// an unlinked temporary file, each at its message block's place (a sparse
-// file: no index to grow with the blocks). The repairer's marks say which
-// blocks it holds.
-type blockStore struct {
-	bs     int
-	budget int
-	mem    map[uint64][]byte
-	spill  *os.File
-}
-
-func newBlockStore(bs, budget int) *blockStore {
-	return &blockStore{bs: bs, budget: budget, mem: map[uint64][]byte{}}
-}
-
-func (st *blockStore) inMemory(m uint64) bool { _, ok := st.mem[m]; return ok }
-
-func (st *blockStore) put(m uint64, b []byte) error {
-	if (len(st.mem)+1)*st.bs <= st.budget {
-		st.mem[m] = b
-		return nil
-	}
-	if st.spill == nil {
-		f, err := os.CreateTemp("", "veritycheck-repair-*")
-		if err != nil {
-			return cli.Errorf("set TMPDIR to a directory with room", "more rebuilt blocks than fit in memory, and no temporary file for them: %v", err)
-		}
-		os.Remove(f.Name()) // the open file stays usable, and goes away with it
-		st.spill = f
-	}
-	if _, err := st.spill.WriteAt(b, int64(m)*int64(st.bs)); err != nil {
-		return fmt.Errorf("keeping rebuilt blocks in a temporary file: %w", err)
-	}
-	return nil
-}
-
-// get returns rebuilt block m (which must have been put).
-func (st *blockStore) get(m uint64) ([]byte, error) {
-	if b, ok := st.mem[m]; ok {
-		return b, nil
-	}
-	b := make([]byte, st.bs)
-	return b, st.read(m, b)
-}
-
-// read reads spilled block m into b.
-func (st *blockStore) read(m uint64, b []byte) error {
-	if st.spill == nil {
-		return fmt.Errorf("internal error: block %d was not rebuilt", m)
-	}
-	if err := readFull(st.spill, b, int64(m)*int64(st.bs)); err != nil {
-		return fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
-	}
-	return nil
-}
-
-func (st *blockStore) close() {
-	if st != nil && st.spill != nil {
-		st.spill.Close()
-	}
-}
-
-func readFull(r io.ReaderAt, b []byte, off int64) error {
-	n, err := r.ReadAt(b, off)
-	if n == len(b) {
-		return nil
-	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, err)
-}
-
-// writeRepair writes the fixes and the superblock area back, DATA's blocks
-// first, then the tree's, then the superblock area. Every block written has
-// been checked against the tree, so an interrupted repair leaves the image
-// no worse than it was.
-func writeRepair(g *merkle.Geometry, rp *repairPlan, dataPath, hashPath string, inPlace bool) error {
-	dataOut, err := os.OpenFile(dataPath, os.O_WRONLY, 0)
-	if err != nil {
-		return cli.Errorf("", "cannot open DATA %s for writing the repair: %v; nothing was written", dataPath, cli.UnwrapPath(err))
-	}
-	defer dataOut.Close()
-	// Exclusive: no other veritygen or veritycheck reads or writes while
-	// blocks are written back (a lock this run holds for reading is
-	// converted).
-	if err := cli.LockExclusive(dataOut, "DATA", dataPath); err != nil {
-		return fmt.Errorf("%w; nothing was written", err)
-	}
-	hashOut := dataOut
-	if !inPlace {
-		if hashOut, err = os.OpenFile(hashPath, os.O_WRONLY, 0); err != nil {
-			return cli.Errorf("", "cannot open HASH %s for writing the repair: %v; nothing was written", hashPath, cli.UnwrapPath(err))
-		}
-		defer hashOut.Close()
-		if err := cli.LockExclusive(hashOut, "HASH", hashPath); err != nil {
-			return fmt.Errorf("%w; nothing was written", err)
-		}
-	}
-	written := 0
-	fail := func(what string, err error) error {
-		return cli.Errorf("the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left",
-			"writing the repair into %s: %v (%d of %d blocks written)", what, cli.UnwrapPath(err), written, rp.fixCount)
-	}
-	// In message order: DATA's blocks by offset, then the tree's.
-	buf := make([]byte, g.DataBlockSize)
-	var werr error
-	rp.eachFix(func(fx fix) bool {
-		var b []byte
-		if b, werr = rp.content(fx, buf); werr != nil {
-			return false
-		}
-		f, what := dataOut, "DATA "+dataPath
-		if fx.ref.inHash {
-			f, what = hashOut, "HASH "+hashPath
-		}
-		if _, werr = f.WriteAt(b, int64(fx.ref.off)); werr != nil {
-			werr = fail(what, werr)
-			return false
-		}
-		written++
-		return true
-	})
-	if werr != nil {
-		return werr
-	}
-	if rp.header != nil {
-		if _, err := hashOut.WriteAt(rp.header, int64(g.HashOffset)); err != nil {
-			return fail("HASH "+hashPath, err)
-		}
-	}
-	if err := dataOut.Sync(); err != nil {
-		return fail("DATA "+dataPath, err)
-	}
-	if !inPlace {
-		if err := hashOut.Sync(); err != nil {
-			return fail("HASH "+hashPath, err)
-		}
-	}
-	return nil
-}
-
 // count says what a whole repair fixes, e.g. "3 blocks" or "1 block and 2
 // superblock bytes".
-func (rp *repairPlan) count() string {
+func repairCount(rp *verity.RepairPlan) string {
 	var parts []string
-	if rp.fixCount > 0 {
-		parts = append(parts, plural(rp.fixCount, "block"))
+	if rp.RebuiltCount() > 0 {
+		parts = append(parts, plural(rp.RebuiltCount(), "block"))
 	}
-	if rp.headerBytes > 0 {
-		parts = append(parts, plural(int(rp.headerBytes), "superblock byte"))
+	if rp.SuperblockBytes() > 0 {
+		parts = append(parts, plural(int(rp.SuperblockBytes()), "superblock byte"))
 	}
 	return strings.Join(parts, " and ")
 }
 
 // files names the files a whole repair writes to.
-func (rp *repairPlan) files(dataPath, hashPath string) string {
-	inData, inHash := false, rp.headerBytes > 0
-	rp.eachFix(func(fx fix) bool {
-		inData, inHash = inData || !fx.ref.inHash, inHash || fx.ref.inHash
+func repairFiles(rp *verity.RepairPlan, dataPath, hashPath string) string {
+	inData, inHash := false, rp.SuperblockBytes() > 0
+	rp.EachRebuilt(func(r verity.BlockRef) bool {
+		inData, inHash = inData || !r.InHash, inHash || r.InHash
 		return !inData || !inHash
 	})
 	switch {
@@ -1109,17 +63,17 @@ func (rp *repairPlan) files(dataPath, hashPath string) string {
 }
 
 // describe says how a whole repair fixes things.
-func (rp *repairPlan) describe(fecPath string) string {
+func describeRepair(rp *verity.RepairPlan, fecPath string) string {
 	var parts []string
-	switch rp.fixCount {
+	switch rp.RebuiltCount() {
 	case 0:
 	case 1:
 		parts = append(parts, "1 block rebuilt from the FEC parity in "+fecPath+" matches the tree")
 	default:
-		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", rp.fixCount, fecPath))
+		parts = append(parts, fmt.Sprintf("%d blocks rebuilt from the FEC parity in %s match the tree", rp.RebuiltCount(), fecPath))
 	}
-	if rp.headerBytes > 0 {
-		parts = append(parts, plural(int(rp.headerBytes), "superblock byte")+" restored from the superblock's own fields")
+	if rp.SuperblockBytes() > 0 {
+		parts = append(parts, plural(int(rp.SuperblockBytes()), "superblock byte")+" restored from the superblock's own fields")
 	}
 	return strings.Join(parts, ", and ")
 }
@@ -1132,20 +86,20 @@ func plural(n int, what string) string {
 }
 
 // describeRef names a block as the problem lines do.
-func describeRef(r blockRef, dataPath, hashPath string) string {
-	switch r.level {
+func describeRef(r verity.BlockRef, dataPath, hashPath string) string {
+	switch r.Level {
 	case merkle.DataLevel:
-		return fmt.Sprintf("data block %d (byte %d of %s)", r.index, r.off, dataPath)
-	case pastTree:
-		return fmt.Sprintf("block %d of %s, past the tree (byte %d)", r.index, hashPath, r.off)
+		return fmt.Sprintf("data block %d (byte %d of %s)", r.Index, r.Offset, dataPath)
+	case merkle.PastTreeLevel:
+		return fmt.Sprintf("block %d of %s, past the tree (byte %d)", r.Index, hashPath, r.Offset)
 	}
-	return fmt.Sprintf("hash block %d of level %d (byte %d of %s)", r.index, r.level, r.off, hashPath)
+	return fmt.Sprintf("hash block %d of level %d (byte %d of %s)", r.Index, r.Level, r.Offset, hashPath)
 }
 
 // describeLost names the lost blocks briefly: "data blocks 0, 2 and hash
 // block 5 of level 0", at most ten of them.
-func (rp *repairPlan) describeLost() string {
-	ls := rp.lost
+func describeLost(rp *verity.RepairPlan) string {
+	ls := rp.Lost()
 	const most = 10
 	var parts []string
 	var data []string
@@ -1153,13 +107,13 @@ func (rp *repairPlan) describeLost() string {
 		if i == most {
 			break
 		}
-		switch l.ref.level {
+		switch l.Level {
 		case merkle.DataLevel:
-			data = append(data, fmt.Sprint(l.ref.index))
-		case pastTree:
-			parts = append(parts, fmt.Sprintf("hash device block %d", l.ref.index))
+			data = append(data, fmt.Sprint(l.Index))
+		case merkle.PastTreeLevel:
+			parts = append(parts, fmt.Sprintf("hash device block %d", l.Index))
 		default:
-			parts = append(parts, fmt.Sprintf("hash block %d of level %d", l.ref.index, l.ref.level))
+			parts = append(parts, fmt.Sprintf("hash block %d of level %d", l.Index, l.Level))
 		}
 	}
 	if len(data) == 1 {
@@ -1167,9 +121,9 @@ func (rp *repairPlan) describeLost() string {
 	} else if len(data) > 1 {
 		parts = append([]string{"data blocks " + joinList(data)}, parts...)
 	}
-	s := fmt.Sprintf("%s (%s", plural(rp.lostCount, "corrupted block"), joinList(parts))
-	if rp.lostCount > most {
-		s += fmt.Sprintf(" and %d more", rp.lostCount-most)
+	s := fmt.Sprintf("%s (%s", plural(rp.LostCount(), "corrupted block"), joinList(parts))
+	if rp.LostCount() > most {
+		s += fmt.Sprintf(" and %d more", rp.LostCount()-most)
 	}
 	return s + ")"
 }
@@ -1177,17 +131,18 @@ func (rp *repairPlan) describeLost() string {
 func joinList(s []string) string { return strings.Join(s, ", ") }
 
 // lostReasons returns the distinct reasons, the first two.
-func (rp *repairPlan) lostReasons() string {
-	s := strings.Join(rp.reasons, "; ")
-	if rp.reasonCount > len(rp.reasons) {
-		s += fmt.Sprintf("; and %d other reasons", rp.reasonCount-len(rp.reasons))
+func lostReasons(rp *verity.RepairPlan) string {
+	reasons, distinct := rp.Reasons()
+	s := strings.Join(reasons, "; ")
+	if distinct > len(reasons) {
+		s += fmt.Sprintf("; and %d other reasons", distinct-len(reasons))
 	}
 	return s
 }
 
 // printRepair prints what error correction can do or did: one line per
 // block (at most max, unless max < 0).
-func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, hashPath, fecPath string) {
+func printRepair(w io.Writer, rp *verity.RepairPlan, wrote bool, max int, dataPath, hashPath, fecPath string) {
 	verb := "repairable"
 	if wrote {
 		verb = "repaired"
@@ -1200,35 +155,36 @@ func printRepair(w io.Writer, rp *repairPlan, wrote bool, max int, dataPath, has
 		lines++
 		return true
 	}
-	if rp.whole() {
+	if rp.Whole() {
 		i := 0
-		rp.eachFix(func(fx fix) bool {
+		rp.EachRebuilt(func(r verity.BlockRef) bool {
 			if !more() {
-				fmt.Fprintf(w, "... and %d more %s blocks\n", rp.fixCount-i, verb)
+				fmt.Fprintf(w, "... and %d more %s blocks\n", rp.RebuiltCount()-i, verb)
 				return false
 			}
-			fmt.Fprintf(w, "%s: %s: rebuilt from the FEC parity in %s, matches the tree\n", verb, describeRef(fx.ref, dataPath, hashPath), fecPath)
+			fmt.Fprintf(w, "%s: %s: rebuilt from the FEC parity in %s, matches the tree\n", verb, describeRef(r, dataPath, hashPath), fecPath)
 			i++
 			return true
 		})
-		if rp.headerBytes > 0 {
+		if rp.SuperblockBytes() > 0 {
 			fmt.Fprintf(w, "%s: superblock area of %s: %s restored from the superblock's own fields (the FEC parity does not cover the superblock)\n",
-				verb, hashPath, plural(int(rp.headerBytes), "byte"))
+				verb, hashPath, plural(int(rp.SuperblockBytes()), "byte"))
 		}
 		if wrote {
-			fmt.Fprintf(w, "repaired: wrote %s back into %s\n", rp.count(), rp.files(dataPath, hashPath))
+			fmt.Fprintf(w, "repaired: wrote %s back into %s\n", repairCount(rp), repairFiles(rp, dataPath, hashPath))
 		}
 		return
 	}
-	for i, l := range rp.lost {
+	lost := rp.Lost()
+	for i, l := range lost {
 		if !more() {
-			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", rp.lostCount-i)
+			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", rp.LostCount()-i)
 			return
 		}
-		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.ref, dataPath, hashPath), l.reason)
+		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.BlockRef, dataPath, hashPath), l.Reason)
 	}
-	if rp.lostCount > len(rp.lost) {
-		fmt.Fprintf(w, "... and %d more unrecoverable blocks (only the first %d are named)\n", rp.lostCount-len(rp.lost), len(rp.lost))
+	if rp.LostCount() > len(lost) {
+		fmt.Fprintf(w, "... and %d more unrecoverable blocks (only the first %d are named)\n", rp.LostCount()-len(lost), len(lost))
 	}
 }
 
@@ -1266,24 +222,24 @@ type fecBlock struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-func toFECBlock(r blockRef, reason string) fecBlock {
-	b := fecBlock{Index: r.index, Offset: r.off, FECBlock: r.msg, Reason: reason}
-	switch r.level {
+func toFECBlock(r verity.BlockRef, reason string) fecBlock {
+	b := fecBlock{Index: r.Index, Offset: r.Offset, FECBlock: r.FECBlock, Reason: reason}
+	switch r.Level {
 	case merkle.DataLevel:
 		b.Where = "data"
-	case pastTree:
+	case merkle.PastTreeLevel:
 		b.Where = "hash_past_tree"
 	default:
 		b.Where = "hash"
-		level := r.level
+		level := int(r.Level)
 		b.Level = &level
 	}
 	return b
 }
 
-func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON {
-	j := &repairJSON{FECDevice: s.path, FECRoots: s.roots, FECOffset: s.offset, FECBlocks: s.p.Blocks,
-		FECParityBlocks: s.p.ParityBlocks(), Repairable: rp == nil || rp.whole(), Repaired: wrote,
+func newRepairJSON(s *verity.FECInfo, rp *verity.RepairPlan, wrote bool, max int) *repairJSON {
+	j := &repairJSON{FECDevice: s.Device, FECRoots: s.Roots, FECOffset: s.Offset, FECBlocks: s.Blocks,
+		FECParityBlocks: s.ParityBlocks, Repairable: rp == nil || rp.Whole(), Repaired: wrote,
 		RepairableBlocks: []fecBlock{}, UnrecoverableBlocks: []fecBlock{}}
 	if rp == nil {
 		return j
@@ -1295,150 +251,39 @@ func newRepairJSON(s *fecSetup, rp *repairPlan, wrote bool, max int) *repairJSON
 		}
 		return true
 	}
-	if rp.whole() {
-		j.RepairableCount, j.SuperblockBytes = rp.fixCount, rp.headerBytes
-		rp.eachFix(func(fx fix) bool {
+	if rp.Whole() {
+		j.RepairableCount, j.SuperblockBytes = rp.RebuiltCount(), rp.SuperblockBytes()
+		rp.EachRebuilt(func(r verity.BlockRef) bool {
 			if !room(len(j.RepairableBlocks)) {
 				return false
 			}
-			if len(j.RepairableBlocks) == lostKept {
+			if len(j.RepairableBlocks) == maxRepairList {
 				j.RepairListsTruncated = true
 				return false
 			}
-			j.RepairableBlocks = append(j.RepairableBlocks, toFECBlock(fx.ref, ""))
+			j.RepairableBlocks = append(j.RepairableBlocks, toFECBlock(r, ""))
 			return true
 		})
 		return j
 	}
-	j.UnrecoverableCount, j.UnrecoverableUnchecked = rp.lostCount, rp.unchecked
-	for _, l := range rp.lost {
+	j.UnrecoverableCount, j.UnrecoverableUnchecked = rp.LostCount(), rp.Unchecked()
+	for _, l := range rp.Lost() {
 		if !room(len(j.UnrecoverableBlocks)) {
 			break
 		}
-		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.ref, l.reason))
+		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.BlockRef, l.Reason))
 	}
-	if len(j.UnrecoverableBlocks) < rp.lostCount {
-		j.RepairListsTruncated = true // capped at --max-problems, or at lostKept
+	if len(j.UnrecoverableBlocks) < rp.LostCount() {
+		j.RepairListsTruncated = true // capped at --max-problems, or at maxRepairList
 	}
 	return j
-}
-
-// verifyWritten reads back from the disk each block the repair wrote and
-// checks it against its parent, and each hash block above it against its
-// own, up to the root hash, and the superblock area if it was written: a
-// repair confirmed from the disk, at the cost of the blocks it touched
-// rather than of a whole verification (everything else was verified
-// before, and was not written).
-func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte, rp *repairPlan) (*merkle.VerifyReport, error) {
-	rep := &merkle.VerifyReport{}
-	h := g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
-	digest := make([]byte, g.DigestSlot)
-	status := map[uint64]bool{} // hash blocks checked: whether they match
-	read := func(ref blockRef) ([]byte, error) {
-		b := make([]byte, g.DataBlockSize)
-		r := data
-		if ref.inHash {
-			r = hash
-		}
-		return b, readFull(r, b, int64(ref.off))
-	}
-	rr := &repairer{g: g, s: s}
-	var check func(m uint64) (bool, error)
-	check = func(m uint64) (bool, error) {
-		if ok, done := status[m]; done {
-			return ok, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		ref := s.locate(g, m)
-		b, err := read(ref)
-		if err != nil {
-			return false, err
-		}
-		want := root
-		if p, slot, ok := rr.parentOf(m); ok {
-			if ok, err := check(p); err != nil || !ok {
-				return false, err // the parent is reported
-			}
-			pb, err := read(s.locate(g, p))
-			if err != nil {
-				return false, err
-			}
-			want = pb[slot : slot+g.DigestSize]
-		}
-		h.HashBlocks(digest, g.DigestSlot, b) // after the parent's check, which uses digest too
-		ok := bytes.Equal(digest[:g.DigestSize], want)
-		if ref.level >= 0 {
-			status[m] = ok
-		}
-		if !ok {
-			if ref.level == merkle.DataLevel {
-				rep.CorruptDataBlocks++
-			} else {
-				rep.CorruptHashBlocks++
-			}
-			rep.RootMismatch = rep.RootMismatch || ref.level == g.Levels-1 || g.Levels == 0
-			rep.Problems = append(rep.Problems, &merkle.CorruptionError{Level: ref.level, Index: ref.index, Offset: ref.off, Reason: "digest mismatch after the repair"})
-		}
-		return ok, nil
-	}
-	var err error
-	rp.eachFix(func(fx fix) bool {
-		_, err = check(fx.ref.msg)
-		return err == nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if rp.header != nil {
-		b := make([]byte, len(rp.header))
-		if err := readFull(hash, b, int64(g.HashOffset)); err != nil {
-			return nil, err
-		}
-		for i := range b {
-			if b[i] != rp.header[i] {
-				rep.CorruptHeaderBytes++
-				rep.Problems = append(rep.Problems, &merkle.CorruptionError{Level: merkle.HeaderLevel, Offset: g.HashOffset + uint64(i),
-					Reason: "superblock area byte differs after the repair"})
-			}
-		}
-	}
-	return rep, nil
-}
-
-// blockRange is a run of blocks of one level (merkle.DataLevel for data
-// blocks), first to last.
-type blockRange struct {
-	Level int    `json:"level"`
-	First uint64 `json:"first"`
-	Last  uint64 `json:"last"`
-}
-
-// rangesBelow returns, level by level down to the data, the blocks under
-// hash block index of level: what cannot be checked while it is corrupted.
-func rangesBelow(g *merkle.Geometry, level int, index uint64) []blockRange {
-	hpb := uint64(g.HashesPerBlock)
-	var out []blockRange
-	lo, hi := index, index+1
-	for l := level - 1; l >= merkle.DataLevel; l-- {
-		n := g.DataBlocks
-		if l >= 0 {
-			n = g.LevelBlocks[l]
-		}
-		lo, hi = min(lo*hpb, n), min(hi*hpb, n)
-		if hi > lo {
-			out = append(out, blockRange{Level: l, First: lo, Last: hi - 1})
-		}
-	}
-	return out
 }
 
 // describeBelow says what under a corrupted hash block could not be
 // checked, e.g. "data blocks 128-255 (bytes 524288-1048575 of DATA) and
 // hash blocks 4-5 of level 0 could not be checked: hash block 1 of level
 // 1 above them is corrupted".
-func describeBelow(g *merkle.Geometry, level int, index uint64, dataPath string) string {
+func describeBelow(g *merkle.Geometry, level merkle.Level, index uint64, dataPath string) string {
 	var parts []string
 	var data string
 	for _, r := range rangesBelow(g, level, index) {
@@ -1446,7 +291,7 @@ func describeBelow(g *merkle.Geometry, level int, index uint64, dataPath string)
 		if r.First == r.Last {
 			span = fmt.Sprint(r.First)
 		}
-		if r.Level == merkle.DataLevel {
+		if r.Level == int(merkle.DataLevel) {
 			bs := uint64(g.DataBlockSize)
 			what := "data blocks"
 			if r.First == r.Last {
@@ -1465,45 +310,29 @@ func describeBelow(g *merkle.Geometry, level int, index uint64, dataPath string)
 	return fmt.Sprintf("%s could not be checked: hash block %d of level %d above them is corrupted", strings.Join(parts, " and "), index, level)
 }
 
-// rebuiltBlock reports whether the repair rebuilt hash block index of level
-// (and so could check what is under it); false without a repair.
-func (rp *repairPlan) rebuiltBlock(g *merkle.Geometry, level int, index uint64) bool {
-	if rp == nil {
-		return false
-	}
-	return rp.marks.has(msgIndex(g, level, index), markRebuilt)
+// blockRange is a run of blocks of one level (merkle.DataLevel for data
+// blocks), first to last.
+type blockRange struct {
+	Level int    `json:"level"`
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
 }
 
-// blockMarks is what is known of each block of the FEC message (and of
-// every tree block), a byte each: 256 KiB per GiB of 4 KiB blocks, where
-// maps and lists took tens of bytes per corrupted block.
-type blockMarks []byte
-
-const (
-	markBad      byte = 1 << iota // known corrupted
-	markReported                  // found by the first verification
-	markIntact
-	markRebuilt
-	markGiven
-	// The top three bits: the reason code of a given-up block.
-	reasonShift = 5
-)
-
-// newBlockMarks returns marks for the message of s, and for every tree
-// block even past the message.
-func newBlockMarks(g *merkle.Geometry, s *fecSetup) blockMarks {
-	n := s.p.Blocks
-	if g.Levels > 0 {
-		top := g.Levels - 1
-		n = max(n, msgIndex(g, top, g.LevelBlocks[top]-1)+1)
+// rangesBelow returns, level by level down to the data, the blocks under
+// hash block index of level: what cannot be checked while it is corrupted.
+func rangesBelow(g *merkle.Geometry, level merkle.Level, index uint64) []blockRange {
+	hpb := uint64(g.HashesPerBlock)
+	var out []blockRange
+	lo, hi := index, index+1
+	for l := level - 1; l >= merkle.DataLevel; l-- {
+		n := g.DataBlocks
+		if l >= 0 {
+			n = g.LevelBlocks[l]
+		}
+		lo, hi = min(lo*hpb, n), min(hi*hpb, n)
+		if hi > lo {
+			out = append(out, blockRange{Level: int(l), First: lo, Last: hi - 1})
+		}
 	}
-	return make(blockMarks, max(n, g.DataBlocks))
-}
-
-func (b blockMarks) has(m uint64, mark byte) bool { return b[m]&mark != 0 }
-func (b blockMarks) set(m uint64, mark byte)      { b[m] |= mark }
-func (b blockMarks) clear(m uint64, mark byte)    { b[m] &^= mark }
-func (b blockMarks) reason(m uint64) byte         { return b[m] >> reasonShift }
-func (b blockMarks) setReason(m uint64, code byte) {
-	b[m] = b[m]&(1<<reasonShift-1) | code<<reasonShift
+	return out
 }

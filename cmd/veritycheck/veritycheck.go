@@ -11,11 +11,13 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
 const prog = "veritycheck"
@@ -154,51 +156,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 // treeFlagNames are the flags that give the parameters a superblock holds.
 var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
 
-// checkSuperblockOffset checks --hash-offset where a superblock is to be
-// read, before its hash block size is known.
-func checkSuperblockOffset(offset uint64) error {
-	if offset%merkle.SuperblockSize != 0 {
-		return cli.Errorf("", "--hash-offset %d is not a multiple of 512", offset)
-	}
-	return cli.CheckHashOffset(offset, merkle.MinBlockSize)
-}
-
-// checkFECFlags checks the --fec-* flags that need no file, before any is
-// read; openFEC checks the rest against the tree.
-func checkFECFlags(o *options) error {
-	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
-		return cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
-			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
-	}
-	// At least one block of parity must fit before the end of a file.
-	if o.fecOffset > cli.MaxFileOffset-merkle.MinBlockSize+1 {
-		return cli.FECOffsetTooLarge(o.fecOffset)
-	}
-	return nil
-}
-
-// readSuperblock reads and decodes the superblock at the hash offset.
-func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.Params, error) {
-	b := make([]byte, merkle.SuperblockSize)
-	if n, err := hashFile.ReadAt(b, int64(offset)); n < len(b) {
-		if err == nil || err == io.EOF {
-			return merkle.Params{}, cli.Errorf("if the tree has no superblock, add --no-superblock and its parameters",
-				"HASH %s ends before a superblock at byte %d", hashPath, offset)
-		}
-		return merkle.Params{}, cli.Errorf("", "reading the superblock of %s at byte %d: %v", hashPath, offset, cli.UnwrapPath(err))
-	}
-	p, err := merkle.DecodeSuperblock(b)
-	if err != nil {
-		hint := "if the tree was made with --no-superblock, add --no-superblock and its parameters (--hash, --salt, ...)"
-		if offset == 0 {
-			hint += "\nif the tree is inside the image, give its place with --hash-offset"
-		}
-		return merkle.Params{}, cli.Errorf(hint, "HASH %s has no valid verity superblock at byte %d: %v", hashPath, offset, err)
-	}
-	p.HashOffset = offset
-	return p, nil
-}
-
 func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
@@ -208,22 +165,10 @@ func dump(o *options, args []string, stdout io.Writer) error {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
 	}
-	if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
-		return err
-	}
 	hashPath := args[0]
-	f, _, err := cli.OpenImage("HASH", hashPath)
+	g, err := verity.ReadSuperblock(hashPath, o.tree.HashOffset)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	p, err := readSuperblock(f, hashPath, o.tree.HashOffset)
-	if err != nil {
-		return err
-	}
-	g, err := merkle.NewGeometry(p)
-	if err != nil {
-		return cli.Errorf("", "HASH %s: the superblock describes an impossible tree: %v", hashPath, err)
 	}
 	if o.json {
 		return writeJSON(stdout, cli.NewTreeJSON(g, "", hashPath))
@@ -244,10 +189,6 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// maxRootHashFile bounds what is read of --root-hash-file: a root hash is
-// at most 128 hex digits, and room is left for spaces and a newline.
-const maxRootHashFile = 4096
-
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
 func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
 	given, fromFile := fs.Changed("root-hash"), fs.Changed("root-hash-file")
@@ -257,29 +198,10 @@ func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) boo
 	case !given && !fromFile:
 		return nil, cli.Errorf("e.g. --root-hash-file=root.hex (as written by veritygen --root-hash-file), or --root-hash=HEX",
 			"no root hash: give --root-hash or --root-hash-file")
+	case fromFile:
+		return verity.ReadRootHashFile(ctx, o.rootHashFile)
 	}
-	text := o.rootHex
-	what := "--root-hash"
-	if fromFile {
-		b, err := cli.ReadSmallFile(ctx, "--root-hash-file", o.rootHashFile, maxRootHashFile)
-		if errors.Is(err, cli.ErrTooLarge) {
-			return nil, cli.Errorf("the file holds the root hash in hex, as veritygen --root-hash-file writes it",
-				"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", o.rootHashFile, maxRootHashFile)
-		}
-		if err != nil {
-			return nil, err
-		}
-		text = strings.TrimSpace(string(b))
-		what = "root hash in " + o.rootHashFile
-	}
-	root, err := cli.ParseHex(what, text)
-	if err != nil {
-		return nil, cli.WithHint(err, "the root hash is the hex string veritygen prints as \"Root hash\"")
-	}
-	if len(root) == 0 {
-		return nil, cli.Errorf("", "%s is empty", what)
-	}
-	return root, nil
+	return verity.ParseRootHash("--root-hash", o.rootHex)
 }
 
 // result is the JSON report of a check.
@@ -312,256 +234,167 @@ type problem struct {
 	Unchecked []blockRange `json:"unchecked,omitempty"`
 }
 
+// verifyOptions checks the flags and turns them into the library's
+// options, before anything is read.
+func verifyOptions(o *options) (*verity.VerifyOptions, error) {
+	if o.jobs < 1 {
+		return nil, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	if err := fecFlagsWithoutDevice(o); err != nil {
+		return nil, err
+	}
+	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: o.tree.HashOffset, NoSuperblock: o.tree.NoSuperblock},
+		Raw: o.raw, FECDevice: o.fecDevice, FECOffset: o.fecOffset, Repair: o.repair, Jobs: o.jobs, MaxProblems: o.maxProblems}
+	if o.fecDevice != "" {
+		vo.FECRoots = o.fecRoots
+	}
+	if o.maxProblems == 0 {
+		vo.MaxProblems = 1 // 0 would be the library's default; none is listed
+	}
+	if o.tree.NoSuperblock {
+		p, err := o.tree.Params()
+		if err != nil {
+			return nil, err
+		}
+		vo.Hash, vo.LegacyFormat, vo.Salt = p.Hash.Name(), p.Format == 0, p.Salt
+		vo.DataBlockSize, vo.HashBlockSize, vo.DataBlocks = p.DataBlockSize, p.HashBlockSize, p.DataBlocks
+	} else {
+		for _, name := range treeFlagNames {
+			if o.tree.Changed(name) {
+				return nil, cli.Errorf("leave --"+name+" out, or add --no-superblock to give all parameters yourself",
+					"--%s given, but the parameters come from HASH's superblock", name)
+			}
+		}
+	}
+	_, err := vo.Check()
+	var ve *verity.Error
+	if o.fecDevice != "" && o.fecRoots == 0 && (err == nil || errors.As(err, &ve) && ve.Field == "FECOffset") {
+		// 0 is the library's default; here it is a wrong --fec-roots,
+		// checked before --fec-offset.
+		return nil, cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
+			"--fec-roots 0 is not from %d to %d", fec.MinRoots, fec.MaxRoots)
+	}
+	return vo, err
+}
+
 func check(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
 	if len(args) < 1 || len(args) > 2 {
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
-	}
-	if o.jobs < 1 {
-		return cli.ExitError, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
-	}
-	if err := fecFlagsWithoutDevice(o); err != nil {
-		return cli.ExitError, err
 	}
 	dataPath := args[0]
 	hashPath := dataPath + ".verity"
 	if len(args) == 2 {
 		hashPath = args[1]
 	}
-
 	// Every flag is checked before anything is read, the root hash file
 	// included.
-	var p merkle.Params
-	var err error
-	if o.tree.NoSuperblock {
-		if p, err = o.tree.Params(); err != nil {
-			return cli.ExitError, err
-		}
-		if !o.tree.Changed("salt") {
-			return cli.ExitError, cli.Errorf("give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
-				"--no-superblock needs --salt: without a superblock nothing records it")
-		}
-		if o.tree.Changed("data-blocks") {
-			// The data blocks must fit in a file too.
-			if _, err := merkle.NewGeometry(p); err != nil {
-				return cli.ExitError, cli.Errorf("", "%v", err)
-			}
-		}
-	} else {
-		for _, name := range treeFlagNames {
-			if o.tree.Changed(name) {
-				return cli.ExitError, cli.Errorf("leave --"+name+" out, or add --no-superblock to give all parameters yourself",
-					"--%s given, but the parameters come from HASH's superblock", name)
-			}
-		}
-		if err := checkSuperblockOffset(o.tree.HashOffset); err != nil {
-			return cli.ExitError, err
-		}
-	}
-	if o.fecDevice != "" {
-		if err := checkFECFlags(o); err != nil {
-			return cli.ExitError, err
-		}
+	vo, err := verifyOptions(o)
+	if err != nil {
+		return cli.ExitError, err
 	}
 	root, err := rootHash(ctx, o, &o.tree)
 	if err != nil {
 		return cli.ExitError, err
 	}
-
-	src, err := cli.OpenData(prog, dataPath, o.raw, stderr)
-	if err != nil {
-		return cli.ExitError, err
+	var bar *cli.Progress
+	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
+	vo.Start = func(g *merkle.Geometry, src *verity.Source) {
+		if line := expansion(src); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
+		bar = cli.NewProgress(stderr, showProgress, progressLabel(src, "checking", g.DataSize()), g.DataSize())
 	}
-	defer src.Close()
-	dataFile, dataSize := src.File, src.Size
-	hashFile, hashSize, err := cli.OpenImage("HASH", hashPath)
+	vo.Progress = func(_ verity.Stage, done, _ uint64) { bar.Update(done) }
+	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
+	bar.Finish()
 	if err != nil {
-		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil {
+		// The error about HASH, when it was not named and is missing.
+		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && strings.HasPrefix(err.Error(), "HASH ") {
 			err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
 		}
 		return cli.ExitError, err
 	}
-	defer hashFile.Close()
-	// A writer (veritygen, another --repair) must not change what is being
-	// checked; --repair converts these to exclusive locks to write.
-	for _, l := range []struct {
-		f          *os.File
-		role, path string
-	}{{dataFile, "DATA", dataPath}, {hashFile, "HASH", hashPath}} {
-		if err := cli.LockShared(l.f, l.role, l.path); err != nil {
-			return cli.ExitError, err
-		}
-	}
-	dataInfo, _ := dataFile.Stat()
-	hashInfo, _ := hashFile.Stat()
-	inPlace := os.SameFile(dataInfo, hashInfo)
-	if inPlace && !o.tree.Changed("hash-offset") {
-		return cli.ExitError, cli.Errorf("give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
-	}
-	if src.Sparse != nil {
-		switch {
-		case inPlace:
-			return cli.ExitError, cli.Errorf(fmt.Sprintf("expand the image first (simg2img %s image.raw) and check that, or add --raw if it is a raw image that merely starts with the sparse magic", dataPath),
-				"DATA %s is an Android sparse image: no tree can be inside it", dataPath)
-		case o.repair:
-			return cli.ExitError, cli.Errorf(fmt.Sprintf("expand the image (simg2img %s image.raw) and repair that", dataPath),
-				"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
-		}
-	}
-
-	if !o.tree.NoSuperblock {
-		if p, err = readSuperblock(hashFile, hashPath, o.tree.HashOffset); err != nil {
-			return cli.ExitError, err
-		}
-	} else if !o.tree.Changed("data-blocks") {
-		avail := uint64(dataSize)
-		if inPlace {
-			avail = min(avail, p.HashOffset)
-		}
-		p.DataBlocks = avail / uint64(p.DataBlockSize)
-		if p.DataBlocks == 0 && inPlace {
-			return cli.ExitError, cli.Errorf("", "--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, p.DataBlockSize, dataPath)
-		}
-		if p.DataBlocks == 0 {
-			return cli.ExitError, cli.Errorf("", "DATA %s holds no whole %d-byte block", dataPath, p.DataBlockSize)
-		}
-	}
-	g, err := merkle.NewGeometry(p)
-	if err != nil {
-		return cli.ExitError, cli.Errorf("", "%v", err)
-	}
-	if len(root) != g.DigestSize {
-		return cli.ExitError, cli.Errorf(fmt.Sprintf("a %s root hash is %d hex digits", g.Hash.Name(), 2*g.DigestSize),
-			"the root hash is %d bytes, but %s digests are %d bytes", len(root), g.Hash.Name(), g.DigestSize)
-	}
-	if g.DataSize() > uint64(dataSize) {
-		return cli.ExitError, cli.Errorf("", "DATA %s is %d bytes, shorter than the %d blocks of %d bytes the tree covers (%d bytes): truncated?",
-			dataPath, dataSize, g.DataBlocks, g.DataBlockSize, g.DataSize())
-	}
-	if inPlace && g.DataSize() > g.HashOffset {
-		return cli.ExitError, cli.Errorf("", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
-	}
-	if g.HashEnd() > uint64(hashSize) {
-		return cli.ExitError, cli.Errorf("", "HASH %s is %d bytes, but the tree ends at byte %d: truncated, or not this tree's hash file?",
-			hashPath, hashSize, g.HashEnd())
-	}
-
-	var parity *fecSetup
-	if o.fecDevice != "" {
-		if parity, err = openFEC(o, g, dataInfo, src.Sparse != nil, hashInfo, hashPath, hashSize); err != nil {
-			return cli.ExitError, err
-		}
-		defer parity.close()
-	}
-
-	// The problems go to a spool (up to --max-problems of them, in bounded
-	// memory for any number), and with error correction to the repair's
-	// marks, which find every corrupted block: Verify's own list is not
-	// used (0 would mean its default).
-	spool := newProblemSpool(o.maxProblems)
-	defer spool.close()
-	var marks blockMarks
-	onProblem := spool.add
-	if parity != nil {
-		marks = newBlockMarks(g, parity)
-		onProblem = func(p *merkle.CorruptionError) {
-			spool.add(p)
-			if p.Level != merkle.HeaderLevel {
-				marks.set(msgIndex(g, p.Level, p.Index), markBad|markReported)
-			}
-		}
-	}
-	if line := src.Expansion(0); line != "" {
-		fmt.Fprintf(stderr, "%s: %s\n", prog, line)
-	}
-	bar := cli.NewProgress(stderr, showProgress, src.ProgressLabel("checking", g.DataSize()), g.DataSize())
-	rep, err := verifyTree(ctx, g, src.R, hashFile, root, &merkle.VerifyOptions{
-		Jobs: o.jobs, Progress: bar.Update, MaxProblems: 1, OnProblem: onProblem, Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
-	bar.Finish()
-	if err != nil {
+	defer res.Close()
+	if err := report(o, res, root, dataPath, hashPath, stdout); err != nil {
 		return cli.ExitError, err
 	}
+	return verdict(o, res, root, stdout)
+}
 
-	// Error correction: plan (nothing written), then with --repair write
-	// and verify again from the disk.
-	var rp *repairPlan
-	var after *merkle.VerifyReport
-	if parity != nil && !rep.OK() {
-		if rp, err = planRepair(ctx, g, parity, src.R, hashFile, root, rep, marks, o.jobs); err != nil {
-			return cli.ExitError, err
-		}
-		defer rp.close()
-		rp.updateReport(rep)
-		// The decoders' buffers are garbage now: collected here, they do
-		// not set how far the heap grows while the report is written.
-		runtime.GC()
-		if o.repair && rp.whole() {
-			if err := ctx.Err(); err != nil {
-				return cli.ExitError, err
-			}
-			if err := writeRepair(g, rp, dataPath, hashPath, inPlace); err != nil {
-				return cli.ExitError, err
-			}
-			if after, err = verifyWritten(ctx, g, parity, src.R, hashFile, root, rp); err != nil {
-				return cli.ExitError, cli.WithHint(err, "the repair was written; run veritycheck again")
-			}
-		}
-	}
-	verified := rep.OK() || after != nil && after.OK()
-
-	rep.Problems = nil
+// report prints the problems and what error correction can do, as text or
+// JSON.
+func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPath string, stdout io.Writer) error {
+	g, rep, rp := res.Geometry, res.Report, res.Repair
 	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
-	rep.Truncated = o.maxProblems >= 0 && total > uint64(o.maxProblems)
-	if o.json {
-		res := &result{Verified: verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: src.Format(), RootHash: hex.EncodeToString(root),
-			RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
-			CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
-			UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: rep.Truncated}
-		if parity != nil {
-			res.repairJSON = newRepairJSON(parity, rp, after != nil, o.maxProblems)
-		}
-		err := writeResult(stdout, res, func(emit func(problem) error) error {
-			var emitErr error
-			err := eachProblem(g, spool, rp, o.maxProblems, func(pr *merkle.CorruptionError) {
-				p := toProblem(pr)
-				if pr.Level >= 0 && !rp.rebuiltBlock(g, pr.Level, pr.Index) {
-					p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
-				}
-				if emitErr == nil {
-					emitErr = emit(p)
-				}
-			})
-			if err == nil {
-				err = emitErr
+	truncated := o.maxProblems >= 0 && total > uint64(o.maxProblems)
+	listed := 0
+	each := func(fn func(*merkle.CorruptionError)) error {
+		return res.EachProblem(func(pr *merkle.CorruptionError) bool {
+			if o.maxProblems >= 0 && listed >= o.maxProblems {
+				return false
 			}
-			return err
+			listed++
+			fn(pr)
+			return true
 		})
+	}
+	if !o.json {
+		err := each(func(pr *merkle.CorruptionError) { printProblem(stdout, g, rp, pr, dataPath, hashPath) })
 		if err != nil {
-			return cli.ExitError, err
+			return err
 		}
-	} else {
-		if err := printProblems(stdout, rep, g, spool, rp, o.maxProblems, dataPath, hashPath); err != nil {
-			return cli.ExitError, err
+		if truncated {
+			fmt.Fprintf(stdout, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(listed), total)
 		}
 		if rp != nil {
-			printRepair(stdout, rp, after != nil, o.maxProblems, dataPath, hashPath, parity.path)
+			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Device)
 		}
+		return nil
 	}
+	out := &result{Verified: res.Verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
+		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
+		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
+		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated}
+	if res.FEC != nil {
+		out.repairJSON = newRepairJSON(res.FEC, rp, res.Repaired, o.maxProblems)
+	}
+	return writeResult(stdout, out, func(emit func(problem) error) error {
+		var emitErr error
+		err := each(func(pr *merkle.CorruptionError) {
+			p := toProblem(pr)
+			if pr.Level >= 0 && !rp.IsRebuilt(pr.Level, pr.Index) {
+				p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
+			}
+			if emitErr == nil {
+				emitErr = emit(p)
+			}
+		})
+		if err == nil {
+			err = emitErr
+		}
+		return err
+	})
+}
+
+// verdict is the exit code, and the error that says why it is not 0.
+func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer) (int, error) {
+	g, rep, rp := res.Geometry, res.Report, res.Repair
 	switch {
-	case verified:
+	case res.Verified:
 		if !o.json {
 			fmt.Fprintf(stdout, "verified: %d data blocks of %d bytes and %d hash blocks match root hash %x\n",
 				g.DataBlocks, g.DataBlockSize, g.HashBlocks, root)
 		}
 		return cli.ExitOK, nil
-	case after != nil:
-		return cli.ExitCorrupt, cli.WithHint(fmt.Errorf("the repair was written, but verification still fails: %v", summary(after)),
+	case res.Repaired:
+		return cli.ExitCorrupt, cli.WithHint(fmt.Errorf("the repair was written, but verification still fails: %v", summary(res.AfterRepair)),
 			"run veritycheck again to list what is left")
 	case rp == nil:
 		return cli.ExitCorrupt, summary(rep)
-	case rp.whole():
-		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+rp.count(),
-			"%v; --repair can fix all of it: %s", summary(rep), rp.describe(parity.path))
+	case rp.Whole():
+		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
+			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
 	}
 	hint := "nothing was written"
 	if !o.repair {
@@ -570,11 +403,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if rep.RootMismatch {
 		hint += "\nthe top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
 	}
-	if rp.unchecked > 0 {
-		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.unchecked)
+	if rp.Unchecked() > 0 {
+		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
-		summary(rep), parity.path, rp.describeLost(), rp.lostReasons())
+		summary(rep), res.FEC.Device, describeLost(rp), lostReasons(rp))
 }
 
 func toProblem(pr *merkle.CorruptionError) problem {
@@ -586,36 +419,24 @@ func toProblem(pr *merkle.CorruptionError) problem {
 		out.Where = "superblock"
 	default:
 		out.Where = "hash"
-		level := pr.Level
+		level := int(pr.Level)
 		out.Level = &level
 	}
 	return out
 }
 
-func printProblems(w io.Writer, rep *merkle.VerifyReport, g *merkle.Geometry, spool *problemSpool, rp *repairPlan, limit int, dataPath, hashPath string) error {
-	listed := uint64(0)
-	err := eachProblem(g, spool, rp, limit, func(pr *merkle.CorruptionError) {
-		listed++
-		switch pr.Level {
-		case merkle.DataLevel:
-			fmt.Fprintf(w, "corrupted: data block %d (byte %d of %s): %s\n", pr.Index, pr.Offset, dataPath, pr.Reason)
-		case merkle.HeaderLevel:
-			fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
-		default:
-			fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
-			if !rp.rebuiltBlock(g, pr.Level, pr.Index) {
-				fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
-			}
+func printProblem(w io.Writer, g *merkle.Geometry, rp *verity.RepairPlan, pr *merkle.CorruptionError, dataPath, hashPath string) {
+	switch pr.Level {
+	case merkle.DataLevel:
+		fmt.Fprintf(w, "corrupted: data block %d (byte %d of %s): %s\n", pr.Index, pr.Offset, dataPath, pr.Reason)
+	case merkle.HeaderLevel:
+		fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
+	default:
+		fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
+		if !rp.IsRebuilt(pr.Level, pr.Index) {
+			fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
 		}
-	})
-	if err != nil {
-		return err
 	}
-	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
-	if rep.Truncated {
-		fmt.Fprintf(w, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-listed, total)
-	}
-	return nil
 }
 
 // summary is the one-line error for a failed check.
@@ -645,5 +466,23 @@ func summary(rep *merkle.VerifyReport) error {
 	return cli.Errorf(hint, "%s", msg)
 }
 
-// verifyTree is merkle.Verify; tests wrap it to see the options given.
-var verifyTree = merkle.Verify
+// expansion is what to say before checking a sparse DATA, which may stand
+// for far more than it holds (a 40-byte file can declare 16 TiB of
+// DONT_CARE), so that a mistaken input is noticed at once: how large the
+// file is and how large its expansion. "" for a raw DATA.
+func expansion(src *verity.Source) string {
+	if src.Format() == "raw" {
+		return ""
+	}
+	return fmt.Sprintf("DATA %s is an Android sparse image of %s that expands to %s (%d bytes)",
+		src.Path(), humanize.IBytes(uint64(src.FileSize())), humanize.IBytes(uint64(src.Size())), src.Size())
+}
+
+// progressLabel is the progress bar's label: verb, and for a sparse DATA
+// how much of its expansion the run covers ("checking 16 TiB expanded").
+func progressLabel(src *verity.Source, verb string, covered uint64) string {
+	if src.Format() == "raw" {
+		return verb
+	}
+	return verb + " " + humanize.IBytes(covered) + " expanded"
+}

@@ -1,0 +1,147 @@
+package verity
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// OpenOptions tune Open. The zero value (or nil) reads a tree whose
+// superblock is at the start of the hash file and verifies every block on
+// every read.
+type OpenOptions struct {
+	// TreeOptions: as in VerifyOptions, HashOffset always, the rest only
+	// with NoSuperblock (Salt then required).
+	TreeOptions
+	// Reader tunes the verifying reader (the kernel's ignore_zero_blocks
+	// and check_at_most_once, the hash block cache); nil means defaults.
+	Reader *merkle.ReaderOptions
+}
+
+// Reader reads the data through the hash tree, as dm-verity does in the
+// kernel (veritysetup open, in user space): every block a read touches is
+// checked against the tree, up to the root hash, before any of its bytes
+// are returned. A read of a corrupted block fails with a
+// *merkle.CorruptionError (errors.Is ErrCorrupt). Safe for concurrent use.
+type Reader struct {
+	*merkle.Reader
+	geometry   *merkle.Geometry
+	data, hash *os.File
+}
+
+// Geometry is the tree the Reader checks against.
+func (r *Reader) Geometry() *merkle.Geometry { return r.geometry }
+
+// Close closes the files.
+func (r *Reader) Close() error {
+	err := r.data.Close()
+	if r.hash != r.data {
+		if herr := r.hash.Close(); err == nil {
+			err = herr
+		}
+	}
+	return err
+}
+
+// Open opens the data at dataPath for reading through its tree in the hash
+// file hashPath (it may be the same file, with the tree at HashOffset),
+// checked against root. The tree's parameters come from its superblock (or
+// from opts with NoSuperblock). The data is read as it is: an Android
+// sparse image must be expanded first. Nothing is hashed until the first
+// read. The caller closes the Reader.
+func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, error) {
+	if opts == nil {
+		opts = &OpenOptions{}
+	}
+	vo := VerifyOptions{TreeOptions: opts.TreeOptions}
+	p, err := vo.Check()
+	if err != nil {
+		return nil, err
+	}
+	data, dataSize, err := openImage("DATA", dataPath)
+	if err != nil {
+		return nil, err
+	}
+	hash, hashSize, err := openImage("HASH", hashPath)
+	if err != nil {
+		data.Close()
+		return nil, err
+	}
+	r := &Reader{data: data, hash: hash}
+	fail := func(err error) (*Reader, error) {
+		r.Close()
+		return nil, err
+	}
+	dataInfo, err1 := data.Stat()
+	hashInfo, err2 := hash.Stat()
+	if err := errors.Join(err1, err2); err != nil {
+		return fail(errorf(KindIO, "", "%v", err))
+	}
+	inPlace := os.SameFile(dataInfo, hashInfo)
+	if inPlace && p.HashOffset == 0 {
+		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
+	}
+	src := &Source{path: dataPath, file: data, r: data, size: dataSize, fileSize: dataSize}
+	g, err := geometryFor(p, src, hash, hashPath, hashSize, inPlace, root)
+	if err != nil {
+		return fail(err)
+	}
+	mr, err := merkle.NewReader(g, guardShrink(data, "DATA", dataPath, dataSize), guardShrink(hash, "HASH", hashPath, hashSize), root, opts.Reader)
+	if err != nil {
+		return fail(errorf(KindParam, "", "%v", err))
+	}
+	r.Reader, r.geometry = mr, g
+	return r, nil
+}
+
+// maxRootHashFile bounds what is read of a root hash file: a root hash is
+// at most 128 hex digits, and room is left for spaces and a newline.
+const maxRootHashFile = 4096
+
+// ReadRootHashFile reads a root hash written in hex (as veritygen
+// --root-hash-file writes it; spaces and newlines around it are ignored)
+// from path, which may be a pipe or a FIFO (bash's <(...)): the wait for
+// its writer ends when ctx does (with ctx's error). A file of more than
+// 4 KiB is refused unread: no root hash is that long.
+func ReadRootHashFile(ctx context.Context, path string) ([]byte, error) {
+	b, err := readSmallFile(ctx, "--root-hash-file", path, maxRootHashFile)
+	if errors.Is(err, errTooLarge) {
+		return nil, errorf(KindInput, "the file holds the root hash in hex, as veritygen --root-hash-file writes it",
+			"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", path, maxRootHashFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParseRootHash("root hash in "+path, strings.TrimSpace(string(b)))
+}
+
+// ParseRootHash decodes a root hash given in hex; what names it in errors
+// (e.g. "--root-hash").
+func ParseRootHash(what, text string) ([]byte, error) {
+	const hint = "the root hash is the hex string veritygen prints as \"Root hash\""
+	root, err := hex.DecodeString(text)
+	if err != nil {
+		var ie hex.InvalidByteError
+		switch {
+		case errors.As(err, &ie):
+			err = fmt.Errorf("%s %q is not hexadecimal: bad character %q", what, text, rune(ie))
+		case errors.Is(err, hex.ErrLength):
+			err = fmt.Errorf("%s %q has an odd number of hex digits", what, text)
+		default:
+			err = fmt.Errorf("%s %q: %v", what, text, err)
+		}
+		return nil, &Error{Kind: KindInput, Err: err, Hint: hint}
+	}
+	if len(root) == 0 {
+		return nil, errorf(KindInput, "", "%s is empty", what)
+	}
+	return root, nil
+}
+
+var _ io.ReaderAt = (*Reader)(nil)

@@ -1,0 +1,499 @@
+package verity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// VerifyOptions tune Verify. The zero value (or nil) checks a tree whose
+// superblock is at the start of the hash file, on one goroutine per CPU.
+type VerifyOptions struct {
+	// TreeOptions: HashOffset is where the superblock (or, with
+	// NoSuperblock, the tree) starts in the hash file. The other fields
+	// are only for a tree without superblock (NoSuperblock), which records
+	// its parameters nowhere: they must then be those it was made with,
+	// Salt included (an empty non-nil Salt for none); UUID is not used.
+	// With a superblock they must be left zero.
+	TreeOptions
+	// Raw reads the data as it is, even if it starts with the Android
+	// sparse magic (else a sparse image is checked as the image it
+	// expands to).
+	Raw bool
+
+	// FECDevice is the file holding error-correction parity (veritysetup's
+	// --fec-device; it may be the hash file or the data file, at
+	// FECOffset). With it, the corrupted blocks found are rebuilt from the
+	// parity and checked against the tree: VerifyResult.Repair says what
+	// can be repaired. "" means no error correction.
+	FECDevice string
+	// FECOffset is the byte offset of the parity in FECDevice, a multiple
+	// of the block size.
+	FECOffset uint64
+	// FECRoots is the number of parity bytes per codeword the parity was
+	// made with, from 2 to 24; 0 means 2 (veritysetup's default).
+	FECRoots int
+	// Repair writes a repair back into the data and hash files when it
+	// makes the image whole (it writes nothing otherwise), then reads what
+	// it wrote back and checks it against the tree. It needs FECDevice,
+	// and the only time Verify writes.
+	Repair bool
+
+	// MaxProblems caps the problems VerifyResult.EachProblem gives (the
+	// counts are always complete): 0 means 100, negative means all. They
+	// are kept in bounded memory (the rest in an unlinked temporary file).
+	MaxProblems int
+	// OnProblem, if set, is called with every problem the verification
+	// finds, capped or not, in report order, from one goroutine.
+	OnProblem func(*merkle.CorruptionError)
+	// Start, if set, is called once the options and files passed every
+	// check, before the data is read: with the tree and the data (e.g.
+	// to say how large a sparse image expands).
+	Start func(g *merkle.Geometry, data *Source)
+	// Progress, if set, is called as the data is checked (StageHashing,
+	// in bytes of data).
+	Progress Progress
+	// Warn, if set, is given warnings that do not stop the check.
+	Warn func(msg string)
+	// Jobs is how many goroutines hash; 0 means one per CPU.
+	Jobs int
+}
+
+// FECInfo describes the error-correction parity a check used.
+type FECInfo struct {
+	Device string
+	Roots  int
+	Offset uint64
+	// Blocks is the number of blocks the parity covers (the kernel
+	// table's fec_blocks); ParityBlocks the parity's own size in blocks.
+	Blocks, ParityBlocks uint64
+}
+
+// VerifyResult is what Verify found, and with error correction what it can
+// repair or repaired. Close it.
+type VerifyResult struct {
+	// Geometry is the tree checked.
+	Geometry *merkle.Geometry
+	// DataFormat is "raw", or "android-sparse" for a sparse image checked
+	// as the image it expands to.
+	DataFormat string
+	// Report has the counts (including the corrupted blocks found under
+	// hash blocks that the repair rebuilt) and RootMismatch. Its Problems
+	// is nil: EachProblem gives them.
+	Report *merkle.VerifyReport
+	// Verified: the data and the tree are exactly what the root hash
+	// vouches for (after the repair, if one was written).
+	Verified bool
+	// FEC describes the parity; nil without VerifyOptions.FECDevice.
+	FEC *FECInfo
+	// Repair is what the parity can do; nil without FECDevice or when
+	// nothing is corrupted.
+	Repair *RepairPlan
+	// Repaired says the repair was written; AfterRepair is then the check
+	// of what was written, read back (everything else was not written).
+	Repaired    bool
+	AfterRepair *merkle.VerifyReport
+
+	spool *problemSpool
+}
+
+// Close releases the temporary files of the problem list and the repair.
+func (r *VerifyResult) Close() error {
+	if r == nil {
+		return nil
+	}
+	r.spool.close()
+	r.Repair.close()
+	return nil
+}
+
+// Verify checks the data at dataPath and the tree in the hash file
+// hashPath (they may be the same file, with the tree at HashOffset)
+// against root, as veritysetup verify does, but finds every corrupted block
+// rather than the first: each data block against the tree, each hash block
+// against its parent, the top one against root, and the zero padding of
+// hash blocks and superblock. The files are locked against writers while
+// they are read.
+//
+// Corruption is not an error: it is in the result. The error is for bad
+// options or input (KindParam, KindInput), files locked or refused
+// (KindRefused) and I/O failures (KindIO); ctx's error when ctx ends.
+func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *VerifyOptions) (*VerifyResult, error) {
+	if opts == nil {
+		opts = &VerifyOptions{}
+	}
+	p, err := opts.Check()
+	if err != nil {
+		return nil, err
+	}
+	if len(root) == 0 {
+		return nil, paramErrorf("root", "", "the root hash is empty")
+	}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+
+	src, err := OpenSource(dataPath, &SourceOptions{Raw: opts.Raw, Warn: opts.Warn})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	hashFile, hashSize, err := openImage("HASH", hashPath)
+	if err != nil {
+		return nil, err
+	}
+	defer hashFile.Close()
+	// A writer (veritygen, another repair) must not change what is being
+	// checked; a repair converts these to exclusive locks to write.
+	for _, l := range []struct {
+		f          *os.File
+		role, path string
+	}{{src.file, "DATA", dataPath}, {hashFile, "HASH", hashPath}} {
+		if err := lockShared(l.f, l.role, l.path); err != nil {
+			return nil, err
+		}
+	}
+	dataInfo, err := src.file.Stat()
+	if err != nil {
+		return nil, errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err))
+	}
+	hashInfo, err := hashFile.Stat()
+	if err != nil {
+		return nil, errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err))
+	}
+	inPlace := os.SameFile(dataInfo, hashInfo)
+	if inPlace && p.HashOffset == 0 {
+		return nil, paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
+	}
+	if src.sparse != nil {
+		switch {
+		case inPlace:
+			return nil, errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw) and check that, or add --raw if it is a raw image that merely starts with the sparse magic", dataPath),
+				"DATA %s is an Android sparse image: no tree can be inside it", dataPath)
+		case opts.Repair:
+			return nil, errorf(KindInput, fmt.Sprintf("expand the image (simg2img %s image.raw) and repair that", dataPath),
+				"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
+		}
+	}
+
+	g, err := geometryFor(p, src, hashFile, hashPath, hashSize, inPlace, root)
+	if err != nil {
+		return nil, err
+	}
+
+	var parity *fecSetup
+	if opts.FECDevice != "" {
+		if parity, err = openFEC(opts, g, dataInfo, src.sparse != nil, hashInfo, hashPath, hashSize); err != nil {
+			return nil, err
+		}
+		defer parity.close()
+	}
+
+	res := &VerifyResult{Geometry: g, DataFormat: src.Format(), spool: newProblemSpool(opts.MaxProblems)}
+	if parity != nil {
+		res.FEC = &FECInfo{Device: parity.path, Roots: parity.roots, Offset: parity.offset, Blocks: parity.p.Blocks, ParityBlocks: parity.p.ParityBlocks()}
+	}
+	if opts.Start != nil {
+		opts.Start(g, src)
+	}
+	var progress func(uint64)
+	if opts.Progress != nil {
+		total := g.DataSize()
+		opts.Progress(StageHashing, 0, total)
+		progress = func(done uint64) { opts.Progress(StageHashing, done, total) }
+	}
+	rep, marks, err := verifyMarked(ctx, g, parity, src, hashFile, root, &merkle.VerifyOptions{Jobs: jobs, Progress: progress,
+		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)}, func(pr *merkle.CorruptionError) {
+		res.spool.add(pr)
+		if opts.OnProblem != nil {
+			opts.OnProblem(pr)
+		}
+	})
+	if err != nil {
+		res.Close()
+		return nil, err
+	}
+	res.Report = rep
+	if err := res.repair(ctx, opts, g, parity, src, hashFile, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
+		res.Close()
+		return nil, err
+	}
+	res.Verified = rep.OK() || res.AfterRepair != nil && res.AfterRepair.OK()
+	rep.Problems = nil
+	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
+	rep.Truncated = res.spool.limit >= 0 && total > uint64(res.spool.limit)
+	return res, nil
+}
+
+// repair plans the repair (nothing written) and with opts.Repair writes a
+// whole one and checks it again from the disk.
+func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *merkle.Geometry, parity *fecSetup, data, hash io.ReaderAt,
+	root []byte, marks blockMarks, jobs int, dataPath, hashPath string, inPlace bool) error {
+	rep := res.Report
+	if parity == nil || rep.OK() {
+		return nil
+	}
+	rp, err := planRepair(ctx, g, parity, data, hash, root, rep, marks, jobs)
+	if err != nil {
+		return asIOError(err)
+	}
+	res.Repair = rp
+	rp.updateReport(rep)
+	// The decoders' buffers are garbage now: collected here, they do not
+	// set how far the heap grows while the report is written.
+	runtime.GC()
+	if !opts.Repair || !rp.Whole() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := writeRepair(rp, dataPath, hashPath, inPlace); err != nil {
+		return err
+	}
+	res.Repaired = true
+	after, err := verifyWritten(ctx, g, parity, data, hash, root, rp)
+	if err != nil {
+		return withHint(KindIO, asIOError(err), "the repair was written; run veritycheck again")
+	}
+	res.AfterRepair = after
+	return nil
+}
+
+// Check checks the options that need no file, as Verify does first, and
+// returns the tree parameters they give (DataBlocks 0 when not given). A
+// caller that must read something before calling Verify (the root hash
+// from a pipe, say) can refuse bad options first.
+func (o *VerifyOptions) Check() (merkle.Params, error) {
+	var p merkle.Params
+	if o.FECDevice == "" {
+		for _, f := range []struct {
+			field, flag string
+			set         bool
+		}{{"FECRoots", "fec-roots", o.FECRoots != 0}, {"FECOffset", "fec-offset", o.FECOffset != 0}, {"Repair", "repair", o.Repair}} {
+			if !f.set {
+				continue
+			}
+			hint := "e.g. --fec-device=HASH.fec, the file given to veritygen or veritysetup format as --fec-device"
+			if f.flag == "repair" {
+				hint = "--repair rebuilds blocks from error-correction parity: give it with --fec-device (and --fec-roots, --fec-offset as when it was made)"
+			}
+			return p, paramErrorf(f.field, hint, "--%s needs --fec-device", f.flag)
+		}
+	}
+	if o.NoSuperblock {
+		var err error
+		if p, err = o.params(); err != nil {
+			return p, err
+		}
+		if o.Salt == nil {
+			return p, paramErrorf("Salt", "give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
+				"--no-superblock needs --salt: without a superblock nothing records it")
+		}
+		if p.DataBlocks != 0 {
+			// The data blocks must fit in a file too.
+			if _, err := merkle.NewGeometry(p); err != nil {
+				return p, paramErrorf("DataBlocks", "", "%v", err)
+			}
+		}
+	} else {
+		t := o.TreeOptions
+		for _, f := range []struct {
+			field, flag string
+			set         bool
+		}{{"Hash", "hash", t.Hash != ""}, {"Salt", "salt", t.Salt != nil}, {"UUID", "uuid", t.UUID != nil}, {"LegacyFormat", "format", t.LegacyFormat},
+			{"DataBlockSize", "data-block-size", t.DataBlockSize != 0}, {"HashBlockSize", "hash-block-size", t.HashBlockSize != 0}, {"DataBlocks", "data-blocks", t.DataBlocks != 0}} {
+			if f.set {
+				return p, paramErrorf(f.field, "leave --"+f.flag+" out, or add --no-superblock to give all parameters yourself",
+					"--%s given, but the parameters come from HASH's superblock", f.flag)
+			}
+		}
+		if err := checkSuperblockOffset(o.HashOffset); err != nil {
+			return p, err
+		}
+		p.HashOffset, p.Superblock = o.HashOffset, true
+	}
+	if o.FECDevice != "" {
+		roots := o.fecRoots()
+		if roots < fec.MinRoots || roots > fec.MaxRoots {
+			return p, paramErrorf("FECRoots", "give the --fec-roots the parity was made with (veritysetup's default is 2)",
+				"--fec-roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+		}
+		// At least one block of parity must fit before the end of a file.
+		if o.FECOffset > maxFileOffset-merkle.MinBlockSize+1 {
+			return p, fecOffsetTooLarge(o.FECOffset)
+		}
+	}
+	return p, nil
+}
+
+func (o *VerifyOptions) fecRoots() int {
+	if o.FECRoots == 0 {
+		return fec.DefaultRoots
+	}
+	return o.FECRoots
+}
+
+// geometryFor completes the parameters p from the superblock or the data's
+// size, and checks the tree's geometry against the root hash and the
+// files.
+func geometryFor(p merkle.Params, src *Source, hashFile *os.File, hashPath string, hashSize int64, inPlace bool, root []byte) (*merkle.Geometry, error) {
+	dataPath, dataSize := src.path, src.Size()
+	if p.Superblock {
+		var err error
+		if p, err = readSuperblock(hashFile, hashPath, p.HashOffset); err != nil {
+			return nil, err
+		}
+	} else if p.DataBlocks == 0 {
+		avail := uint64(dataSize)
+		if inPlace {
+			avail = min(avail, p.HashOffset)
+		}
+		p.DataBlocks = avail / uint64(p.DataBlockSize)
+		if p.DataBlocks == 0 && inPlace {
+			return nil, paramErrorf("HashOffset", "", "--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, p.DataBlockSize, dataPath)
+		}
+		if p.DataBlocks == 0 {
+			return nil, errorf(KindInput, "", "DATA %s holds no whole %d-byte block", dataPath, p.DataBlockSize)
+		}
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return nil, errorf(KindInput, "", "%v", err)
+	}
+	if len(root) != g.DigestSize {
+		return nil, paramErrorf("root", fmt.Sprintf("a %s root hash is %d hex digits", g.Hash.Name(), 2*g.DigestSize),
+			"the root hash is %d bytes, but %s digests are %d bytes", len(root), g.Hash.Name(), g.DigestSize)
+	}
+	if g.DataSize() > uint64(dataSize) {
+		return nil, errorf(KindInput, "", "DATA %s is %d bytes, shorter than the %d blocks of %d bytes the tree covers (%d bytes): truncated?",
+			dataPath, dataSize, g.DataBlocks, g.DataBlockSize, g.DataSize())
+	}
+	if inPlace && g.DataSize() > g.HashOffset {
+		return nil, paramErrorf("HashOffset", "", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
+	}
+	if g.HashEnd() > uint64(hashSize) {
+		return nil, errorf(KindInput, "", "HASH %s is %d bytes, but the tree ends at byte %d: truncated, or not this tree's hash file?",
+			hashPath, hashSize, g.HashEnd())
+	}
+	return g, nil
+}
+
+// openFEC checks the FEC options against the tree and opens the parity
+// for reading. hashSize is the size of the hash device.
+func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bool, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
+	// Check has checked the roots and the range of the offset.
+	if g.DataBlockSize != g.HashBlockSize {
+		return nil, paramErrorf("FECDevice", "", "error correction needs equal data and hash block sizes; this tree has %d and %d",
+			g.DataBlockSize, g.HashBlockSize)
+	}
+	bs := uint64(g.DataBlockSize)
+	if o.FECOffset%bs != 0 {
+		return nil, paramErrorf("FECOffset", "give the --fec-offset the parity was written at", "--fec-offset %d is not a multiple of the block size %d", o.FECOffset, bs)
+	}
+	f, size, err := openImage("FEC device", o.FECDevice)
+	if err != nil {
+		return nil, err
+	}
+	s := &fecSetup{path: o.FECDevice, f: f, roots: o.fecRoots(), offset: o.FECOffset}
+	fail := func(err error) (*fecSetup, error) {
+		f.Close()
+		return nil, err
+	}
+	if err := lockShared(f, "FEC device", o.FECDevice); err != nil {
+		return fail(err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return fail(errorf(KindIO, "", "FEC device %s: %v", o.FECDevice, unwrapPath(err)))
+	}
+	// As veritysetup computes it: the message covers the hash device up to
+	// the parity when the parity is in it, else up to its end.
+	hashEnd := uint64(hashSize)
+	switch {
+	case os.SameFile(info, hashInfo):
+		hashEnd = s.offset
+		if s.offset < g.HashEnd() {
+			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the --fec-offset it was written at",
+				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
+		}
+	case os.SameFile(info, dataInfo):
+		if dataSparse {
+			return fail(errorf(KindInput, "expand the image first (simg2img) and give the expanded one", "the parity is inside DATA %s, an Android sparse image", o.FECDevice))
+		}
+		if s.offset < g.DataSize() {
+			return fail(paramErrorf("FECOffset", "the parity follows the data: give the --fec-offset it was written at",
+				"--fec-offset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
+		}
+	}
+	p, err := fecParams(g, s.roots, hashEnd)
+	switch {
+	// In HASH, the parity covers HASH up to the offset: too large an
+	// offset is too large a message.
+	case err != nil && hashEnd == s.offset, err == nil && s.offset+p.ParitySize() > maxFileOffset:
+		return fail(fecOffsetTooLarge(s.offset))
+	case err != nil:
+		return fail(err)
+	}
+	s.p = p
+	if end := s.offset + p.ParitySize(); end > uint64(size) {
+		return fail(errorf(KindInput, "give the --fec-roots and --fec-offset the parity was made with",
+			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong --fec-roots or --fec-offset, or a truncated file?",
+			s.path, size, p.Blocks, s.roots, p.ParitySize(), s.offset, end))
+	}
+	s.parity = io.NewSectionReader(f, int64(s.offset), int64(p.ParitySize()))
+	return s, nil
+}
+
+// verifyTree is merkle.Verify; tests wrap it to see the options given.
+var verifyTree = merkle.Verify
+
+// verifyMarked verifies, giving each problem to onProblem and, with error
+// correction (s not nil), marking the corrupted blocks for the repair.
+// opts' MaxProblems and OnProblem are set here.
+func verifyMarked(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
+	opts *merkle.VerifyOptions, onProblem func(*merkle.CorruptionError)) (*merkle.VerifyReport, blockMarks, error) {
+	var marks blockMarks
+	if s != nil {
+		marks = newBlockMarks(g, s)
+	}
+	// The problems go to onProblem, and to the repair's marks, which find
+	// every corrupted block: Verify's own list is not used (0 would mean
+	// its default).
+	opts.MaxProblems = 1
+	opts.OnProblem = func(p *merkle.CorruptionError) {
+		if onProblem != nil {
+			onProblem(p)
+		}
+		if marks != nil && p.Level != merkle.HeaderLevel {
+			marks.set(msgIndex(g, p.Level, p.Index), markBad|markReported)
+		}
+	}
+	rep, err := verifyTree(ctx, g, data, hash, root, opts)
+	if err != nil {
+		return nil, nil, asIOError(err)
+	}
+	return rep, marks, nil
+}
+
+// asIOError returns err as an *Error: of the kind of an *Error it wraps
+// (an engine's error around ours: "reading data block 2: DATA ... shrank"),
+// else KindIO. A context's error is returned as it is.
+func asIOError(err error) error {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	kind := KindIO
+	var e *Error
+	if errors.As(err, &e) {
+		kind = e.Kind
+	}
+	return &Error{Kind: kind, Err: err}
+}
