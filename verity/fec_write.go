@@ -37,7 +37,7 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 			return nil, errorf(KindIO, "", "%s: %w", hashOut.path, unwrapPath(err))
 		}
 	}
-	fp, err := fecParams(g, pl.Roots, hashEnd)
+	fp, err := FECParams(g, pl.Roots, hashEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 	if opts.Progress != nil {
 		opts.Progress(StageFEC, 0, size)
 	}
-	msg := fecMessage(g, fp, data, hashOut.f)
+	msg := FECMessage(g, fp, data, hashOut.f)
 	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
 		return nil, asError(KindIO, fmt.Errorf("writing error correction to %s: %w", pl.Path, err))
 	}

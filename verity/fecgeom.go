@@ -11,7 +11,7 @@ import (
 // roots parity bytes per codeword, when the hash device's protected part
 // ends at hashEnd: the end of the hash device for FEC kept elsewhere, the
 // FEC offset for FEC inside the hash device (as veritysetup computes it).
-func fecParams(g *merkle.Geometry, roots int, hashEnd uint64) (fec.Params, error) {
+func FECParams(g *merkle.Geometry, roots int, hashEnd uint64) (fec.Params, error) {
 	if g.DataBlockSize != g.HashBlockSize {
 		return fec.Params{}, paramErrorf("FECRoots", "use the same --data-block-size and --hash-block-size",
 			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
@@ -26,7 +26,7 @@ func fecParams(g *merkle.Geometry, roots int, hashEnd uint64) (fec.Params, error
 
 // fecMessage returns the message that error correction covers: the data
 // blocks, then the hash device's blocks from the tree's start on.
-func fecMessage(g *merkle.Geometry, p fec.Params, data, hash io.ReaderAt) io.ReaderAt {
+func FECMessage(g *merkle.Geometry, p fec.Params, data, hash io.ReaderAt) io.ReaderAt {
 	hashBlocks := p.Blocks - g.DataBlocks
 	return fec.Concat(
 		fec.Part{R: data, Off: 0, Size: int64(g.DataSize())},

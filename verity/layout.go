@@ -315,7 +315,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 		// image and the tree.
 		pl := &FECLayout{Path: dataPath, Roots: roots, Offset: g.HashEnd(), InHash: true}
 		var err error
-		if pl.Params, err = fecParams(g, roots, pl.Offset); err != nil {
+		if pl.Params, err = FECParams(g, roots, pl.Offset); err != nil {
 			return nil, err
 		}
 		return pl, nil
@@ -366,7 +366,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	if !pl.InHash {
 		hashEnd = keptHashEnd(g, hashPath, hashInfo)
 	}
-	fp, err := fecParams(g, pl.Roots, hashEnd)
+	fp, err := FECParams(g, pl.Roots, hashEnd)
 	if err != nil || pl.Offset+fp.ParitySize() > maxFileOffset {
 		return nil, fecOffsetTooLarge(pl.Offset)
 	}

@@ -351,9 +351,9 @@ func holdsNothing(f *os.File, size int64) bool {
 	return true
 }
 
-// maxRootHashFile is the largest existing --root-hash-file replaced without
+// maxReplacedRootHashFile is the largest existing --root-hash-file replaced without
 // --force: a root hash is at most 128 hex digits, with a newline or so.
-const maxRootHashFile = 1024
+const maxReplacedRootHashFile = 1024
 
 // openRootHashFile prepares --root-hash-file before anything is hashed, so
 // that a path that cannot be written fails the run before the tree is
@@ -408,7 +408,7 @@ func openRootHashFile(path string, force bool, note func(string)) (*output, erro
 // foreignRootHash says why an existing regular file is not a root hash file
 // veritygen (or anyone) wrote, or returns "".
 func foreignRootHash(path string, info fs.FileInfo) string {
-	if info.Size() > maxRootHashFile {
+	if info.Size() > maxReplacedRootHashFile {
 		return fmt.Sprintf("%d bytes", info.Size())
 	}
 	b, err := os.ReadFile(path)

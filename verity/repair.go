@@ -45,6 +45,15 @@ type fecSetup struct {
 	offset uint64
 	p      fec.Params
 	parity io.ReaderAt
+	// inHash: the parity is in the hash device past the tree; inData: in
+	// the data device, past the data, while the tree is elsewhere.
+	inHash, inData bool
+}
+
+// info describes the parity as Table and the reports take it.
+func (s *fecSetup) info() *FECInfo {
+	return &FECInfo{Device: s.path, Roots: s.roots, Blocks: s.p.Blocks, ParityBlocks: s.p.ParityBlocks(),
+		Offset: s.offset, Start: s.offset / uint64(s.p.BlockSize), Size: s.p.ParitySize(), InHash: s.inHash, InData: s.inData}
 }
 
 func (s *fecSetup) close() {
@@ -306,7 +315,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		copy(rp.header, merkle.EncodeSuperblock(g))
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
-	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: fecMessage(g, s.p, data, hash), root: root, jobs: jobs,
+	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: FECMessage(g, s.p, data, hash), root: root, jobs: jobs,
 		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
 	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
 	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
@@ -1283,7 +1292,7 @@ func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt,
 	if parity.Parity == nil {
 		return nil, nil, paramErrorf("Parity", "", "no parity to repair from")
 	}
-	p, err := fecParams(g, roots, parity.HashEnd)
+	p, err := FECParams(g, roots, parity.HashEnd)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,7 +26,7 @@ func TestRunsKeepLongest(t *testing.T) {
 		pos += n + 1
 	}
 	pat := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-	got := sparseRuns2(extents, 4096, 4096, pos)
+	got := runsOfExtents(extents, 4096, 4096, pos)
 	want := []merkle.Run{{Start: 2, Count: 5, Pattern: pat(2)}, {Start: 11, Count: 7, Pattern: pat(4)}, {Start: 21, Count: 6, Pattern: pat(6)}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)

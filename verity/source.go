@@ -207,7 +207,7 @@ func (k *runKeeper) result() []merkle.Run {
 	return out
 }
 
-// sparseRuns2 maps the FILL and DONT_CARE extents of a sparse image (in its
+// runsOfExtents maps the FILL and DONT_CARE extents of a sparse image (in its
 // block size sbs) to runs of whole data blocks of dbs bytes, among the
 // first blocks. A data block is in a run only if it lies entirely inside
 // one stretch of a single 4-byte pattern (DONT_CARE reads as the pattern
@@ -217,7 +217,7 @@ func (k *runKeeper) result() []merkle.Run {
 // the sparse block size, itself a multiple of 4), and so does every data
 // block: each such data block is the pattern repeated from its first byte.
 // Of more than maxRuns runs, the longest are kept.
-func sparseRuns2(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
+func runsOfExtents(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.Run {
 	return sparseRuns(func(fn func(sparse.Extent) bool) error {
 		for _, e := range extents {
 			if !fn(e) {
@@ -228,7 +228,7 @@ func sparseRuns2(extents []sparse.Extent, sbs, dbs int, blocks uint64) []merkle.
 	}, sbs, dbs, blocks)
 }
 
-// sparseRuns is sparseRuns2 on a stream of extents, in bounded memory.
+// sparseRuns is runsOfExtents on a stream of extents, in bounded memory.
 func sparseRuns(walk func(func(sparse.Extent) bool) error, sbs, dbs int, blocks uint64) []merkle.Run {
 	var keep runKeeper
 	b := uint64(dbs)

@@ -65,16 +65,6 @@ type VerifyOptions struct {
 	Jobs int
 }
 
-// FECInfo describes the error-correction parity a check used.
-type FECInfo struct {
-	Device string
-	Roots  int
-	Offset uint64
-	// Blocks is the number of blocks the parity covers (the kernel
-	// table's fec_blocks); ParityBlocks the parity's own size in blocks.
-	Blocks, ParityBlocks uint64
-}
-
 // VerifyResult is what Verify found, and with error correction what it can
 // repair or repaired. Close it.
 type VerifyResult struct {
@@ -198,7 +188,7 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 
 	res := &VerifyResult{Geometry: g, DataFormat: src.Format(), spool: newProblemSpool(opts.MaxProblems)}
 	if parity != nil {
-		res.FEC = &FECInfo{Device: parity.path, Roots: parity.roots, Offset: parity.offset, Blocks: parity.p.Blocks, ParityBlocks: parity.p.ParityBlocks()}
+		res.FEC = parity.info()
 	}
 	if opts.Start != nil {
 		opts.Start(g, src)
@@ -419,12 +409,13 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSpa
 	hashEnd := uint64(hashSize)
 	switch {
 	case os.SameFile(info, hashInfo):
-		hashEnd = s.offset
+		hashEnd, s.inHash = s.offset, true
 		if s.offset < g.HashEnd() {
 			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the --fec-offset it was written at",
 				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
 		}
 	case os.SameFile(info, dataInfo):
+		s.inData = true
 		if dataSparse {
 			return fail(errorf(KindInput, "expand the image first (simg2img) and give the expanded one", "the parity is inside DATA %s, an Android sparse image", o.FECDevice))
 		}
@@ -433,7 +424,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSpa
 				"--fec-offset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
 		}
 	}
-	p, err := fecParams(g, s.roots, hashEnd)
+	p, err := FECParams(g, s.roots, hashEnd)
 	switch {
 	// In HASH, the parity covers HASH up to the offset: too large an
 	// offset is too large a message.

@@ -202,9 +202,9 @@ func runsCover(runs []merkle.Run, block uint64) bool {
 	return false
 }
 
-// buildTree writes the tree of the file at dataPath (SHA-256, 4 KiB
+// buildTestTree writes the tree of the file at dataPath (SHA-256, 4 KiB
 // blocks, salt 0102) with a superblock to hashPath and returns the root.
-func buildTree(t *testing.T, dataPath, hashPath string) []byte {
+func buildTestTree(t *testing.T, dataPath, hashPath string) []byte {
 	t.Helper()
 	info, err := os.Stat(dataPath)
 	if err != nil {
@@ -260,7 +260,7 @@ func TestVerifyHoles(t *testing.T) {
 	const bs = 4096
 	const dataAt = 20 << 20 // one of the data stretches
 	testimages.Holes(t, data, 32<<20, []int64{4096, 3<<20 + 1, dataAt, 32<<20 - 70000}, 65536)
-	root := buildTree(t, data, hash)
+	root := buildTestTree(t, data, hash)
 	if off, err := holeAt(data); err != nil || off < 0 {
 		t.Skip("this file system reports no holes (SEEK_HOLE)")
 	}
@@ -350,7 +350,7 @@ func TestVerifySparseRuns(t *testing.T) {
 	if out, err := exec.Command(img2simg, raw, simg).CombinedOutput(); err != nil {
 		t.Fatalf("img2simg: %v\n%s", err, out)
 	}
-	root := buildTree(t, raw, hash)
+	root := buildTestTree(t, raw, hash)
 	res, runs := runsCapture(t, simg, hash, root)
 	if !res.Verified || res.DataFormat != "android-sparse" {
 		t.Fatalf("sparse image of an intact tree: %+v, %s", res.Report, res.DataFormat)

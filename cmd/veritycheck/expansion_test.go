@@ -5,15 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/veritytree/veritytree/hashes"
-	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // TestSparseExpansionSaid: before checking a sparse DATA, veritycheck
@@ -38,7 +37,7 @@ func TestSparseExpansionSaid(t *testing.T) {
 	if err := os.WriteFile(data, f, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	src, err := cli.OpenData(prog, data, false, io.Discard)
+	src, err := verity.OpenSource(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +56,7 @@ func TestSparseExpansionSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	root, err := merkle.Build(context.Background(), g, src.R, out, &merkle.BuildOptions{Runs: src.Runs(4096, blocks)})
+	root, err := merkle.Build(context.Background(), g, src, out, &merkle.BuildOptions{Runs: src.Runs(4096, blocks)})
 	if err != nil {
 		t.Fatal(err)
 	}

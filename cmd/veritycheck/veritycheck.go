@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
@@ -300,10 +299,10 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	var bar *cli.Progress
 	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
 	vo.Start = func(g *merkle.Geometry, src *verity.Source) {
-		if line := expansion(src); line != "" {
+		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 		}
-		bar = cli.NewProgress(stderr, showProgress, progressLabel(src, "checking", g.DataSize()), g.DataSize())
+		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
 	}
 	vo.Progress = func(_ verity.Stage, done, _ uint64) { bar.Update(done) }
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
@@ -464,25 +463,4 @@ func summary(rep *merkle.VerifyReport) error {
 		hint = "the top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
 	}
 	return cli.Errorf(hint, "%s", msg)
-}
-
-// expansion is what to say before checking a sparse DATA, which may stand
-// for far more than it holds (a 40-byte file can declare 16 TiB of
-// DONT_CARE), so that a mistaken input is noticed at once: how large the
-// file is and how large its expansion. "" for a raw DATA.
-func expansion(src *verity.Source) string {
-	if src.Format() == "raw" {
-		return ""
-	}
-	return fmt.Sprintf("DATA %s is an Android sparse image of %s that expands to %s (%d bytes)",
-		src.Path(), humanize.IBytes(uint64(src.FileSize())), humanize.IBytes(uint64(src.Size())), src.Size())
-}
-
-// progressLabel is the progress bar's label: verb, and for a sparse DATA
-// how much of its expansion the run covers ("checking 16 TiB expanded").
-func progressLabel(src *verity.Source, verb string, covered uint64) string {
-	if src.Format() == "raw" {
-		return verb
-	}
-	return verb + " " + humanize.IBytes(covered) + " expanded"
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
@@ -266,14 +265,10 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	opts := o.formatOptions(p, stderr)
 	var bar *cli.Progress
 	opts.OnLayout = func(l *verity.Layout) {
-		if line := expansion(l); line != "" {
+		if line := cli.Expansion(l.DataPath, l.SourceFormat, l.SourceFileSize, l.SourceSize, l.TreeSize()); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 		}
-		label := "hashing"
-		if l.SourceFormat == "android-sparse" {
-			label += " " + humanize.IBytes(l.CoveredBytes) + " expanded"
-		}
-		bar = cli.NewProgress(stderr, showProgress, label, l.CoveredBytes)
+		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("hashing", l.SourceFormat, l.CoveredBytes), l.CoveredBytes)
 		if beforeHashing != nil {
 			beforeHashing(l)
 		}
@@ -347,22 +342,6 @@ func (o *options) formatOptions(p merkle.Params, stderr io.Writer) *verity.Forma
 		opts.OriginalSize = &n
 	}
 	return opts
-}
-
-// expansion is what to say before hashing a sparse DATA, which may stand
-// for far more than it holds (a 40-byte file can declare 16 TiB of
-// DONT_CARE), so that a mistaken input is noticed at once: how large the
-// file is, how large its expansion and its tree. "" for a raw DATA.
-func expansion(l *verity.Layout) string {
-	if l.SourceFormat != "android-sparse" {
-		return ""
-	}
-	msg := fmt.Sprintf("DATA %s is an Android sparse image of %s that expands to %s (%d bytes)",
-		l.DataPath, humanize.IBytes(uint64(l.SourceFileSize)), humanize.IBytes(uint64(l.SourceSize)), l.SourceSize)
-	if n := l.TreeSize(); n > 0 {
-		msg += "; its tree will be " + humanize.IBytes(n)
-	}
-	return msg
 }
 
 // checkModeFlags checks the flags of --append, --fec and --raw against

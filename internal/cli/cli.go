@@ -78,16 +78,6 @@ func ReportJSON(w io.Writer, err error) {
 	enc.Encode(out) // stdout is all there is to report a failure of
 }
 
-// errorHint returns the hint of err: its *Error's, or when there is none, the
-// library's (*verity.Error).
-func errorHint(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Hint
-	}
-	return verity.HintOf(err)
-}
-
 // Warn prints "prog: warning: ..." to w.
 func Warn(w io.Writer, prog, format string, args ...any) {
 	fmt.Fprintf(w, "%s: warning: %s\n", prog, fmt.Sprintf(format, args...))

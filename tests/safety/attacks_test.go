@@ -22,6 +22,7 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
 type attack struct {
@@ -455,7 +456,7 @@ func fecImage(t *testing.T, d string, seed uint64) (*merkle.Geometry, fec.Params
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := g.FECParams(8, uint64(len(hash)))
+	fp, err := verity.FECParams(g, 8, uint64(len(hash)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package verity
 
 import (
 	"errors"
@@ -20,19 +20,19 @@ func TestSizeRegularFile(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 12345), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, size, err := OpenImage("DATA", path)
+	f, size, err := openImage("DATA", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	if size != 12345 {
-		t.Errorf("OpenImage size %d, want 12345", size)
+		t.Errorf("openImage size %d, want 12345", size)
 	}
 	info, _ := f.Stat()
-	if IsBlockDevice(info) {
+	if isBlockDevice(info) {
 		t.Error("a regular file is a block device")
 	}
-	if _, err := BlockDeviceSize(f); !errors.Is(err, unix.ENOTTY) {
+	if _, err := blockDeviceSize(f); !errors.Is(err, unix.ENOTTY) {
 		t.Errorf("BLKGETSIZE64 on a regular file: %v, want ENOTTY", err)
 	}
 }
@@ -46,10 +46,10 @@ func TestSizeCharDevice(t *testing.T) {
 	}
 	defer f.Close()
 	info, _ := f.Stat()
-	if IsBlockDevice(info) {
+	if isBlockDevice(info) {
 		t.Error("/dev/zero is a block device")
 	}
-	if n, err := Size(f); err != nil || n != 0 {
+	if n, err := fileSize(f); err != nil || n != 0 {
 		t.Errorf("Size(/dev/zero) = %d, %v", n, err)
 	}
 }
@@ -68,19 +68,19 @@ func TestSizeBlockDevice(t *testing.T) {
 	}
 	dev := strings.TrimSpace(string(out))
 	defer exec.Command(losetup, "-d", dev).Run()
-	f, size, err := OpenImage("DATA", dev)
+	f, size, err := openImage("DATA", dev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	info, _ := f.Stat()
-	if !IsBlockDevice(info) || info.Size() != 0 {
-		t.Errorf("%s: block device %v, Stat size %d", dev, IsBlockDevice(info), info.Size())
+	if !isBlockDevice(info) || info.Size() != 0 {
+		t.Errorf("%s: block device %v, Stat size %d", dev, isBlockDevice(info), info.Size())
 	}
 	if size != 3<<20+512 {
-		t.Errorf("OpenImage size %d, want %d", size, 3<<20+512)
+		t.Errorf("openImage size %d, want %d", size, 3<<20+512)
 	}
-	if n, err := BlockDeviceSize(f); err != nil || n != 3<<20+512 {
-		t.Errorf("BlockDeviceSize = %d, %v", n, err)
+	if n, err := blockDeviceSize(f); err != nil || n != 3<<20+512 {
+		t.Errorf("blockDeviceSize = %d, %v", n, err)
 	}
 }
