@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -123,17 +122,6 @@ func ParseUUID(s string) ([16]byte, error) {
 func FormatUUID(u [16]byte) string {
 	h := hex.EncodeToString(u[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// RandomUUID returns a random (version 4) UUID.
-func RandomUUID() ([16]byte, error) {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		return u, err
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return u, nil
 }
 
 // FormatSalt returns the salt as veritysetup shows it: hex, or "-" if empty.
