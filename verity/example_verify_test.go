@@ -8,33 +8,25 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
-// exampleTree writes an image of blocks 4 KiB blocks and its tree, with a
-// superblock, into dir, and returns their paths and the root hash.
-func exampleTree(dir string, blocks uint64) (dataPath, hashPath string, root []byte) {
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte("salt"), UUID: [16]byte{1},
-		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: blocks, Superblock: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	image := bytes.Repeat([]byte("every block is checked. "), int(blocks)*4096/24+1)[:g.DataSize()]
+// exampleTree writes an image of blocks 4 KiB blocks and, with Format, its
+// tree (fixed salt and UUID, so the output is always the same) into dir,
+// and returns their paths and the root hash.
+func exampleTree(dir string, blocks int) (dataPath, hashPath string, root []byte) {
+	image := bytes.Repeat([]byte("every block is checked. "), blocks*4096/24+1)[:blocks*4096]
 	dataPath, hashPath = filepath.Join(dir, "system.img"), filepath.Join(dir, "system.img.verity")
 	if err := os.WriteFile(dataPath, image, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	hash, err := os.Create(hashPath)
+	res, err := verity.Format(context.Background(), dataPath, hashPath, &verity.FormatOptions{
+		TreeOptions: verity.TreeOptions{Salt: []byte("salt"), UUID: &[16]byte{1}}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer hash.Close()
-	if root, err = merkle.Build(context.Background(), g, bytes.NewReader(image), hash, nil); err != nil {
-		log.Fatal(err)
-	}
-	return dataPath, hashPath, root
+	return dataPath, hashPath, res.RootHash
 }
 
 func ExampleVerify() {

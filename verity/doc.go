@@ -1,0 +1,43 @@
+// Package verity does what veritysetup does with dm-verity hash trees, for
+// Go programs: the commands veritygen and veritycheck are thin fronts on
+// it. Its verbs take file paths (regular files or block devices) and
+// options structs whose zero values are veritysetup's defaults:
+//
+//   - Format builds the tree of an image and writes it, byte for byte as
+//     `veritysetup format` does: into a file of its own, into the image at
+//     an offset, or appended as avbtool lays out Android images, with
+//     Reed-Solomon error correction if asked. PlanFormat lays out the same
+//     without writing anything.
+//   - Verify checks an image and its tree against a root hash, as
+//     `veritysetup verify` does, but lists every corrupted block; with the
+//     error-correction parity it says what it can rebuild, and with
+//     VerifyOptions.Repair writes the repair back.
+//   - ReadSuperblock reads a tree's parameters (`veritysetup dump`).
+//   - Open returns an io.ReaderAt that checks every block it reads against
+//     the tree, as the kernel does after `veritysetup open`.
+//   - Table gives the kernel's dm-verity table line and the dm-mod.create=
+//     and Android dm= boot arguments that load it.
+//   - OpenSource reads a raw image (its holes hashed once, not read), a
+//     block device, or an Android sparse image as the image it expands to.
+//   - PlanRepair and RepairPlan.Apply do error correction on any
+//     io.ReaderAt and io.WriterAt, for callers that keep images elsewhere.
+//
+// Nothing a caller did not name for writing is destroyed: every output is
+// opened and locked before anything is hashed, a new tree appears under
+// its name only when complete, and an existing output that does not look
+// like one this package writes is refused unless FormatOptions.Force.
+// Memory stays bounded for any input.
+//
+// Errors are *Error values whose Kind tells a caller's mistake (KindParam,
+// with the option in Field) from unusable input (KindInput), corruption
+// (KindCorrupt), a refusal to destroy something or a lock held by another
+// process (KindRefused) and I/O trouble (KindIO); errors.Is works with the
+// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused and ErrIO. A
+// verification that finds corruption is not an error: VerifyResult says
+// what it found.
+//
+// The engines underneath are public too: merkle (geometry, builder,
+// verifier, verifying reader), fec (Reed-Solomon parity as veritysetup and
+// the kernel use it), sparse (Android sparse images) and hashes (bulk
+// SIMD hashing).
+package verity
