@@ -404,9 +404,9 @@ func newTreeWriter(g *Geometry, w io.WriterAt, jobs int) *treeWriter {
 
 // add appends n digests (at DigestSlot stride) to level; level == Levels
 // means the digest is the root.
-func (t *treeWriter) add(level int, digests []byte, n int) error {
+func (t *treeWriter) add(level Level, digests []byte, n int) error {
 	g := t.g
-	if level == g.Levels {
+	if level == g.TopLevel()+1 {
 		if n != 1 || t.root != nil {
 			return errors.New("merkle: internal error: more than one root")
 		}
@@ -435,7 +435,7 @@ func (t *treeWriter) add(level int, digests []byte, n int) error {
 
 // flush hashes and writes the blocks buffered for level (all that have
 // received a digest), passes their digests up and empties the buffer.
-func (t *treeWriter) flush(level int) error {
+func (t *treeWriter) flush(level Level) error {
 	g := t.g
 	lb := t.levels[level]
 	hpb := uint64(g.HashesPerBlock)
@@ -460,7 +460,7 @@ func (t *treeWriter) finish() ([]byte, error) {
 		if want := t.g.LevelBlocks[level] * uint64(t.g.HashesPerBlock); lb.filled > want {
 			return nil, errors.New("merkle: internal error: level overfilled")
 		}
-		if err := t.flush(level); err != nil {
+		if err := t.flush(Level(level)); err != nil {
 			return nil, err
 		}
 		if lb.first != t.g.LevelBlocks[level] {

@@ -47,7 +47,7 @@ func FuzzNewGeometry(f *testing.F) {
 		hbsz := uint64(g.HashBlockSize)
 		for _, b := range []uint64{0, g.DataBlocks - 1, g.DataBlocks / 2} {
 			// From a data block (level -1) up to the top.
-			for idx, lvl := b, -1; lvl < g.Levels-1; lvl++ {
+			for idx, lvl := b, DataLevel; lvl < g.TopLevel(); lvl++ {
 				parent, off := g.Parent(lvl, idx)
 				if off < 0 || off+g.DigestSize > g.HashBlockSize {
 					t.Fatalf("level %d block %d: digest at %d of a %d-byte block", lvl, idx, off, g.HashBlockSize)

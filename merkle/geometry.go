@@ -193,23 +193,27 @@ func (g *Geometry) HashEnd() uint64 {
 	return (g.HashStartBlock + g.HashBlocks) * uint64(g.HashBlockSize)
 }
 
+// TopLevel is the level of the top block, whose digest is the root hash:
+// Levels-1 (DataLevel when the tree is one data block and no hash block).
+func (g *Geometry) TopLevel() Level { return Level(g.Levels - 1) }
+
 // BlockOffset returns the byte offset in the hash device of hash block index
-// of level.
-func (g *Geometry) BlockOffset(level int, index uint64) uint64 {
+// of level, a tree level.
+func (g *Geometry) BlockOffset(level Level, index uint64) uint64 {
 	return (g.LevelStart[level] + index) * uint64(g.HashBlockSize)
 }
 
-// Parent returns where the digest of a block is stored: for level -1 (a data
-// block) or a hash level below the top, the index of the hash block at
+// Parent returns where the digest of a block is stored: for DataLevel or a
+// tree level below the top, the index of the hash block at
 // level+1 that holds it and the byte offset of the digest in that block.
-func (g *Geometry) Parent(level int, index uint64) (parentIndex uint64, offsetInBlock int) {
+func (g *Geometry) Parent(level Level, index uint64) (parentIndex uint64, offsetInBlock int) {
 	return index >> g.hpbShift, int(index&uint64(g.HashesPerBlock-1)) * g.DigestSlot
 }
 
 // DigestOffset returns the byte offset in the hash device of the digest of
-// block index at level (-1 for data blocks). The top block's digest is the
-// root hash and is stored nowhere: level must be below Levels-1.
-func (g *Geometry) DigestOffset(level int, index uint64) uint64 {
+// block index at level (DataLevel for data blocks). The top block's digest
+// is the root hash and is stored nowhere: level must be below Levels-1.
+func (g *Geometry) DigestOffset(level Level, index uint64) uint64 {
 	p, off := g.Parent(level, index)
 	return g.BlockOffset(level+1, p) + uint64(off)
 }

@@ -254,10 +254,10 @@ func (r *Reader) rdChunk(s *rdScratch, first uint64, count int) (int, error) {
 			copy(s.exp[k*ds:], r.root)
 		} else {
 			// The run of unverified blocks sharing b's level-0 hash block.
-			parent, slot := g.Parent(int(DataLevel), b)
+			parent, slot := g.Parent(DataLevel, b)
 			for k+n < count {
 				c := b + uint64(n)
-				if pc, _ := g.Parent(int(DataLevel), c); pc != parent || r.rdIsChecked(c) {
+				if pc, _ := g.Parent(DataLevel, c); pc != parent || r.rdIsChecked(c) {
 					break
 				}
 				n++
@@ -342,7 +342,7 @@ hashing:
 // rdDigests copies n digests, from slot index slot on, of hash block index
 // of level into out (DigestSize stride), verifying the block and the
 // uncached part of its path to the root first.
-func (r *Reader) rdDigests(s *rdScratch, level int, index uint64, slot, n int, out []byte) error {
+func (r *Reader) rdDigests(s *rdScratch, level Level, index uint64, slot, n int, out []byte) error {
 	g := r.g
 	ds := g.DigestSize
 	copyOut := func(blk []byte) {
@@ -362,7 +362,7 @@ func (r *Reader) rdDigests(s *rdScratch, level int, index uint64, slot, n int, o
 	}
 	top, topIndex := level, index
 	copy(s.want, r.root)
-	for top < g.Levels-1 {
+	for top < g.TopLevel() {
 		pi, o := g.Parent(top, topIndex)
 		if blk := r.cache.get(g.LevelStart[top+1] + pi); blk != nil {
 			copy(s.want, blk[o:o+ds])
@@ -392,7 +392,7 @@ func (r *Reader) rdDigests(s *rdScratch, level int, index uint64, slot, n int, o
 
 // rdHashBlock reads hash block index of level into s.hbuf and checks that
 // its digest is s.want.
-func (r *Reader) rdHashBlock(s *rdScratch, level int, index uint64) error {
+func (r *Reader) rdHashBlock(s *rdScratch, level Level, index uint64) error {
 	g := r.g
 	off := g.BlockOffset(level, index)
 	if m, err := r.hash.ReadAt(s.hbuf, int64(off)); m < len(s.hbuf) {
@@ -407,11 +407,11 @@ func (r *Reader) rdHashBlock(s *rdScratch, level int, index uint64) error {
 		return nil
 	}
 	reason := "digest mismatch: its digest is not the root hash"
-	if level < g.Levels-1 {
+	if level < g.TopLevel() {
 		pi, _ := g.Parent(level, index)
 		reason = fmt.Sprintf("digest mismatch: its digest is not the one in hash block %d of level %d", pi, level+1)
 	}
-	return &CorruptionError{Level: Level(level), Index: index, Offset: off, Reason: reason}
+	return &CorruptionError{Level: level, Index: index, Offset: off, Reason: reason}
 }
 
 // rdCache holds verified hash blocks, keyed by their block number in the hash

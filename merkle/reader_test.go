@@ -316,7 +316,7 @@ func rdUnder(g *Geometry, level int, index uint64) (first, end uint64, fault rdF
 		span *= rdHPB(g.Params)
 	}
 	first, end = index*span, min((index+1)*span, g.DataBlocks)
-	want := &CorruptionError{Level: Level(level), Index: index, Offset: g.BlockOffset(level, index)}
+	want := &CorruptionError{Level: Level(level), Index: index, Offset: g.BlockOffset(Level(level), index)}
 	return first, end, func(b uint64) *CorruptionError {
 		if b >= first && b < end {
 			return want
@@ -378,7 +378,7 @@ func TestReaderCorruptHash(t *testing.T) {
 					default:
 						continue // a full block of packed digests: no padding
 					}
-					off := int(g.BlockOffset(level, index)) + pos
+					off := int(g.BlockOffset(Level(level), index)) + pos
 					orig := im.hash.b[off]
 					im.hash.b[off] ^= byte(1 + rng.IntN(255))
 					first, end, fault := rdUnder(g, level, index)
@@ -415,7 +415,7 @@ func TestReaderWrongRoot(t *testing.T) {
 			g := im.g
 			want := &CorruptionError{Level: DataLevel, Index: 0, Offset: 0}
 			if g.Levels > 0 {
-				want = &CorruptionError{Level: Level(g.Levels - 1), Index: 0, Offset: g.BlockOffset(g.Levels-1, 0)}
+				want = &CorruptionError{Level: Level(g.Levels - 1), Index: 0, Offset: g.BlockOffset(g.TopLevel(), 0)}
 			}
 			fault := func(uint64) *CorruptionError { return want }
 			r := im.reader(t, nil)

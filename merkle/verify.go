@@ -168,13 +168,13 @@ func (v *verifier) checkHeader() error {
 type levelReader struct {
 	g     *Geometry
 	r     io.ReaderAt
-	level int
+	level Level
 	buf   []byte
 	first uint64 // index of buf's first block
 	count uint64 // blocks in buf
 }
 
-func newLevelReader(g *Geometry, r io.ReaderAt, level int) *levelReader {
+func newLevelReader(g *Geometry, r io.ReaderAt, level Level) *levelReader {
 	batch := min(levelBatchBlocks(g), g.LevelBlocks[level])
 	return &levelReader{g: g, r: r, level: level, buf: make([]byte, batch*uint64(g.HashBlockSize))}
 }
@@ -214,10 +214,10 @@ func (v *verifier) checkTree(ctx context.Context) error {
 	g := v.g
 	hbs := uint64(g.HashBlockSize)
 	digests := make([]byte, levelBatchBlocks(g)*uint64(g.DigestSlot))
-	for level := g.Levels - 1; level >= 0; level-- {
+	for level := g.TopLevel(); level >= 0; level-- {
 		children := newLevelReader(g, v.hash, level)
 		var parents *levelReader
-		if level < g.Levels-1 {
+		if level < g.TopLevel() {
 			parents = newLevelReader(g, v.hash, level+1)
 		}
 		untrusted := newBitmap(g.LevelBlocks[level])
@@ -259,7 +259,7 @@ func (v *verifier) checkTree(ctx context.Context) error {
 					}
 					untrusted.set(idx)
 					v.rep.CorruptHashBlocks++
-					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: Level(level), Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
+					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
 				}
 			}
 			i += n
@@ -272,7 +272,7 @@ func (v *verifier) checkTree(ctx context.Context) error {
 // firstBadPadding returns the offset of the first non-zero byte in the
 // parts of a hash block that hold no digest, or -1: the padding after each
 // digest (format 1), the unused slots of a level's last block and the tail.
-func (v *verifier) firstBadPadding(level int, index uint64, block []byte) int {
+func (v *verifier) firstBadPadding(level Level, index uint64, block []byte) int {
 	g := v.g
 	used := uint64(g.HashesPerBlock)
 	// How many digests this block holds: all but in the level's last block.
@@ -311,7 +311,7 @@ func (v *verifier) checkData(ctx context.Context, data io.ReaderAt, runs []known
 			got := c.digests[k*g.DigestSlot : k*g.DigestSlot+g.DigestSize]
 			want := v.root
 			if level0 != nil {
-				if p, _ := g.Parent(int(DataLevel), idx); v.untrusted.get(p) {
+				if p, _ := g.Parent(DataLevel, idx); v.untrusted.get(p) {
 					v.rep.UncheckedDataBlocks++
 					continue
 				}

@@ -82,8 +82,8 @@ func pickTarget(rng *rand.Rand, bt *builtTree) target {
 			}
 			level := rng.IntN(g.Levels)
 			i := rng.Uint64N(g.LevelBlocks[level])
-			off := g.BlockOffset(level, i) + rng.Uint64N(hbs)
-			return target{fmt.Sprintf("hash level %d", level), off, CorruptionError{Level: Level(level), Index: i, Offset: g.BlockOffset(level, i)}}
+			off := g.BlockOffset(Level(level), i) + rng.Uint64N(hbs)
+			return target{fmt.Sprintf("hash level %d", level), off, CorruptionError{Level: Level(level), Index: i, Offset: g.BlockOffset(Level(level), i)}}
 		case 3:
 			if !g.Superblock {
 				continue

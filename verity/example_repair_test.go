@@ -55,7 +55,7 @@ func ExamplePlanRepair() {
 	for _, off := range []int{7*4096 + 1, 8*4096 + 2, 60 * 4096} {
 		image.b[off] ^= 0xff
 	}
-	tree.b[g.BlockOffset(g.Levels-1, 0)] ^= 0xff
+	tree.b[g.BlockOffset(g.TopLevel(), 0)] ^= 0xff
 
 	plan, rep, err := verity.PlanRepair(ctx, g, image, tree, root, verity.FEC{Parity: parity, Roots: 8, HashEnd: g.HashEnd()}, nil)
 	if err != nil {

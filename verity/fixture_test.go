@@ -97,7 +97,7 @@ func (f *fixture) corrupt(level merkle.Level, index uint64, at int) {
 		f.data[index*uint64(f.g.DataBlockSize)+uint64(at)] ^= 0x5a
 		return
 	}
-	f.hash[f.g.BlockOffset(int(level), index)+uint64(at)] ^= 0x5a
+	f.hash[f.g.BlockOffset(level, index)+uint64(at)] ^= 0x5a
 }
 
 // msg returns the FEC message block of block index of level.

@@ -184,7 +184,7 @@ func eachProblem(g *merkle.Geometry, sp *problemSpool, rp *RepairPlan, limit int
 			default:
 				off := i * uint64(g.DataBlockSize)
 				if level >= 0 {
-					off = g.BlockOffset(int(level), i)
+					off = g.BlockOffset(level, i)
 				}
 				fn(&merkle.CorruptionError{Level: level, Index: i, Offset: off, Reason: "digest mismatch"})
 			}

@@ -374,7 +374,7 @@ func (rr *repairer) parentOf(m uint64) (parent uint64, slot int, ok bool) {
 	if ref.level == merkle.PastTreeLevel || ref.level == topLevel(g) || g.Levels == 0 {
 		return 0, 0, false
 	}
-	p, slot := g.Parent(int(ref.level), ref.index)
+	p, slot := g.Parent(ref.level, ref.index)
 	return msgIndex(g, ref.level+1, p), slot, true
 }
 
@@ -388,7 +388,7 @@ func (rr *repairer) trustedParent(m uint64) bool {
 		return false
 	}
 	for level, index := ref.level, ref.index; level < topLevel(g); level++ {
-		index, _ = g.Parent(int(level), index)
+		index, _ = g.Parent(level, index)
 		p := msgIndex(g, level+1, index)
 		if rr.marks.has(p, markBad) && !rr.marks.has(p, markRebuilt) {
 			return false
@@ -840,13 +840,13 @@ func (rr *repairer) forChildren(ref blockRef, parent []byte, fn func(m uint64, m
 	for c := first; c < min(first+uint64(g.HashesPerBlock), n); c++ {
 		off, r := int64(c)*int64(g.DataBlockSize), rr.data
 		if level >= 0 {
-			off, r = int64(g.BlockOffset(int(level), c)), rr.hash
+			off, r = int64(g.BlockOffset(level, c)), rr.hash
 		}
 		if err := readFull(r, child, off); err != nil {
 			return err
 		}
 		hasher.HashBlocks(digest, g.DigestSlot, child)
-		_, slot := g.Parent(int(level), c)
+		_, slot := g.Parent(level, c)
 		fn(msgIndex(g, level, c), bytes.Equal(digest[:g.DigestSize], parent[slot:slot+g.DigestSize]), off)
 	}
 	return nil

@@ -100,14 +100,14 @@ type campWant struct {
 	file     string
 	off      uint64 // of the changed byte in file
 	where    string
-	level    int // for where == "hash"
+	level    merkle.Level // for where == "hash"
 	index    uint64
 	offset   uint64
 	reason   string // substring
 }
 
 // used is how many digests hash block index of level holds.
-func campUsed(g *merkle.Geometry, level int, index uint64) uint64 {
+func campUsed(g *merkle.Geometry, level merkle.Level, index uint64) uint64 {
 	children := g.DataBlocks
 	if level > 0 {
 		children = g.LevelBlocks[level-1]
@@ -118,7 +118,7 @@ func campUsed(g *merkle.Geometry, level int, index uint64) uint64 {
 // campSpan is a run of bytes of one category in one file.
 type campSpan struct {
 	start, end uint64 // in the file
-	level      int
+	level      merkle.Level
 	index      uint64
 }
 
@@ -127,11 +127,11 @@ func campTargets(m *campMade) map[string][]campSpan {
 	g := m.g
 	out := map[string][]campSpan{}
 	for b := range g.DataBlocks {
-		out["data"] = append(out["data"], campSpan{b * uint64(g.DataBlockSize), (b + 1) * uint64(g.DataBlockSize), int(merkle.DataLevel), b})
+		out["data"] = append(out["data"], campSpan{b * uint64(g.DataBlockSize), (b + 1) * uint64(g.DataBlockSize), merkle.DataLevel, b})
 	}
 	hbs := uint64(g.HashBlockSize)
 	ds, slot := uint64(g.DigestSize), uint64(g.DigestSlot)
-	for l := range g.Levels {
+	for l := range merkle.Level(g.Levels) {
 		cat := fmt.Sprintf("hash level %d", l)
 		for i := range g.LevelBlocks[l] {
 			base := g.BlockOffset(l, i)
@@ -227,7 +227,7 @@ func campCheck(t *testing.T, m *campMade, w campWant, x byte) bool {
 	p := j.Problems[0]
 	wantLevel := "none"
 	if w.where == "hash" {
-		wantLevel = strconv.Itoa(w.level)
+		wantLevel = strconv.Itoa(int(w.level))
 	}
 	gotLevel := "none"
 	if p.Level != nil {

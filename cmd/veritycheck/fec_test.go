@@ -256,12 +256,12 @@ func (m *fecMade) clone(t *testing.T) *fecMade {
 
 // fecBlk is a data block (level -1) or a hash block.
 type fecBlk struct {
-	level int
+	level merkle.Level
 	index uint64
 }
 
 func (b fecBlk) String() string {
-	if b.level == int(merkle.DataLevel) {
+	if b.level == merkle.DataLevel {
 		return fmt.Sprintf("data %d", b.index)
 	}
 	return fmt.Sprintf("hash L%d/%d", b.level, b.index)
@@ -269,7 +269,7 @@ func (b fecBlk) String() string {
 
 // msg returns the block's index in the FEC message.
 func (m *fecMade) msg(b fecBlk) uint64 {
-	if b.level == int(merkle.DataLevel) {
+	if b.level == merkle.DataLevel {
 		return b.index
 	}
 	return m.g.DataBlocks + m.g.LevelStart[b.level] + b.index - m.g.HashStartBlock
@@ -282,7 +282,7 @@ func (m *fecMade) round(b fecBlk) uint64 {
 
 // place returns the file and byte offset of a block.
 func (m *fecMade) place(b fecBlk) (string, int64) {
-	if b.level == int(merkle.DataLevel) {
+	if b.level == merkle.DataLevel {
 		return m.data, int64(b.index) * int64(m.c.bs)
 	}
 	return m.hash, int64(m.g.BlockOffset(b.level, b.index))
@@ -291,7 +291,7 @@ func (m *fecMade) place(b fecBlk) (string, int64) {
 // ancestors lists the hash blocks above b.
 func (m *fecMade) ancestors(b fecBlk) []fecBlk {
 	var out []fecBlk
-	for l, i := b.level, b.index; l+1 < m.g.Levels; {
+	for l, i := b.level, b.index; l < m.g.TopLevel(); {
 		i, _ = m.g.Parent(l, i)
 		l++
 		out = append(out, fecBlk{l, i})
@@ -343,10 +343,10 @@ func (m *fecMade) capacity(set map[fecBlk]bool) (guaranteed, within bool) {
 // randomBlock picks a data block (mostly) or a hash block.
 func (m *fecMade) randomBlock(rng *rand.Rand) fecBlk {
 	if rng.IntN(4) == 0 {
-		l := rng.IntN(m.g.Levels)
+		l := merkle.Level(rng.IntN(m.g.Levels))
 		return fecBlk{l, rng.Uint64N(m.g.LevelBlocks[l])}
 	}
-	return fecBlk{int(merkle.DataLevel), rng.Uint64N(m.g.DataBlocks)}
+	return fecBlk{merkle.DataLevel, rng.Uint64N(m.g.DataBlocks)}
 }
 
 // corrupt damages the blocks: replaced by random bytes (whole), or a few
@@ -371,7 +371,7 @@ func (m *fecMade) corrupt(t *testing.T, rng *rand.Rand, set map[fecBlk]bool, who
 
 func fecCmp(a, b fecBlk) int {
 	if a.level != b.level {
-		return a.level - b.level
+		return int(a.level - b.level)
 	}
 	return int(a.index) - int(b.index)
 }
@@ -440,12 +440,12 @@ type fecJSONBlock struct {
 
 func (b fecJSONBlock) blk() fecBlk {
 	if b.Where == "data" {
-		return fecBlk{int(merkle.DataLevel), b.Index}
+		return fecBlk{merkle.DataLevel, b.Index}
 	}
 	if b.Level == nil {
 		return fecBlk{-9, b.Index}
 	}
-	return fecBlk{*b.Level, b.Index}
+	return fecBlk{merkle.Level(*b.Level), b.Index}
 }
 
 func fecDecodeJSON(t *testing.T, r vcResult) *fecRepairJSON {
@@ -614,7 +614,7 @@ func TestFECRepairCampaign(t *testing.T) {
 				var set map[fecBlk]bool
 				for try := 0; try < 200; try++ {
 					set = map[fecBlk]bool{}
-					l := rng.IntN(g.Levels)
+					l := merkle.Level(rng.IntN(g.Levels))
 					h := fecBlk{l, rng.Uint64N(g.LevelBlocks[l])}
 					set[h] = true
 					for _, k := range m.children(h) {
@@ -652,7 +652,7 @@ func TestFECRepairCampaign(t *testing.T) {
 				r := rng.Uint64N(m.fp.Rounds())
 				var inRound []fecBlk
 				for d := r; d < g.DataBlocks; d += m.fp.Rounds() {
-					inRound = append(inRound, fecBlk{int(merkle.DataLevel), d})
+					inRound = append(inRound, fecBlk{merkle.DataLevel, d})
 				}
 				rng.Shuffle(len(inRound), func(i, j int) { inRound[i], inRound[j] = inRound[j], inRound[i] })
 				bad := inRound[:c.roots+1]
@@ -661,7 +661,7 @@ func TestFECRepairCampaign(t *testing.T) {
 					set[b] = true
 				}
 				if m.fp.Rounds() > 1 {
-					other := fecBlk{int(merkle.DataLevel), (r + 1) % m.fp.Rounds()}
+					other := fecBlk{merkle.DataLevel, (r + 1) % m.fp.Rounds()}
 					set[other] = true
 				}
 				m.corrupt(t, rng, set, true)

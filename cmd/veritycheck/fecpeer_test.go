@@ -70,7 +70,7 @@ func (d *fecDamage) String() string {
 func (m *fecMade) roundData(rng *rand.Rand, r uint64, n int) []fecBlk {
 	var all []fecBlk
 	for d := r; d < m.g.DataBlocks; d += m.fp.Rounds() {
-		all = append(all, fecBlk{int(merkle.DataLevel), d})
+		all = append(all, fecBlk{merkle.DataLevel, d})
 	}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	return all[:min(n, len(all))]
@@ -106,7 +106,7 @@ func randomDamage(m *fecMade, rng *rand.Rand, kind string) *fecDamage {
 			}
 		}
 		if rng.IntN(2) == 0 {
-			l := rng.IntN(m.g.Levels)
+			l := merkle.Level(rng.IntN(m.g.Levels))
 			d.scattered[fecBlk{l, rng.Uint64N(m.g.LevelBlocks[l])}] = scatter(rng, bs, 1+rng.IntN(8))
 		}
 		for range rng.IntN(64) {
