@@ -6,7 +6,7 @@ import "fmt"
 // first. A codeword cw of n bytes is the polynomial c(x) = sum cw[i] x^(n-1-i):
 // the byte at position i sits at power n-1-i, and its locator is 2^(n-1-i).
 
-// DecodeCodeword corrects cw in place: cw is one codeword, message then
+// decodeCodeword corrects cw in place: cw is one codeword, message then
 // parity (k+roots = 255 bytes, or fewer for a shortened codeword: n bytes,
 // roots < n <= 255, as if preceded by zeros). erasures lists positions in cw
 // known (or suspected) to be wrong; duplicates are ignored. It corrects any
@@ -20,7 +20,7 @@ import "fmt"
 // never with erasures alone, since more than roots erasures is refused and up
 // to roots are always right). Every correction is checked: the result is
 // always a codeword.
-func DecodeCodeword(roots int, cw []byte, erasures []int) (corrected int, err error) {
+func decodeCodeword(roots int, cw []byte, erasures []int) (corrected int, err error) {
 	if err := checkRoots(roots); err != nil {
 		return 0, err
 	}

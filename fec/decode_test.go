@@ -49,7 +49,7 @@ func TestDecodeWithinCapacity(t *testing.T) {
 						changed++
 					}
 				}
-				n, err := DecodeCodeword(roots, cw, eras)
+				n, err := decodeCodeword(roots, cw, eras)
 				if err != nil {
 					t.Fatalf("%s: %d errors, %d erasures: %v", what, nerr, neras, err)
 				}
@@ -75,7 +75,7 @@ func TestDecodeWithinCapacity(t *testing.T) {
 			// A clean codeword, with or without erasures, is left alone.
 			orig := randomCodeword(rng, roots)
 			cw := bytes.Clone(orig)
-			if n, err := DecodeCodeword(roots, cw, []int{0, 3, 3}); err != nil || n != 0 || !bytes.Equal(cw, orig) {
+			if n, err := decodeCodeword(roots, cw, []int{0, 3, 3}); err != nil || n != 0 || !bytes.Equal(cw, orig) {
 				t.Fatalf("clean codeword: %d, %v", n, err)
 			}
 		})
@@ -92,7 +92,7 @@ func TestDecodeBeyondCapacity(t *testing.T) {
 			cw := bytes.Clone(orig)
 			eras := corrupt(rng, cw, 0, roots+1+rng.IntN(5), false)
 			bad := bytes.Clone(cw)
-			if _, err := DecodeCodeword(roots, cw, eras); !errors.Is(err, ErrTooManyErrors) {
+			if _, err := decodeCodeword(roots, cw, eras); !errors.Is(err, ErrTooManyErrors) {
 				t.Fatalf("roots %d: %d erasures: got %v, want ErrTooManyErrors", roots, len(eras), err)
 			}
 			if !bytes.Equal(cw, bad) {
@@ -109,7 +109,7 @@ func TestDecodeBeyondCapacity(t *testing.T) {
 			cw = bytes.Clone(orig)
 			eras = corrupt(rng, cw, e, f, false)
 			bad = bytes.Clone(cw)
-			_, err := DecodeCodeword(roots, cw, eras)
+			_, err := decodeCodeword(roots, cw, eras)
 			switch {
 			case errors.Is(err, ErrTooManyErrors):
 				refused++
@@ -148,7 +148,7 @@ func TestDecodeShortened(t *testing.T) {
 			}
 			cw := bytes.Clone(orig)
 			eras := corrupt(rng, cw, roots/4, roots/2, false)
-			if _, err := DecodeCodeword(roots, cw, eras); err != nil || !bytes.Equal(cw, orig) {
+			if _, err := decodeCodeword(roots, cw, eras); err != nil || !bytes.Equal(cw, orig) {
 				t.Fatalf("roots %d n %d: %v", roots, n, err)
 			}
 		}
@@ -169,7 +169,7 @@ func TestDecodeArguments(t *testing.T) {
 		{8, cw, []int{255}},
 		{8, cw, []int{-1}},
 	} {
-		if _, err := DecodeCodeword(tc.roots, tc.cw, tc.eras); err == nil || errors.Is(err, ErrTooManyErrors) {
+		if _, err := decodeCodeword(tc.roots, tc.cw, tc.eras); err == nil || errors.Is(err, ErrTooManyErrors) {
 			t.Errorf("roots %d len %d erasures %v: got %v, want an argument error", tc.roots, len(tc.cw), tc.eras, err)
 		}
 	}

@@ -109,7 +109,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 			t.Parallel()
 			rng := newRand(t, uint64(100+i))
 			p := Params{Roots: tc.roots, BlockSize: tc.bs, Blocks: tc.blocks}
-			size := int64(p.MessageSize())
+			size := int64(p.messageSize())
 			// Garbage after the message must not be read (the reader refuses).
 			backing := make([]byte, size+int64(tc.bs))
 			fillRand(rng, backing)
@@ -142,7 +142,7 @@ func firstDiff(a, b []byte) int {
 
 func TestEncodeShortMessageIsAnError(t *testing.T) {
 	p := Params{Roots: 2, BlockSize: 512, Blocks: 600}
-	msg := make([]byte, p.MessageSize()-100)
+	msg := make([]byte, p.messageSize()-100)
 	var out memFile
 	err := Encode(context.Background(), p, bytes.NewReader(msg), &out, 0, 2)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -165,7 +165,7 @@ func TestEncodeCanceled(t *testing.T) {
 	cancel()
 	p := Params{Roots: 2, BlockSize: 4096, Blocks: 10000}
 	var out memFile
-	if err := Encode(ctx, p, bytes.NewReader(make([]byte, p.MessageSize())), &out, 0, 2); !errors.Is(err, context.Canceled) {
+	if err := Encode(ctx, p, bytes.NewReader(make([]byte, p.messageSize())), &out, 0, 2); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }

@@ -78,8 +78,8 @@ func (p Params) ParityBlocks() uint64 { return p.Rounds() * uint64(p.Roots) }
 // ParitySize returns the size of the parity in bytes.
 func (p Params) ParitySize() uint64 { return p.ParityBlocks() * uint64(p.BlockSize) }
 
-// MessageSize returns the size of the message in bytes: Blocks*BlockSize.
-func (p Params) MessageSize() uint64 { return p.Blocks * uint64(p.BlockSize) }
+// messageSize returns the size of the message in bytes: Blocks*BlockSize.
+func (p Params) messageSize() uint64 { return p.Blocks * uint64(p.BlockSize) }
 
 // Validate returns an error wrapping ErrInvalidParams unless p is usable.
 func (p Params) Validate() error {

@@ -55,7 +55,7 @@ func FuzzDecodeCodeword(f *testing.F) {
 			}
 		}
 		damaged := bytes.Clone(cw)
-		_, err := DecodeCodeword(roots, cw, erasures)
+		_, err := decodeCodeword(roots, cw, erasures)
 		switch {
 		case outside:
 			if err == nil {
@@ -100,8 +100,8 @@ func FuzzParams(f *testing.F) {
 			}
 			return
 		}
-		if p.ParitySize() > 1<<63-1 || p.MessageSize() > 1<<63-1 || p.MessageSize()/uint64(bs) != p.Blocks {
-			t.Fatalf("%+v: parity %d, message %d bytes", p, p.ParitySize(), p.MessageSize())
+		if p.ParitySize() > 1<<63-1 || p.messageSize() > 1<<63-1 || p.messageSize()/uint64(bs) != p.Blocks {
+			t.Fatalf("%+v: parity %d, message %d bytes", p, p.ParitySize(), p.messageSize())
 		}
 		if p.Rounds()*uint64(p.K()) < p.Blocks {
 			t.Fatalf("%d rounds of %d do not cover %d blocks", p.Rounds(), p.K(), p.Blocks)

@@ -44,7 +44,7 @@ func TestImplementationsMatchGeneric(t *testing.T) {
 			p.Blocks = sh.blocks(p.K())
 			t.Run(fmt.Sprintf("roots%d-bs%d-blocks%d", roots, sh.bs, p.Blocks), func(t *testing.T) {
 				t.Parallel()
-				msg := make([]byte, p.MessageSize())
+				msg := make([]byte, p.messageSize())
 				fillRand(newRand(t, uint64(roots*100000+sh.bs)+p.Blocks), msg)
 				want := encodeImpl(t, p, msg, "generic")
 				for _, name := range impls[:len(impls)-1] {

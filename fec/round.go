@@ -242,7 +242,7 @@ func (d *RoundDecoder) slow(cw, buf []byte, stride, c int, par []byte, states []
 			cw[j] = buf[j*stride+c]
 		}
 		copy(cw[k:], par)
-		if _, err := DecodeCodeword(roots, cw, eras); err != nil {
+		if _, err := decodeCodeword(roots, cw, eras); err != nil {
 			continue
 		}
 		ok := true

@@ -11,7 +11,7 @@ func roundCase(t *testing.T, roots, bs int, seed uint64) (Params, []byte, []byte
 	t.Helper()
 	k := N - roots
 	p := Params{Roots: roots, BlockSize: bs, Blocks: uint64(3*k - 5)}
-	msg := make([]byte, p.MessageSize())
+	msg := make([]byte, p.messageSize())
 	fillRand(newRand(t, seed), msg)
 	return p, msg, encodeMem(t, p, bytes.NewReader(msg), 1)
 }
@@ -137,7 +137,7 @@ func TestRoundDecodeSuspects(t *testing.T) {
 // it is Good.
 func TestRoundDecodeKeepsGood(t *testing.T) {
 	p := Params{Roots: 2, BlockSize: 512, Blocks: N - 2}
-	orig := make([]byte, p.MessageSize())
+	orig := make([]byte, p.messageSize())
 	parity := encodeMem(t, p, bytes.NewReader(orig), 1)
 	g := generator(2)
 	damaged := bytes.Clone(orig)
