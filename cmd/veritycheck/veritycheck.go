@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
@@ -96,6 +97,8 @@ type options struct {
 	fecRoots     int
 	repair       bool
 	raw          bool
+	// rootPositional: the root hash was the third argument, in rootHex.
+	rootPositional bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
@@ -106,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
 	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
-	o.tree.Register(fs)
+	o.tree.RegisterForCheck(fs)
 	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
@@ -116,25 +119,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
-	help := fs.BoolP("help", "h", false, "show this help")
+	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	if cli.HelpAlone(args) {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		return cli.ExitOK
+	}
 	if err := fs.Parse(args); err != nil {
-		cli.Report(stderr, prog, cli.WithHint(err, "see veritycheck --help"))
+		err = cli.WithHint(err, "see veritycheck --help")
+		cli.Report(stderr, prog, err)
+		if o.json || cli.WantsJSON(args) {
+			cli.ReportJSON(stdout, err)
+		}
 		return cli.ExitError
 	}
 	if *help {
 		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
 		return cli.ExitOK
 	}
-	var err error
 	code := cli.ExitOK
-	if o.dump {
-		err = dump(&o, fs.Args(), stdout)
-	} else {
+	pos, err := o.nativeArgs(args, fs.Args())
+	switch {
+	case err != nil:
+	case o.dump:
+		err = dump(&o, pos, stdout)
+	default:
 		showProgress := false
 		if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
 			showProgress = cli.IsTerminal(f)
 		}
-		code, err = check(ctx, &o, fs.Args(), stdout, stderr, showProgress)
+		code, err = check(ctx, &o, pos, stdout, stderr, showProgress)
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -150,6 +163,73 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		}
 	}
 	return code
+}
+
+// nativeArgs returns the positional arguments pos of the command line args
+// with veritysetup's spellings answered: "verify DATA HASH [ROOT]" is
+// "DATA HASH [ROOT]", "dump HASH" is --dump HASH, and a third argument that
+// is the hex of a digest (20, 32 or 64 bytes) is the root hash, as
+// veritysetup takes it. A verb is one when no file has its name, or when
+// the arguments leave no doubt; format is veritygen's, and the error says
+// what to type.
+func (o *options) nativeArgs(args, pos []string) ([]string, error) {
+	if len(pos) > 0 {
+		switch verb := pos[0]; verb {
+		case "verify":
+			if len(pos) > 3 || !cli.Exists(verb) {
+				pos = pos[1:]
+			} else if len(pos) > 1 {
+				return nil, cli.Errorf(fmt.Sprintf("to check %s (veritysetup's verb): %s; to check the file named verify: ./verify",
+					pos[1], cli.CommandLine(prog, cli.Without(args, verb))),
+					"verify is veritysetup's verb and also a file here: which is DATA?")
+			}
+		case "dump":
+			switch {
+			case len(pos) == 2 && !cli.Exists(verb):
+				o.dump = true
+				return pos[1:], nil
+			case len(pos) == 2:
+				return nil, cli.Errorf(fmt.Sprintf("to dump %s: veritycheck --dump %s; to check the file named dump: ./dump", pos[1], pos[1]),
+					"dump is veritysetup's verb and also a file here: which is DATA?")
+			}
+		case "format":
+			if len(pos) > 2 || !cli.Exists(verb) {
+				return nil, cli.Errorf("veritygen does that: "+cli.CommandLine("veritygen", args),
+					"format is veritysetup's verb; veritycheck only checks trees (veritysetup verify) and dumps them")
+			}
+		case "open", "close", "status", "create", "remove":
+			if len(pos) > 2 || !cli.Exists(verb) {
+				return nil, cli.Errorf("use veritysetup "+verb+" for the device-mapper device; veritycheck checks trees, veritygen builds them",
+					"%s is veritysetup's verb; veritycheck only checks trees (veritysetup verify) and dumps them", verb)
+			}
+		}
+	}
+	if len(pos) == 3 && !o.dump {
+		if !isDigestHex(pos[2]) {
+			return nil, cli.Errorf(fmt.Sprintf("a third argument is the root hash, as in veritysetup: hex of 20, 32 or 64 bytes, which %q is not; see veritycheck --help", pos[2]),
+				"expected DATA and optionally HASH, got 3 arguments")
+		}
+		if o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") {
+			return nil, cli.Errorf("keep one of them", "root hash given both as the third argument and with --root-hash or --root-hash-file")
+		}
+		o.rootHex, o.rootPositional = pos[2], true
+		pos = pos[:2]
+	}
+	return pos, nil
+}
+
+// isDigestHex reports whether s is the hex of a digest of one of the
+// supported algorithms.
+func isDigestHex(s string) bool {
+	if _, err := hex.DecodeString(s); err != nil {
+		return false
+	}
+	for _, name := range hashes.Names() {
+		if a, err := hashes.Lookup(name); err == nil && len(s) == 2*a.Size() {
+			return true
+		}
+	}
+	return false
 }
 
 // treeFlagNames are the flags that give the parameters a superblock holds.
@@ -190,7 +270,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
 func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
-	given, fromFile := fs.Changed("root-hash"), fs.Changed("root-hash-file")
+	given, fromFile := fs.Changed("root-hash") || o.rootPositional, fs.Changed("root-hash-file")
 	switch {
 	case given && fromFile:
 		return nil, cli.Errorf("keep one of them", "--root-hash and --root-hash-file both given")
@@ -199,6 +279,9 @@ func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) boo
 			"no root hash: give --root-hash or --root-hash-file")
 	case fromFile:
 		return verity.ReadRootHashFile(ctx, o.rootHashFile)
+	}
+	if o.rootPositional {
+		return verity.ParseRootHash("the root hash argument", o.rootHex)
 	}
 	return verity.ParseRootHash("--root-hash", o.rootHex)
 }

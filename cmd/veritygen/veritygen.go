@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
@@ -129,30 +130,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	o.boot.register(fs)
-	help := fs.BoolP("help", "h", false, "show this help")
+	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	if cli.HelpAlone(args) {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		return cli.ExitOK
+	}
 	if err := fs.Parse(args); err != nil {
+		o.json = o.json || cli.WantsJSON(args)
 		return fail(cli.WithHint(err, "see veritygen --help"))
 	}
 	if *help {
 		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
 		return cli.ExitOK
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return fail(cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
-			"expected DATA and optionally HASH, got %d arguments", fs.NArg()))
+	pos, err := nativeArgs(args, fs.Args())
+	if err != nil {
+		return fail(err)
 	}
-	if o.appendTree && fs.NArg() != 1 {
+	if len(pos) < 1 || len(pos) > 2 {
+		if _, err := hashes.Lookup(o.tree.Hash); err != nil {
+			// "-h DATA": -h took DATA as the algorithm.
+			_, err = o.tree.Params()
+			return fail(err)
+		}
+		return fail(cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
+			"expected DATA and optionally HASH, got %d arguments", len(pos)))
+	}
+	if o.appendTree && len(pos) != 1 {
 		return fail(cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
-			"--append writes the tree into DATA; got a HASH argument (%s) too", fs.Arg(1)))
+			"--append writes the tree into DATA; got a HASH argument (%s) too", pos[1]))
 	}
 	if o.jobs < 1 {
 		return fail(cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
 	}
-	data := fs.Arg(0)
+	if err := checkSaltKept(&o, stdout); err != nil {
+		return fail(err)
+	}
+	data := pos[0]
 	hash := data + ".verity"
 	switch {
-	case fs.NArg() == 2:
-		hash = fs.Arg(1)
+	case len(pos) == 2:
+		hash = pos[1]
 	case o.appendTree:
 		hash = data
 	}
@@ -160,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
 		showProgress = cli.IsTerminal(f)
 	}
-	res, err := generate(ctx, &o, data, hash, fs.NArg() == 2, stderr, showProgress)
+	res, err := generate(ctx, &o, data, hash, len(pos) == 2, stderr, showProgress)
 	if err != nil {
 		return fail(err)
 	}
@@ -203,6 +221,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		}
 	}
 	return cli.ExitOK
+}
+
+// nativeArgs returns the positional arguments pos of the command line args
+// with veritysetup's verbs answered: "format DATA HASH" is "DATA HASH" (and
+// "format DATA" is "DATA", when no file is named format); verify and dump
+// are veritycheck's, and the error says exactly what to type.
+func nativeArgs(args, pos []string) ([]string, error) {
+	if len(pos) == 0 {
+		return pos, nil
+	}
+	verb := pos[0]
+	switch verb {
+	case "format":
+		switch {
+		case len(pos) == 3 || len(pos) == 2 && !cli.Exists(verb):
+			return pos[1:], nil
+		case len(pos) == 2:
+			return nil, cli.Errorf(fmt.Sprintf("for the tree of %s (veritysetup's verb): %s; for the tree of the file named format: ./format",
+				pos[1], cli.CommandLine(prog, cli.Without(args, verb))),
+				"format is veritysetup's verb and also a file here: which is DATA?")
+		case len(pos) == 1 && !cli.Exists(verb):
+			return nil, cli.Errorf("veritygen [flags] DATA [HASH] (veritysetup's format DATA HASH)", "format: DATA missing")
+		}
+	case "verify", "dump":
+		if len(pos) > 2 || !cli.Exists(verb) {
+			return nil, cli.Errorf("veritycheck does that: "+cli.CommandLine("veritycheck", args),
+				"%s is veritysetup's verb; veritygen only builds trees (veritysetup format)", verb)
+		}
+	case "open", "close", "status", "create", "remove":
+		if len(pos) > 2 || !cli.Exists(verb) {
+			return nil, cli.Errorf("use veritysetup "+verb+" for the device-mapper device; veritygen builds trees, veritycheck verifies them",
+				"%s is veritysetup's verb; veritygen only builds trees (veritysetup format)", verb)
+		}
+	}
+	return pos, nil
+}
+
+// checkSaltKept refuses a --no-superblock tree with a random salt when the
+// report, the only place that salt is written, goes to a pipe or nowhere
+// (/dev/null): without its salt the tree cannot be checked again. A
+// terminal or a regular file keeps the report; so does a writer that is
+// not a file (a caller's buffer). Refusing was chosen over writing the
+// salt to a file of our own: veritygen writes only what it is told to,
+// and a script that discards the report would not know of that file.
+func checkSaltKept(o *options, stdout io.Writer) error {
+	if !o.tree.NoSuperblock || o.changed("salt") {
+		return nil
+	}
+	f, ok := stdout.(*os.File)
+	if !ok || cli.IsTerminal(f) {
+		return nil
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	return cli.Errorf("give the salt: --salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'), or --salt=- for none",
+		"--no-superblock with a random salt, and stdout is not a terminal or a file: the salt, printed only there, would be lost and the tree could not be checked")
 }
 
 // result is the report, also printed as JSON.

@@ -26,18 +26,44 @@ type TreeFlags struct {
 	fs *pflag.FlagSet
 }
 
-// Register adds the flags to fs.
-func (t *TreeFlags) Register(fs *pflag.FlagSet) {
+// Register adds the flags to fs with the wording of a command that writes
+// a tree (veritygen).
+func (t *TreeFlags) Register(fs *pflag.FlagSet) { t.register(fs, false) }
+
+// RegisterForCheck adds the flags to fs with the wording of a command that
+// reads a tree (veritycheck): there the flags describe a tree made earlier,
+// and the defaults of writing (a random salt and UUID) mean nothing.
+func (t *TreeFlags) RegisterForCheck(fs *pflag.FlagSet) { t.register(fs, true) }
+
+// register adds the flags. -h is --hash and -s is --salt, as in
+// veritysetup: a script's "-h sha512" must build a sha512 tree, not print
+// help and exit 0 with nothing written; help is --help.
+func (t *TreeFlags) register(fs *pflag.FlagSet, check bool) {
 	t.fs = fs
-	fs.StringVar(&t.Hash, "hash", "sha256", "hash `algorithm`: "+strings.Join(hashes.Names(), ", "))
-	fs.StringVar(&t.Salt, "salt", "", "salt as `hex`, or - for none (default: 32 random bytes)")
-	fs.StringVar(&t.UUID, "uuid", "", "`UUID` stored in the superblock (default: random)")
+	algs := strings.Join(hashes.Names(), ", ")
+	if !check {
+		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "hash `algorithm`: "+algs+" (-h as in veritysetup; help is --help)")
+		fs.StringVarP(&t.Salt, "salt", "s", "", "salt as `hex`, or - for none (default: 32 random bytes)")
+		fs.StringVar(&t.UUID, "uuid", "", "`UUID` stored in the superblock (default: random)")
+	} else {
+		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "with --no-superblock: the tree's hash `algorithm`: "+algs+" (-h as in veritysetup; help is --help)")
+		fs.StringVarP(&t.Salt, "salt", "s", "", "with --no-superblock (required): the tree's salt as `hex`, or - for none")
+		fs.StringVar(&t.UUID, "uuid", "", "not used: the superblock holds the `UUID`")
+		fs.MarkHidden("uuid") // accepted only to be refused with a hint
+	}
 	fs.IntVar(&t.Format, "format", 1, "hash `type`: 1 (normal) or 0 (original Chrome OS)")
 	fs.IntVar(&t.DataBlockSize, "data-block-size", 4096, "data block size in `bytes`")
 	fs.IntVar(&t.HashBlockSize, "hash-block-size", 4096, "hash block size in `bytes`")
-	fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks to cover (default: all whole blocks of DATA)")
+	if !check {
+		fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks to cover (default: all whole blocks of DATA)")
+		fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`bytes` into HASH where the superblock (or tree) starts")
+		fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "write no superblock (the parameters must then be given again to check); "+
+			"needs --salt unless stdout is a terminal or a file, where the random salt is printed")
+		return
+	}
+	fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks the tree covers (default: all whole blocks of DATA)")
 	fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`bytes` into HASH where the superblock (or tree) starts")
-	fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "write no superblock (the parameters must then be given again to check)")
+	fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "the tree has no superblock: give its parameters with the flags above (--format, block sizes and --data-blocks default as in veritygen)")
 }
 
 // Changed reports whether the named flag was given.
@@ -50,7 +76,7 @@ func (t *TreeFlags) Params() (merkle.Params, error) {
 	var p merkle.Params
 	alg, err := hashes.Lookup(t.Hash)
 	if err != nil {
-		return p, WithHint(err, "choose one with --hash, e.g. --hash=sha256")
+		return p, WithHint(err, "choose one with --hash (or -h, as in veritysetup), e.g. --hash=sha256; for help: --help")
 	}
 	p.Hash = alg
 	if t.Format != 0 && t.Format != 1 {
