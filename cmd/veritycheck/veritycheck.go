@@ -206,7 +206,7 @@ func (o *options) nativeArgs(args, pos []string) ([]string, error) {
 	}
 	if len(pos) == 3 && !o.dump {
 		if !isDigestHex(pos[2]) {
-			return nil, cli.Errorf(fmt.Sprintf("a third argument is the root hash, as in veritysetup: hex of 20, 32 or 64 bytes, which %q is not; see veritycheck --help", pos[2]),
+			return nil, cli.Errorf(fmt.Sprintf("a third argument is the root hash, as in veritysetup: hex of 20, 32 or 64 bytes, which %q is not; a file of it: --root-hash-file=%s", pos[2], pos[2]),
 				"expected DATA and optionally HASH, got 3 arguments")
 		}
 		if o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") {

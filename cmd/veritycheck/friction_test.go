@@ -1,0 +1,125 @@
+package main
+
+// Issue 15: what a user porting veritysetup scripts types first.
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/veritytree/veritytree/verity"
+)
+
+// frTree makes a tree of 8 blocks with verity.Format and returns DATA,
+// HASH and the root hash in hex.
+func frTree(t *testing.T, dir string, opts *verity.FormatOptions) (data, hash, root string) {
+	t.Helper()
+	data, hash = filepath.Join(dir, "d.img"), filepath.Join(dir, "d.img.verity")
+	vcImage(t, data, 8*4096, 3)
+	if opts == nil {
+		opts = &verity.FormatOptions{}
+	}
+	res, err := verity.Format(context.Background(), data, hash, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, hash, hex.EncodeToString(res.RootHash)
+}
+
+// TestVeritysetupVerbs: "verify DATA HASH ROOT" and "DATA HASH ROOT" check
+// as --root-hash=ROOT DATA HASH does; "dump HASH" is --dump HASH; format
+// points at veritygen; a third argument that is no digest is refused.
+func TestVeritysetupVerbs(t *testing.T) {
+	dir := t.TempDir()
+	data, hash, root := frTree(t, dir, nil)
+	for _, args := range [][]string{
+		{"verify", data, hash, root},
+		{data, hash, root},
+		{"verify", data, hash, "--root-hash=" + root},
+		{"--no-progress", "verify", data, "--root-hash=" + root},
+	} {
+		r := vcRun(args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "verified: ") {
+			t.Errorf("want verified:\n%v", r)
+		}
+	}
+	bad := strings.Repeat("0", len(root))
+	if r := vcRun(data, hash, bad); r.code != 1 {
+		t.Errorf("wrong positional root hash: want exit 1\n%v", r)
+	}
+	want := vcRun("--dump", hash)
+	if r := vcRun("dump", hash); r.code != 0 || r.stdout != want.stdout || want.code != 0 {
+		t.Errorf("dump HASH is not --dump HASH:\n%v\n%v", r, want)
+	}
+	for _, c := range []struct {
+		args      []string
+		err, hint string
+	}{
+		{[]string{data, hash, "root.hex"}, "expected DATA and optionally HASH, got 3 arguments", `"root.hex" is not; a file of it: --root-hash-file=root.hex`},
+		{[]string{"--root-hash=" + root, data, hash, root}, "root hash given both as the third argument and with --root-hash", "keep one"},
+		{[]string{"format", data, hash}, "format is veritysetup's verb", "veritygen does that: veritygen format " + data + " " + hash},
+		{[]string{"status", "vroot"}, "status is veritysetup's verb", "use veritysetup status"},
+	} {
+		r := vcRun(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "veritycheck: error: "+c.err) || !strings.Contains(r.stderr, "veritycheck: hint: ") ||
+			!strings.Contains(r.stderr, c.hint) {
+			t.Errorf("want exit 2, error %q, hint %q:\n%v", c.err, c.hint, r)
+		}
+	}
+	// A file named dump: "dump X" could be DATA dump and HASH X.
+	t.Chdir(dir)
+	if err := os.WriteFile("dump", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := vcRun("dump", hash); r.code != 2 || !strings.Contains(r.stderr, "which is DATA?") ||
+		!strings.Contains(r.stderr, "veritycheck --dump "+hash) {
+		t.Errorf("dump with a file named dump:\n%v", r)
+	}
+}
+
+// TestHashShorthand: -h is --hash and -s is --salt, as in veritysetup;
+// "-h" alone and --help are help.
+func TestHashShorthand(t *testing.T) {
+	dir := t.TempDir()
+	data, hash, root := frTree(t, dir, &verity.FormatOptions{TreeOptions: verity.TreeOptions{Hash: "sha512", Salt: []byte{0x4f, 0x2a}, NoSuperblock: true}})
+	if r := vcRun("--no-superblock", "-h", "sha512", "-s", "4f2a", data, hash, root); r.code != 0 {
+		t.Errorf("-h sha512 -s 4f2a: want verified\n%v", r)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		if r := vcRun(args...); r.code != 0 || !strings.Contains(r.stdout, "Usage: veritycheck") {
+			t.Errorf("%q: no help\n%v", args, r)
+		}
+	}
+}
+
+// TestHelpOwnWords: veritycheck's help speaks of a tree to check, not of
+// veritygen's defaults for writing one.
+func TestHelpOwnWords(t *testing.T) {
+	r := vcRun("--help")
+	for _, not := range []string{"32 random bytes", "(default: random)", "write no superblock", "--uuid"} {
+		if strings.Contains(r.stdout, not) {
+			t.Errorf("help shows %q", not)
+		}
+	}
+	for _, want := range []string{"-h, --hash", "-s, --salt", "the tree has no superblock", "the tree's salt"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestJSONFlagError: with --json, a bad flag is also one JSON object on
+// stdout (it printed nothing there), whether --json comes before or after it.
+func TestJSONFlagError(t *testing.T) {
+	for _, args := range [][]string{{"--json", "--frobnicate", "d.img"}, {"--frobnicate", "--json", "d.img"}, {"--json", "--jobs=x", "d.img"}} {
+		r := vcRun(args...)
+		var got struct{ Error, Hint string }
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 2 || got.Error == "" || got.Hint != "see veritycheck --help" {
+			t.Errorf("want exit 2 and the error as JSON (%v):\n%v", err, r)
+		}
+	}
+}
