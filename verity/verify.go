@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -89,6 +91,10 @@ type VerifyResult struct {
 	// of what was written, read back (everything else was not written).
 	Repaired    bool
 	AfterRepair *merkle.VerifyReport
+	// RootDiagnosis, when Report.RootMismatch, says what likely explains
+	// it: for a tree without superblock, the parameters with which the top
+	// block matches the root hash, if it finds them.
+	RootDiagnosis *RootDiagnosis
 
 	spool *problemSpool
 }
@@ -211,6 +217,9 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		return nil, err
 	}
 	res.Report = rep
+	if rep.RootMismatch {
+		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hashFile, root)
+	}
 	if err := res.repair(ctx, opts, g, parity, src, hashFile, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
 		res.Close()
 		return nil, err
@@ -359,7 +368,21 @@ func geometryFor(p merkle.Params, src *Source, hashFile *os.File, hashPath strin
 		return nil, errorf(KindInput, "", "%v", err)
 	}
 	if len(root) != g.DigestSize {
-		return nil, paramErrorf("root", fmt.Sprintf("a %s root hash is %d hex digits", g.Hash.Name(), 2*g.DigestSize),
+		hint := fmt.Sprintf("a %s root hash is %d hex digits", g.Hash.Name(), 2*g.DigestSize)
+		if !g.Superblock {
+			// The algorithm was given (or defaulted): the root hash's
+			// length says which it likely is.
+			var fit []string
+			for _, name := range hashes.Names() {
+				if a, _ := hashes.Lookup(name); a.Size() == len(root) {
+					fit = append(fit, "--hash="+name)
+				}
+			}
+			if len(fit) > 0 {
+				hint += fmt.Sprintf("; a root hash of %d bytes is of %s: give the tree's algorithm", len(root), strings.Join(fit, " or "))
+			}
+		}
+		return nil, paramErrorf("root", hint,
 			"the root hash is %d bytes, but %s digests are %d bytes", len(root), g.Hash.Name(), g.DigestSize)
 	}
 	if g.DataSize() > uint64(dataSize) {
@@ -370,7 +393,17 @@ func geometryFor(p merkle.Params, src *Source, hashFile *os.File, hashPath strin
 		return nil, paramErrorf("HashOffset", "", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
 	}
 	if g.HashEnd() > uint64(hashSize) {
-		return nil, errorf(KindInput, "", "HASH %s is %d bytes, but the tree ends at byte %d: truncated, or not this tree's hash file?",
+		hint := ""
+		if !g.Superblock {
+			// Smaller hash blocks, or another algorithm, make a smaller
+			// tree: the top block may say which.
+			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.Format == 0, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
+				HashBlockSize: g.HashBlockSize, DataBlocks: g.DataBlocks, HashOffset: g.HashOffset, NoSuperblock: true}
+			if d := diagnoseRoot(g, &given, src, hashFile, root); d.Match != nil {
+				hint = d.Hint
+			}
+		}
+		return nil, errorf(KindInput, hint, "HASH %s is %d bytes, but the tree ends at byte %d: truncated, or not this tree's hash file?",
 			hashPath, hashSize, g.HashEnd())
 	}
 	return g, nil

@@ -123,3 +123,31 @@ func TestJSONFlagError(t *testing.T) {
 		}
 	}
 }
+
+// TestRootMismatchParameters: the issue's case, a --no-superblock
+// blake2b-256 tree checked without --hash, is reported as the parameter
+// mistake it is, with what to give, not as a corrupted top block alone.
+func TestRootMismatchParameters(t *testing.T) {
+	dir := t.TempDir()
+	data, hash, root := frTree(t, dir, &verity.FormatOptions{TreeOptions: verity.TreeOptions{Hash: "blake2b-256", Salt: []byte{}, NoSuperblock: true}})
+	r := vcRun("--no-superblock", "--salt=-", data, hash, root)
+	t.Logf("%v", r)
+	if r.code != 1 || !strings.Contains(r.stderr, "veritycheck: error: verification failed: the tree was not made with the parameters given: its top block matches the root hash with --hash=blake2b-256") ||
+		!strings.Contains(r.stderr, "veritycheck: hint: the top block matches the root hash with --hash=blake2b-256: give --hash=blake2b-256") {
+		t.Errorf("want exit 1 and the parameter named")
+	}
+	var j struct {
+		RootHint string `json:"root_mismatch_hint"`
+	}
+	r = vcRun("--json", "--no-superblock", "--salt=-", data, hash, root)
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || r.code != 1 || !strings.Contains(j.RootHint, "give --hash=blake2b-256") {
+		t.Errorf("--json: %v\n%v", err, r)
+	}
+	// With the algorithm named, it verifies.
+	vcVerified(t, "--no-superblock", "--salt=-", "-h", "blake2b-256", data, hash, root)
+	// A sha512 root hash for a sha256 check: the length names the algorithm.
+	r = vcRun("--no-superblock", "--salt=-", data, hash, strings.Repeat("ab", 64))
+	if r.code != 2 || !strings.Contains(r.stderr, "a root hash of 64 bytes is of --hash=sha512") {
+		t.Errorf("want the algorithm of a 64-byte root hash named:\n%v", r)
+	}
+}

@@ -292,9 +292,11 @@ type result struct {
 	*cli.TreeJSON
 	// DataFormat is "raw", or "android-sparse" for a sparse image read as
 	// the image it expands to.
-	DataFormat          string          `json:"data_format"`
-	RootHash            string          `json:"root_hash"`
-	RootMismatch        bool            `json:"root_mismatch"`
+	DataFormat   string `json:"data_format"`
+	RootHash     string `json:"root_hash"`
+	RootMismatch bool   `json:"root_mismatch"`
+	// RootHint says what likely explains a root mismatch.
+	RootHint            string          `json:"root_mismatch_hint,omitempty"`
 	CorruptDataBlocks   uint64          `json:"corrupt_data_blocks"`
 	CorruptHashBlocks   uint64          `json:"corrupt_hash_blocks"`
 	CorruptHeaderBytes  uint64          `json:"corrupt_superblock_bytes"`
@@ -438,6 +440,9 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated}
+	if d := res.RootDiagnosis; d != nil {
+		out.RootHint = d.Hint
+	}
 	if res.FEC != nil {
 		out.repairJSON = newRepairJSON(res.FEC, rp, res.Repaired, o.maxProblems)
 	}
@@ -473,7 +478,7 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 		return cli.ExitCorrupt, cli.WithHint(fmt.Errorf("the repair was written, but verification still fails: %v", summary(res.AfterRepair)),
 			"run veritycheck again to list what is left")
 	case rp == nil:
-		return cli.ExitCorrupt, summary(rep)
+		return cli.ExitCorrupt, rootSummary(res)
 	case rp.Whole():
 		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
 			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
@@ -482,8 +487,8 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 	if !o.repair {
 		hint = "nothing can be written back: --repair would refuse too"
 	}
-	if rep.RootMismatch {
-		hint += "\nthe top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
+	if d := res.RootDiagnosis; d != nil {
+		hint += "\n" + d.Hint
 	}
 	if rp.Unchecked() > 0 {
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
@@ -519,6 +524,22 @@ func printProblem(w io.Writer, g *merkle.Geometry, rp *verity.RepairPlan, pr *me
 			fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
 		}
 	}
+}
+
+// rootSummary is summary, but when the top block does not match the root
+// hash says first what likely explains it: for a tree without superblock,
+// the parameters with which it matches, if the library found them (a
+// parameter mistake, not corruption).
+func rootSummary(res *verity.VerifyResult) error {
+	d := res.RootDiagnosis
+	if d == nil {
+		return summary(res.Report)
+	}
+	if d.Match != nil && len(d.Changed) > 0 {
+		return cli.Errorf(d.Hint, "verification failed: the tree was not made with the parameters given: its top block matches the root hash with %s",
+			strings.Join(d.Changed, " "))
+	}
+	return cli.WithHint(summary(res.Report), d.Hint)
 }
 
 // summary is the one-line error for a failed check.
