@@ -3,6 +3,7 @@ package verity
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/merkle"
@@ -51,7 +52,11 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 		opts.Progress(StageFEC, 0, size)
 	}
 	msg := FECMessage(g, fp, data, hashOut.f)
-	if err := fec.Encode(ctx, fp, msg, out.f, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
+	var w io.WriterAt = out.f
+	if opts.Progress != nil {
+		w = &progressWriter{w: out.f, total: size, progress: opts.Progress}
+	}
+	if err := fec.Encode(ctx, fp, msg, w, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
 		return nil, asError(KindIO, fmt.Errorf("writing error correction to %s: %w", pl.Path, err))
 	}
 	if err := out.extend(pl.Offset + size); err != nil {
@@ -62,4 +67,24 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 	}
 	return &FECInfo{Device: pl.Path, Roots: pl.Roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
 		Offset: pl.Offset, Start: pl.Offset / uint64(fp.BlockSize), Size: size, InHash: pl.InHash, InData: pl.InData}, nil
+}
+
+// progressWriter reports StageFEC progress as the parity is written: each
+// unit fec.Encode writes is that much more done. Encode serializes its
+// writes, so progress is called from one goroutine at a time, as Progress
+// promises.
+type progressWriter struct {
+	w        io.WriterAt
+	done     uint64
+	total    uint64
+	progress Progress
+}
+
+func (p *progressWriter) WriteAt(b []byte, off int64) (int, error) {
+	n, err := p.w.WriteAt(b, off)
+	p.done += uint64(n)
+	if p.done < p.total { // the end is reported once the parity is complete
+		p.progress(StageFEC, p.done, p.total)
+	}
+	return n, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/testimages"
 )
 
 // fmtImage writes an image of size bytes that differ from block to block.
@@ -514,5 +515,49 @@ func TestFormatProgressAndRuns(t *testing.T) {
 	}
 	if len(res.KnownRuns) == 0 {
 		t.Log("this file system reports no holes")
+	}
+}
+
+// TestFormatFECProgress: the parity's computation is reported as StageFEC,
+// after the hashing, from 0 to its size in steps (it sat at "hashing 100%"
+// while the parity was computed), each step more done than the last.
+func TestFormatFECProgress(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.img")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testimages.Random(f, 64<<20, 4); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var stages []Stage
+	var fec [][2]uint64
+	opts := fixedOptions()
+	opts.FECDevice, opts.FECRoots, opts.Jobs = filepath.Join(dir, "data.fec"), 24, 2
+	opts.Progress = func(s Stage, done, total uint64) {
+		if len(stages) == 0 || stages[len(stages)-1] != s {
+			stages = append(stages, s)
+		}
+		if s == StageFEC {
+			fec = append(fec, [2]uint64{done, total})
+		}
+	}
+	res, err := Format(context.Background(), data, "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(stages) != "[hashing error correction]" {
+		t.Errorf("stages %v", stages)
+	}
+	size := res.FEC.Size
+	if len(fec) < 3 || fec[0] != [2]uint64{0, size} || fec[len(fec)-1] != [2]uint64{size, size} {
+		t.Fatalf("FEC progress %v, want from 0 to %d in steps", fec, size)
+	}
+	for i := 1; i < len(fec); i++ {
+		if fec[i][0] <= fec[i-1][0] || fec[i][1] != size {
+			t.Errorf("FEC progress goes %v then %v", fec[i-1], fec[i])
+		}
 	}
 }

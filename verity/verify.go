@@ -59,7 +59,10 @@ type VerifyOptions struct {
 	// to say how large a sparse image expands).
 	Start func(g *merkle.Geometry, data *Source)
 	// Progress, if set, is called as the data is checked (StageHashing,
-	// in bytes of data).
+	// in bytes of data), and with FECDevice as the repair is planned
+	// (StageRepairing), written (StageWriting) and read back
+	// (StageVerifying): these three at their start and end, in bytes of
+	// the blocks they concern.
 	Progress Progress
 	// Warn, if set, is given warnings that do not stop the check.
 	Warn func(msg string)
@@ -239,7 +242,24 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 	if parity == nil || rep.OK() {
 		return nil
 	}
-	rp, err := planRepair(ctx, g, parity, data, hash, root, rep, marks, jobs)
+	// The repair stages are reported as they start and end: they touch
+	// only the damaged rounds and blocks, in bytes of blocks.
+	stage := func(s Stage, blocks uint64, run func() error) error {
+		total := blocks * uint64(g.DataBlockSize)
+		if opts.Progress != nil {
+			opts.Progress(s, 0, total)
+		}
+		err := run()
+		if err == nil && opts.Progress != nil {
+			opts.Progress(s, total, total)
+		}
+		return err
+	}
+	var rp *RepairPlan
+	err := stage(StageRepairing, rep.CorruptDataBlocks+rep.CorruptHashBlocks, func() (err error) {
+		rp, err = planRepair(ctx, g, parity, data, hash, root, rep, marks, jobs)
+		return err
+	})
 	if err != nil {
 		return asIOError(err)
 	}
@@ -254,11 +274,16 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := writeRepair(rp, dataPath, hashPath, inPlace); err != nil {
+	fixes := uint64(rp.fixCount)
+	if err := stage(StageWriting, fixes, func() error { return writeRepair(rp, dataPath, hashPath, inPlace) }); err != nil {
 		return err
 	}
 	res.Repaired = true
-	after, err := verifyWritten(ctx, g, parity, data, hash, root, rp)
+	var after *merkle.VerifyReport
+	err = stage(StageVerifying, fixes, func() (err error) {
+		after, err = verifyWritten(ctx, g, parity, data, hash, root, rp)
+		return err
+	})
 	if err != nil {
 		return withHint(KindIO, asIOError(err), "the repair was written; run veritycheck again")
 	}

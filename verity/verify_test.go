@@ -400,3 +400,35 @@ func TestVerifyRepairSpills(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyRepairProgress: a repair reports its stages in order, each
+// from 0 to its total: the check, planning the repair, writing it, and
+// reading it back.
+func TestVerifyRepairProgress(t *testing.T) {
+	f := newFixture(t, 520, 512, 2, 91)
+	f.corrupt(merkle.DataLevel, 1, 9)
+	f.corrupt(merkle.DataLevel, 300, 9)
+	f.writeFiles(t)
+	type step struct {
+		s           Stage
+		done, total uint64
+	}
+	var got []step
+	res, err := Verify(context.Background(), f.dataPath, f.hashPath, f.root, &VerifyOptions{FECDevice: f.fecPath, Repair: true, Jobs: 2,
+		Progress: func(s Stage, done, total uint64) {
+			if len(got) > 0 && got[len(got)-1].s == s && done != total {
+				return // the check's steps in between
+			}
+			got = append(got, step{s, done, total})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	data := uint64(520 * 512)
+	want := []step{{StageHashing, 0, data}, {StageHashing, data, data}, {StageRepairing, 0, 1024}, {StageRepairing, 1024, 1024},
+		{StageWriting, 0, 1024}, {StageWriting, 1024, 1024}, {StageVerifying, 0, 1024}, {StageVerifying, 1024, 1024}}
+	if !res.Repaired || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("progress %v\nwant     %v", got, want)
+	}
+}

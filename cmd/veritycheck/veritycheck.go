@@ -389,7 +389,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		}
 		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
 	}
-	vo.Progress = func(_ verity.Stage, done, _ uint64) { bar.Update(done) }
+	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
 	bar.Finish()
 	if err != nil {

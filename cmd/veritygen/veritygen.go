@@ -348,11 +348,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 			beforeHashing(l)
 		}
 	}
-	opts.Progress = func(stage verity.Stage, done, total uint64) {
-		if stage == verity.StageHashing {
-			bar.Update(done)
-		}
-	}
+	opts.Progress = cli.StageProgress(&bar, verity.StageHashing)
 	if !hashGiven {
 		hashPath = "" // the library's default: DATA.verity, or DATA with --append
 	}
