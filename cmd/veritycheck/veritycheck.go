@@ -23,6 +23,7 @@ import (
 const prog = "veritycheck"
 
 const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
+       veritycheck [flags] DATA HASH ROOT
        veritycheck --root-hash HEX --fec-device FEC [--repair] [flags] DATA [HASH]
        veritycheck --dump [--hash-offset BYTES] HASH
 
@@ -61,6 +62,17 @@ it starts at the tree): its reserved and padding bytes, and the zeros up to
 the tree, are restored from the superblock's own fields.
 
 --dump prints the superblock as 'veritysetup dump' does.
+
+veritysetup's command line works too: 'veritycheck verify DATA HASH ROOT'
+and 'veritycheck DATA HASH ROOT' (a third argument that is the hex of a
+digest is the root hash), 'veritycheck dump HASH' (--dump HASH); -h is
+--hash and -s is --salt, as in veritysetup (help is --help, or -h alone).
+
+When the top of the tree does not match the root hash, veritycheck tries
+the top block with the other algorithms of that digest size, the other
+format, no salt, other hash block sizes and --hash-offset 0, and names the
+parameters with which it matches: a tree without superblock checked with
+a wrong parameter is reported as that, not as corruption.
 
 Examples:
   veritycheck --root-hash=$(cat root.hex) system.img

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,15 @@ func TestNoSuperblockSaltKept(t *testing.T) {
 	}
 	if b := cliRead(t, report.Name()); !bytes.Contains(b, []byte("Salt:")) {
 		t.Errorf("the report file lacks the salt:\n%s", b)
+	}
+}
+
+// TestJSONFlagError: with --json, a bad flag is one JSON object on stdout
+// even when --json comes after it (pflag stops at the bad flag).
+func TestJSONFlagError(t *testing.T) {
+	r := cliRun(t, context.Background(), "--frobnicate", "--json", "d.img")
+	var got struct{ Error, Hint string }
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 2 || got.Error != "unknown flag: --frobnicate" {
+		t.Errorf("exit %d, stdout %q: %v", r.code, r.stdout, err)
 	}
 }

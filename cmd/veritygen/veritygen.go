@@ -66,6 +66,16 @@ DATA is only read, except:
     have written (zero padding, then no more than a whole tree and its
     parity); anything else is refused unless --force.
 
+veritysetup's command line works too: -h is --hash and -s is --salt, as in
+veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
+builds a sha512 tree instead of printing help and writing nothing; and
+'veritygen format DATA HASH' is 'veritygen DATA HASH'.
+
+--no-superblock with a random salt (no --salt) is refused when stdout is a
+pipe or /dev/null: the salt is printed only there, and a tree without
+superblock cannot be checked without it. Give --salt (or --salt=-), or let
+the report go to a terminal or a file.
+
 Examples:
   veritygen system.img                       tree in system.img.verity
   veritygen --root-hash-file=root.hex system.img system.verity
