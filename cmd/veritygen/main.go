@@ -17,7 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if isVeritysetup(os.Args[0]) {
-		code = runVeritysetup(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		code = runVeritysetup(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	} else {
 		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
 	}

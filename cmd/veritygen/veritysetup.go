@@ -116,7 +116,7 @@ var vsActivationOnly = []string{"ignore-corruption", "ignore-zero-blocks", "rest
 // vsOptions are veritysetup's options, numbers kept as text so that a bad
 // one gets veritysetup's message rather than pflag's.
 type vsOptions struct {
-	hash, salt, uuid, format                            string
+	hash, salt, uuid, format                             string
 	dataBlockSize, hashBlockSize, dataBlocks, hashOffset string
 	noSuperblock                                         bool
 	rootHashFile, fecDevice, fecOffset, fecRoots         string
@@ -127,9 +127,10 @@ type vsOptions struct {
 // vsFailure is a failure reported as veritysetup reports it: lines on
 // stderr (after the short usage when usage is set) and an exit code.
 type vsFailure struct {
-	code  int
-	usage bool
-	lines []string
+	code     int
+	usage    bool
+	prefixed bool // the lines start with the invocation name
+	lines    []string
 }
 
 func (f *vsFailure) Error() string { return strings.Join(f.lines, "; ") }
@@ -139,13 +140,14 @@ func vsFail(code int, format string, args ...any) *vsFailure {
 }
 
 // vsUsageFail is a command-line mistake: veritysetup prints its short usage
-// and the message prefixed with its name.
+// and the message prefixed with the name it was invoked by (argv[0]).
 func vsUsageFail(format string, args ...any) *vsFailure {
-	return &vsFailure{code: vsEINVAL, usage: true, lines: []string{vsName + ": " + fmt.Sprintf(format, args...)}}
+	return &vsFailure{code: vsEINVAL, usage: true, lines: []string{fmt.Sprintf(format, args...)}, prefixed: true}
 }
 
-// runVeritysetup is main for the front.
-func runVeritysetup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runVeritysetup is main for the front; argv0 is the name it was invoked
+// by, which veritysetup's usage errors start with.
+func runVeritysetup(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
 	var o vsOptions
 	err := o.parse(args)
 	verbose := o.verbose || o.debug
@@ -173,6 +175,9 @@ func runVeritysetup(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprint(stderr, vsUsage)
 		}
 		for _, l := range f.lines {
+			if f.prefixed {
+				l = argv0 + ": " + l
+			}
 			fmt.Fprintln(stderr, l)
 		}
 		code = f.code
@@ -262,12 +267,12 @@ func (o *vsOptions) action(ctx context.Context, args []string, stdout, stderr io
 	case "format", "verify", "dump":
 	case "open", "create", "close", "remove", "status":
 		f := vsUsageFail("Unknown action.")
-		f.lines = append(f.lines, fmt.Sprintf("%s: %s: this veritysetup is veritygen, which only formats, verifies and dumps; "+
-			"use cryptsetup's veritysetup to %s a device", vsName, verb, verb))
+		f.lines = append(f.lines, fmt.Sprintf("%s: this veritysetup is veritygen, which only formats, verifies and dumps; "+
+			"use cryptsetup's veritysetup to %s a device", verb, verb))
 		return f
 	default:
 		f := vsUsageFail("Unknown action.")
-		f.lines = append(f.lines, vsName+": this veritysetup is veritygen, which only formats, verifies and dumps")
+		f.lines = append(f.lines, "this veritysetup is veritygen, which only formats, verifies and dumps")
 		return f
 	}
 	for _, name := range vsActivationOnly {
@@ -552,15 +557,12 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if rootText != "" {
 		root, err = verity.ParseRootHash("root hash", rootText)
 	} else {
-		var rerr error
-		if root, rerr = verity.ReadRootHashFile(ctx, o.rootHashFile); rerr != nil {
+		if _, serr := os.Stat(o.rootHashFile); serr != nil {
 			// veritysetup 2.6.1 says so but exits 0 without verifying
 			// anything: a script would take that for success.
-			if errors.Is(rerr, fs.ErrNotExist) || errors.Is(rerr, fs.ErrPermission) {
-				return vsFail(vsENODEV, "Cannot read root hash file %s.", o.rootHashFile)
-			}
-			err = rerr
+			return vsFail(vsENODEV, "Cannot read root hash file %s.", o.rootHashFile)
 		}
+		root, err = verity.ReadRootHashFile(ctx, o.rootHashFile)
 	}
 	if err != nil || g != nil && len(root) != g.DigestSize {
 		return vsFail(vsEINVAL, "Invalid root hash string specified.")
@@ -586,6 +588,14 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 		return nil
 	}
 	lines, code := first.report(g, res.Report)
+	if code == vsEINVAL && g.Levels > 0 {
+		// The top block does not match the root hash: veritysetup, which
+		// checks from the data up, blames the root hash only if
+		// everything under the top block matches it.
+		if lines, code, err = vsBelowTop(ctx, dataPath, hashPath, g, vo); err != nil {
+			return err
+		}
+	}
 	if code == vsOK {
 		return nil // only the superblock's reserved bytes, which veritysetup ignores
 	}
@@ -613,6 +623,43 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	}
 	fmt.Fprintf(stderr, "Found %d repairable errors with FEC device.\n", n)
 	return nil
+}
+
+// vsBelowTop verifies everything under the top block against the top
+// block as it is: the root hash it stands for is its own digest.
+func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
+	wrongRoot := []string{"Verification of root hash failed."}
+	f, err := os.Open(hashPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	top := make([]byte, g.HashBlockSize)
+	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
+		return nil, 0, err
+	}
+	h := g.Hash.New()
+	if g.Format == 1 {
+		h.Write(g.Salt)
+		h.Write(top)
+	} else {
+		h.Write(top)
+		h.Write(g.Salt)
+	}
+	own := *vo
+	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
+	first := vsFirstProblem{g: g}
+	own.OnProblem, own.Start = first.see, nil
+	res, err := verity.Verify(ctx, dataPath, hashPath, h.Sum(nil), &own)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer res.Close()
+	if first.p == nil {
+		return wrongRoot, vsEINVAL, nil
+	}
+	lines, code := first.report(g, res.Report)
+	return lines, code, nil
 }
 
 // vsFirstProblem keeps the problem veritysetup would have stopped at: it
@@ -663,7 +710,7 @@ func (f *vsFirstProblem) report(g *merkle.Geometry, rep *merkle.VerifyReport) ([
 		return nil, vsOK
 	}
 	if at, ok := vsPadding(p); ok {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+vsSpareStart(g, at)),
+		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+vsSpareStart(g, p.Level, p.Index, at)),
 			"Verification of data area failed."}, vsEPERM
 	}
 	if p.Level == g.TopLevel() && rep.RootMismatch {
@@ -675,17 +722,20 @@ func (f *vsFirstProblem) report(g *merkle.Geometry, rep *merkle.VerifyReport) ([
 		"Verification of data area failed."}, vsEPERM
 }
 
-// vsSpareStart returns where the spare area holding byte at of a hash block
-// starts, as veritysetup reports it: the padding after a digest in its
-// slot, or the rest of the block after the last slot.
-func vsSpareStart(g *merkle.Geometry, at int) uint64 {
-	if g.Format == 1 && g.DigestSlot > g.DigestSize {
-		slot := at / g.DigestSlot
-		if off := at - slot*g.DigestSlot; off >= g.DigestSize && slot < g.HashesPerBlock {
-			return uint64(slot*g.DigestSlot + g.DigestSize)
-		}
+// vsSpareStart returns where the spare area holding byte at of hash block
+// (level, index) starts, as veritysetup reports it: the padding after a
+// digest in its slot, or the rest of the block after the digests it holds.
+func vsSpareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) uint64 {
+	children := g.DataBlocks
+	if level > 0 {
+		children = g.LevelBlocks[level-1]
 	}
-	return uint64(at)
+	n := int(min(uint64(g.HashesPerBlock), children-index*uint64(g.HashesPerBlock)))
+	if used := n * g.DigestSlot; at >= used {
+		return uint64(used)
+	}
+	slot := at / g.DigestSlot
+	return uint64(slot*g.DigestSlot + g.DigestSize)
 }
 
 // vsRepairableBytes counts the bytes the repair would change: what
