@@ -7,6 +7,7 @@ package main
 // is installed. It is one more caller of the library's verbs.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -422,7 +423,8 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 			return vsFail(vsEINVAL, "Cannot create root hash file %s for writing.", p)
 		}
 	}
-	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"),
+	// Raw: veritysetup reads an Android sparse image as the bytes it is.
+	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
 	if o.verbose || o.debug {
 		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
@@ -536,7 +538,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 			return err
 		}
 	}
-	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset},
+	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, MaxProblems: 1}
 	var g *merkle.Geometry
 	if o.noSuperblock {
@@ -587,14 +589,9 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if res.Verified {
 		return nil
 	}
-	lines, code := first.report(g, res.Report)
-	if code == vsEINVAL && g.Levels > 0 {
-		// The top block does not match the root hash: veritysetup, which
-		// checks from the data up, blames the root hash only if
-		// everything under the top block matches it.
-		if lines, code, err = vsBelowTop(ctx, dataPath, hashPath, g, vo); err != nil {
-			return err
-		}
+	lines, code, err := first.report(ctx, dataPath, hashPath, res.Report, vo)
+	if err != nil {
+		return err
 	}
 	if code == vsOK {
 		return nil // only the superblock's reserved bytes, which veritysetup ignores
@@ -626,9 +623,10 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 }
 
 // vsBelowTop verifies everything under the top block against the top
-// block as it is: the root hash it stands for is its own digest.
+// block as it is (the root hash it stands for is its own digest), and
+// reports what that finds: veritysetup, which checks from the data up,
+// blames the root hash only if everything under the top block matches it.
 func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
-	wrongRoot := []string{"Verification of root hash failed."}
 	f, err := os.Open(hashPath)
 	if err != nil {
 		return nil, 0, err
@@ -638,56 +636,171 @@ func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geomet
 	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
 		return nil, 0, err
 	}
-	h := g.Hash.New()
-	if g.Format == 1 {
-		h.Write(g.Salt)
-		h.Write(top)
-	} else {
-		h.Write(top)
-		h.Write(g.Salt)
-	}
 	own := *vo
 	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
 	first := vsFirstProblem{g: g}
 	own.OnProblem, own.Start = first.see, nil
-	res, err := verity.Verify(ctx, dataPath, hashPath, h.Sum(nil), &own)
+	res, err := verity.Verify(ctx, dataPath, hashPath, vsDigest(g, top), &own)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer res.Close()
-	if first.p == nil {
-		return wrongRoot, vsEINVAL, nil
+	if first.definite == nil && first.changed == nil {
+		return []string{"Verification of root hash failed."}, vsEINVAL, nil
 	}
-	lines, code := first.report(g, res.Report)
-	return lines, code, nil
+	return first.report(ctx, dataPath, hashPath, res.Report, nil)
 }
 
-// vsFirstProblem keeps the problem veritysetup would have stopped at: it
-// checks level by level from the data up, each block against the digest
-// its parent holds, and each hash block's spare area after its digests.
+// vsFirstChildMismatch returns the offset of the first block under hash
+// block (level, index) whose digest is not the one the block holds.
+func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
+	hash, err := os.Open(hashPath)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer hash.Close()
+	children, size := hash, g.HashBlockSize
+	count := uint64(0)
+	if level == 0 {
+		data, err := os.Open(dataPath)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		defer data.Close()
+		children, size, count = data, g.DataBlockSize, g.DataBlocks
+	} else {
+		count = g.LevelBlocks[level-1]
+	}
+	block := make([]byte, g.HashBlockSize)
+	if _, err := hash.ReadAt(block, int64(g.BlockOffset(level, index))); err != nil {
+		return 0, 0, false, err
+	}
+	child := make([]byte, size)
+	hpb := uint64(g.HashesPerBlock)
+	for i = 0; i < hpb && index*hpb+i < count; i++ {
+		c := index*hpb + i
+		off = c * uint64(size)
+		if level > 0 {
+			off = g.BlockOffset(level-1, c)
+		}
+		if _, err := children.ReadAt(child, int64(off)); err != nil {
+			return 0, 0, false, err
+		}
+		slot := block[i*uint64(g.DigestSlot):][:g.DigestSize]
+		if !bytes.Equal(vsDigest(g, child), slot) {
+			return i, off, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// vsDigest is the salted digest of a block, as the tree stores it.
+func vsDigest(g *merkle.Geometry, block []byte) []byte {
+	h := g.Hash.New()
+	if g.Format == 1 {
+		h.Write(g.Salt)
+		h.Write(block)
+	} else {
+		h.Write(block)
+		h.Write(g.Salt)
+	}
+	return h.Sum(nil)
+}
+
+// vsFirstProblem finds the problem veritysetup would have stopped at: it
+// checks level by level from the data up (stage s checks the blocks of
+// level s-1, the data for stage 0, against the digests of level s), each
+// block against the digest its parent holds, and each hash block's spare
+// area right after the digests it holds. The library checks top down and
+// does not look under a hash block that does not match its parent
+// ("changed"): where veritysetup stops under it is found by checking its
+// children against it.
 type vsFirstProblem struct {
-	g     *merkle.Geometry
-	p     *merkle.CorruptionError
-	stage int
-	pos   uint64
+	g *merkle.Geometry
+	// definite is the first data block that does not match, or the first
+	// hash block with a bad spare area, in veritysetup's order (stage,
+	// pos: positions count the checked blocks twice over, so that the
+	// padding of block k comes after its children's).
+	definite *merkle.CorruptionError
+	stage    int
+	pos      uint64
+	// changed is the lowest, first hash block whose digests changed.
+	changed *merkle.CorruptionError
 }
 
 func (f *vsFirstProblem) see(p *merkle.CorruptionError) {
 	if p.Level == merkle.HeaderLevel || f.g == nil {
 		return // veritysetup does not check the superblock's reserved bytes
 	}
-	// Stage s checks the blocks of level s-1 (the data for stage 0)
-	// against the digests of level s, in order, and a block's padding
-	// right after the digests it holds: positions count the checked
-	// blocks twice over, the padding of block k coming after its
-	// children's.
+	if _, pad := vsPadding(p); p.Level.IsTree() && !pad {
+		if c := f.changed; c == nil || p.Level < c.Level || p.Level == c.Level && p.Index < c.Index {
+			f.changed = p
+		}
+		return
+	}
 	stage, pos := int(p.Level)+1, 2*p.Index
-	if _, ok := vsPadding(p); ok {
+	if p.Level.IsTree() { // padding
 		stage, pos = int(p.Level), 2*(p.Index+1)*uint64(f.g.HashesPerBlock)-1
 	}
-	if f.p == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-		f.p, f.stage, f.pos = p, stage, pos
+	if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
+		f.definite, f.stage, f.pos = p, stage, pos
 	}
+}
+
+// report returns veritysetup's messages for what verification found, and
+// its exit code (vsOK if only what veritysetup does not check is wrong).
+// vo, when not nil, are the options to verify again under a top block that
+// does not match the root hash.
+func (f *vsFirstProblem) report(ctx context.Context, dataPath, hashPath string, rep *merkle.VerifyReport, vo *verity.VerifyOptions) ([]string, int, error) {
+	g := f.g
+	if c := f.changed; c != nil && c.Level == g.TopLevel() && rep.RootMismatch && vo != nil {
+		return vsBelowTop(ctx, dataPath, hashPath, g, vo)
+	}
+	if f.definite == nil && f.changed == nil {
+		if rep.RootMismatch {
+			return []string{"Verification of root hash failed."}, vsEINVAL, nil
+		}
+		return nil, vsOK, nil
+	}
+	if g.Levels == 0 && rep.RootMismatch {
+		return []string{"Verification of root hash failed."}, vsEINVAL, nil
+	}
+	failedAt := func(off uint64) []string {
+		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
+	}
+	if c := f.changed; c != nil {
+		hpb := uint64(g.HashesPerBlock)
+		i, off, ok, err := vsFirstChildMismatch(g, dataPath, hashPath, c.Level, c.Index)
+		if err != nil {
+			return nil, 0, err
+		}
+		stage, pos := int(c.Level), 2*(c.Index*hpb+i)
+		if !ok { // cannot be: its digests changed; say where it is
+			stage, pos, off = int(c.Level)+1, 2*c.Index, c.Offset
+		}
+		// The child that does not match may have changed too, and so on
+		// down: veritysetup stops at the lowest.
+		for level, index := c.Level, c.Index*hpb+i; ok && level > 0; level-- {
+			ci, coff, cok, err := vsFirstChildMismatch(g, dataPath, hashPath, level-1, index)
+			if err != nil {
+				return nil, 0, err
+			}
+			if !cok {
+				break
+			}
+			stage, pos, off = int(level)-1, 2*(index*hpb+ci), coff
+			index = index*hpb + ci
+		}
+		if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
+			return failedAt(off), vsEPERM, nil
+		}
+	}
+	p := f.definite
+	if at, ok := vsPadding(p); ok {
+		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+vsSpareStart(g, p.Level, p.Index, at)),
+			"Verification of data area failed."}, vsEPERM, nil
+	}
+	return failedAt(p.Offset), vsEPERM, nil
 }
 
 // vsPadding returns the byte of the block where a padding problem is.
@@ -697,29 +810,6 @@ func vsPadding(p *merkle.CorruptionError) (int, bool) {
 		return 0, false
 	}
 	return at, true
-}
-
-// report returns veritysetup's messages for what verification found, and
-// its exit code (vsOK if only what veritysetup does not check is wrong).
-func (f *vsFirstProblem) report(g *merkle.Geometry, rep *merkle.VerifyReport) ([]string, int) {
-	p := f.p
-	if p == nil {
-		if rep.RootMismatch {
-			return []string{"Verification of root hash failed."}, vsEINVAL
-		}
-		return nil, vsOK
-	}
-	if at, ok := vsPadding(p); ok {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+vsSpareStart(g, p.Level, p.Index, at)),
-			"Verification of data area failed."}, vsEPERM
-	}
-	if p.Level == g.TopLevel() && rep.RootMismatch {
-		// The top block does not match the root hash, and nothing under it
-		// is wrong: veritysetup blames the root hash.
-		return []string{"Verification of root hash failed."}, vsEINVAL
-	}
-	return []string{fmt.Sprintf("Verification failed at position %d.", p.Offset),
-		"Verification of data area failed."}, vsEPERM
 }
 
 // vsSpareStart returns where the spare area holding byte at of hash block
