@@ -372,7 +372,7 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 }
 
 // fec checks the FEC options against the tree's block sizes.
-func (o *vsOptions) fec(t *verity.TreeOptions) (offset uint64, roots int, err error) {
+func (o *vsOptions) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, err error) {
 	if o.fecDevice == "" {
 		return 0, 0, nil
 	}
@@ -404,7 +404,7 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 	if err != nil {
 		return err
 	}
-	fecOffset, fecRoots, err := o.fec(&t)
+	fecOffset, fecRoots, err := o.fecOptions(&t)
 	if err != nil {
 		return err
 	}
@@ -521,7 +521,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if err != nil {
 		return err
 	}
-	fecOffset, fecRoots, err := o.fec(&t)
+	fecOffset, fecRoots, err := o.fecOptions(&t)
 	if err != nil {
 		return err
 	}
