@@ -15,7 +15,12 @@ func main() {
 	cli.LimitMemory()
 	cli.PreferImplementationsFromEnv()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
+	var code int
+	if isVeritysetup(os.Args[0]) {
+		code = runVeritysetup(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,103 @@
+package verity
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// TestFormatInPlaceKeepsBytes: an existing HASH that is not a tree is
+// written in place, as veritysetup writes it: the superblock and the tree
+// are Format's, every other byte (between the superblock and the tree,
+// past the tree) and the file's mode are kept.
+func TestFormatInPlaceKeepsBytes(t *testing.T) {
+	dir := t.TempDir()
+	dataPath := filepath.Join(dir, "data.img")
+	fmtImage(t, dataPath, 16*4096)
+	ref, err := Format(context.Background(), dataPath, filepath.Join(dir, "ref.verity"), fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmtRead(t, ref.HashPath)
+
+	hashPath := filepath.Join(dir, "existing.bin")
+	old := bytes.Repeat([]byte("not a tree "), 2000) // 22000 bytes, past the tree's 8192
+	if err := os.WriteFile(hashPath, old, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hashPath, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	res, err := FormatInPlace(context.Background(), dataPath, hashPath, fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.RootHash, ref.RootHash) {
+		t.Errorf("root hash %x, Format's %x", res.RootHash, ref.RootHash)
+	}
+	got := fmtRead(t, hashPath)
+	g := res.Geometry
+	tree := g.TreeOffset()
+	switch {
+	case len(got) != len(old):
+		t.Fatalf("HASH is %d bytes, want its %d kept", len(got), len(old))
+	case !bytes.Equal(got[:merkle.SuperblockSize], want[:merkle.SuperblockSize]):
+		t.Error("the superblock is not Format's")
+	case !bytes.Equal(got[merkle.SuperblockSize:tree], old[merkle.SuperblockSize:tree]):
+		t.Error("the bytes between the superblock and the tree were not kept")
+	case !bytes.Equal(got[tree:g.HashEnd()], want[tree:g.HashEnd()]):
+		t.Error("the tree is not Format's")
+	case !bytes.Equal(got[g.HashEnd():], old[g.HashEnd():]):
+		t.Error("the bytes past the tree were not kept")
+	}
+	if info, err := os.Stat(hashPath); err != nil || info.Mode().Perm() != 0o640 {
+		t.Errorf("HASH mode %v (%v), want 0640 kept", info.Mode().Perm(), err)
+	}
+}
+
+// TestFormatInPlaceNewFiles: new outputs are created 0600, as veritysetup
+// creates them, and the root hash file holds the root hash.
+func TestFormatInPlaceNewFiles(t *testing.T) {
+	dir := t.TempDir()
+	dataPath := filepath.Join(dir, "data.img")
+	fmtImage(t, dataPath, 16*4096)
+	opts := fixedOptions()
+	opts.FECDevice = filepath.Join(dir, "fec.bin")
+	opts.RootHashFile = filepath.Join(dir, "root.hex")
+	res, err := FormatInPlace(context.Background(), dataPath, filepath.Join(dir, "tree.bin"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tree.bin", "fec.bin", "root.hex"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", name, info.Mode().Perm(), err)
+		}
+	}
+	if got := string(fmtRead(t, opts.RootHashFile)); got != hex.EncodeToString(res.RootHash) {
+		t.Errorf("root hash file holds %q, want %x", got, res.RootHash)
+	}
+}
+
+// TestFormatInPlaceCanceled: a run stopped before hashing leaves no file it
+// created (veritysetup would leave an empty HASH).
+func TestFormatInPlaceCanceled(t *testing.T) {
+	dir := t.TempDir()
+	dataPath := filepath.Join(dir, "data.img")
+	fmtImage(t, dataPath, 16*4096)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opts := fixedOptions()
+	opts.FECDevice = filepath.Join(dir, "fec.bin")
+	if _, err := FormatInPlace(ctx, dataPath, filepath.Join(dir, "tree.bin"), opts); err == nil {
+		t.Fatal("a canceled run succeeded")
+	}
+	if got := fmtListing(t, dir); got != "data.img:65536" {
+		t.Errorf("left %s, want only data.img", got)
+	}
+}
