@@ -82,7 +82,11 @@ func randomRuns(rng *rand.Rand, dbs int, blocks uint64) []Run {
 
 func TestBuildRunsMatchModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for i := range 40 {
+	cases := 40
+	if testing.Short() {
+		cases = 12 // three of them several chunks long
+	}
+	for i := range cases {
 		p := randomParams(rng)
 		if i%4 == 0 {
 			p.DataBlocks = 5000 + uint64(rng.IntN(3000)) // several chunks

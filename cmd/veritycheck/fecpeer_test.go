@@ -188,6 +188,10 @@ func fecPeerTrial(t *testing.T, master *fecMade, rng *rand.Rand, d *fecDamage) (
 func TestFECRepairAgainstVeritysetup(t *testing.T) {
 	vsPath(t)
 	seed := campSeed(t)
+	trials := 24
+	if testing.Short() {
+		trials = 6 // two of each kind
+	}
 	for i, roots := range []int{2, 3, 8, 13, 24} {
 		c := fecCase{name: fmt.Sprint("r", roots), maker: "veritysetup", alg: "sha256", format: 1, bs: 1024, blocks: 1500 + 97*i,
 			roots: roots, layout: "separate"}
@@ -196,7 +200,7 @@ func TestFECRepairAgainstVeritysetup(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 900+uint64(i)))
 			master := fecMake(t, &c, rng.Uint64())
 			tally := map[string]int{}
-			for trial := range 24 {
+			for trial := range trials {
 				kind := []string{"whole", "scattered", "mixed"}[trial%3]
 				vsOK, repaired := fecPeerTrial(t, master, rng, randomDamage(master, rng, kind))
 				tally[fmt.Sprintf("%s: veritysetup %v, veritycheck %v", kind, vsOK, repaired)]++

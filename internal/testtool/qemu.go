@@ -57,9 +57,12 @@ var qemuFor = map[string]string{"arm64": "qemu-aarch64", "arm": "qemu-arm", "amd
 // t.Parallel would cap it at GOMAXPROCS), and reports each run as a subtest
 // that fails unless the binary passed and its -test.v output shows the
 // test mustPass passing: a run that skipped everything does not count.
-// qemu-user and go are required (see Require).
+// qemu-user and go are required (see Require). Under -short nothing runs
+// (see Long): the cross builds and the emulated CPUs take most of the
+// quick command's time otherwise.
 func RunUnderQEMU(t *testing.T, runs []QEMURun, mustPass string) {
 	t.Helper()
+	Long(t, "the qemu-user runs")
 	goTool := Require(t, "go")
 	qemu := map[string]string{}
 	var builds []CrossBuild
@@ -106,7 +109,7 @@ func RunUnderQEMU(t *testing.T, runs []QEMURun, mustPass string) {
 	for i, r := range runs {
 		wg.Go(func() {
 			args := append([]string{"-cpu", r.CPU, bins[r.Build], "-test.count=1", "-test.v"}, r.Args...)
-			if !r.Full || testing.Short() {
+			if !r.Full {
 				args = append(args, "-test.short")
 			}
 			cmd := exec.Command(qemu[r.Build.GOARCH], args...)

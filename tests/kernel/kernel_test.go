@@ -547,7 +547,9 @@ func (p *prepared) mustFail() bool { return p.corrupt != "" && !p.readsOK && !p.
 // TestDMVerity opens veritygen's trees with Linux's own dm-verity: one
 // Debian kernel boot under qemu reads every case through a verity target
 // whose table is veritygen's own (--json `table`, `table_sectors`).
+// -short leaves it out: it boots a VM, and first downloads the kernel.
 func TestDMVerity(t *testing.T) {
+	testtool.Long(t, "the kernel boot")
 	start := time.Now()
 	qemu := testtool.Require(t, "qemu-system-x86_64")
 	busybox := testtool.Require(t, "busybox")
