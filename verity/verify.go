@@ -54,10 +54,10 @@ type VerifyOptions struct {
 	// OnProblem, if set, is called with every problem the verification
 	// finds, capped or not, in report order, from one goroutine.
 	OnProblem func(*merkle.CorruptionError)
-	// Start, if set, is called once the options and files passed every
+	// OnStart, if set, is called once the options and files passed every
 	// check, before the data is read: with the tree and the data (e.g.
 	// to say how large a sparse image expands).
-	Start func(g *merkle.Geometry, data *Source)
+	OnStart func(g *merkle.Geometry, data *Source)
 	// Progress, if set, is called as the data is checked (StageHashing,
 	// in bytes of data), and with FECDevice as the repair is planned
 	// (StageRepairing), written (StageWriting) and read back
@@ -199,8 +199,8 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	if parity != nil {
 		res.FEC = parity.info()
 	}
-	if opts.Start != nil {
-		opts.Start(g, src)
+	if opts.OnStart != nil {
+		opts.OnStart(g, src)
 	}
 	var progress func(uint64)
 	if opts.Progress != nil {

@@ -395,7 +395,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	var bar *cli.Progress
 	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
-	vo.Start = func(g *merkle.Geometry, src *verity.Source) {
+	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
 		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 		}

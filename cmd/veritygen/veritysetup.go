@@ -574,7 +574,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if g == nil {
 		// Without superblock the tree is known once Verify has checked
 		// the options.
-		vo.Start = func(tg *merkle.Geometry, _ *verity.Source) { first.g = tg }
+		vo.OnStart = func(tg *merkle.Geometry, _ *verity.Source) { first.g = tg }
 	}
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
 	if err != nil {
@@ -639,7 +639,7 @@ func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geomet
 	own := *vo
 	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
 	first := vsFirstProblem{g: g}
-	own.OnProblem, own.Start = first.see, nil
+	own.OnProblem, own.OnStart = first.see, nil
 	res, err := verity.Verify(ctx, dataPath, hashPath, vsDigest(g, top), &own)
 	if err != nil {
 		return nil, 0, err
