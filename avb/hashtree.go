@@ -284,13 +284,12 @@ func MaxImageSize(o *HashtreeFooterOptions) (int64, error) {
 // prepared is what AddHashtreeFooter reads and checks before it touches the
 // image.
 type prepared struct {
-	hash      *hashes.Algorithm
-	salt      []byte
-	chains    []Descriptor
-	included  []Descriptor
-	minor     uint32
-	release   string
-	pubKeyLen int
+	hash     *hashes.Algorithm
+	salt     []byte
+	chains   []Descriptor
+	included []Descriptor
+	minor    uint32
+	release  string
 }
 
 func (o *HashtreeFooterOptions) prepare() (*prepared, error) {

@@ -27,7 +27,7 @@ func EncodePublicKey(pub *rsa.PublicKey) ([]byte, error) {
 			"RSA public exponent %d: AVB assumes 65537", pub.E)
 	}
 	bitLen := pub.N.BitLen()
-	numBits := 1
+	numBits := 8 // whole bytes, even for a toy modulus: n is stored in numBits/8 bytes
 	for numBits < bitLen {
 		numBits <<= 1
 	}

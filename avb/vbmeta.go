@@ -39,18 +39,18 @@ var vbmetaMagic = []byte("AVB0")
 // in the authentication block, those of the key, key metadata and
 // descriptors in the auxiliary block.
 type Header struct {
-	RequiredLibavbMajor, RequiredLibavbMinor      uint32
-	AuthenticationBlockSize, AuxiliaryBlockSize   uint64
-	AlgorithmType                                 uint32
-	HashOffset, HashSize                          uint64
-	SignatureOffset, SignatureSize                uint64
-	PublicKeyOffset, PublicKeySize                uint64
+	RequiredLibavbMajor, RequiredLibavbMinor       uint32
+	AuthenticationBlockSize, AuxiliaryBlockSize    uint64
+	AlgorithmType                                  uint32
+	HashOffset, HashSize                           uint64
+	SignatureOffset, SignatureSize                 uint64
+	PublicKeyOffset, PublicKeySize                 uint64
 	PublicKeyMetadataOffset, PublicKeyMetadataSize uint64
-	DescriptorsOffset, DescriptorsSize            uint64
-	RollbackIndex                                 uint64
-	Flags                                         uint32
-	RollbackIndexLocation                         uint32
-	ReleaseString                                 string
+	DescriptorsOffset, DescriptorsSize             uint64
+	RollbackIndex                                  uint64
+	Flags                                          uint32
+	RollbackIndexLocation                          uint32
+	ReleaseString                                  string
 }
 
 // Encode returns the header's 256 bytes. A release string longer than 47
