@@ -167,8 +167,11 @@ type HashtreeFooterResult struct {
 	VBMeta []byte
 	// Footer is the footer written; nil with DoNotAppendVBMeta.
 	Footer *Footer
-	// OriginalSize is the image's size before; Size the file's after.
+	// OriginalSize is the image's size before; Size after (both as
+	// expanded, for a sparse image).
 	OriginalSize, Size uint64
+	// Sparse: the image is an Android sparse image, and stays one.
+	Sparse bool
 }
 
 func (o *HashtreeFooterOptions) hashName() string {
@@ -402,14 +405,14 @@ func chainKey(c ChainPartition) string {
 // byte: it pads the image at imagePath with zeros, appends its dm-verity
 // tree (and with FEC the parity), then a vbmeta blob with a hashtree
 // descriptor, signed if asked, and a footer in the partition's last
-// 4096-byte block. The image is hashed once (by verity.Format). Run on its
-// own output it finds the footer and starts again from the original image,
-// which gives the same file.
+// 4096-byte block. The image is hashed once (a raw image by verity.Format).
+// Run on its own output it finds the footer and starts again from the
+// original image, which gives the same file. An Android sparse image gets
+// sparse chunks appended, as avbtool appends them (no FEC then).
 //
 // Every option, the key and the sizes are checked before the image is
 // touched; a failure after that cuts the image back to its original size
-// (as avbtool does: an earlier footer is then gone too). Android sparse
-// images are not taken yet.
+// (as avbtool does: an earlier footer is then gone too).
 func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterOptions) (*HashtreeFooterResult, error) {
 	if o == nil {
 		o = &HashtreeFooterOptions{}
@@ -430,22 +433,42 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if !fi.Mode().IsRegular() {
 		return nil, inputErr("", "image %s is not a regular file", imagePath)
 	}
+	// ib is the unit avbtool appends in: 4096 bytes, or a sparse image's
+	// block size.
+	ib := uint64(imageBlockSize)
+	var sw *sparseWriter
+	var size uint64
+	var tailReader io.ReaderAt = f
 	if isSparse(f) {
-		return nil, inputErr("expand it first: simg2img "+imagePath+" RAW.img", "image %s is an Android sparse image, which AddHashtreeFooter does not take yet", imagePath)
+		if sw, err = openSparseWriter(f); err != nil {
+			return nil, prefixErr(imagePath, err)
+		}
+		if o.FEC {
+			return nil, paramErr("FEC", "expand the image first (simg2img), or leave FEC out",
+				"FEC of an Android sparse image is not done yet")
+		}
+		ib, size = sw.blk, sw.size()
+		src, err := verity.OpenSource(imagePath, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer src.Close()
+		tailReader = src
+	} else {
+		size = uint64(fi.Size())
 	}
-	size := uint64(fi.Size())
-	if o.PartitionSize > 0 && o.PartitionSize%imageBlockSize != 0 {
-		return nil, paramErr("PartitionSize", fmt.Sprintf("round it up: %d", roundUp(o.PartitionSize, imageBlockSize)),
-			"partition size of %d is not a multiple of the image block size %d", o.PartitionSize, imageBlockSize)
+	if o.PartitionSize > 0 && o.PartitionSize%ib != 0 {
+		return nil, paramErr("PartitionSize", fmt.Sprintf("round it up: %d", roundUp(o.PartitionSize, ib)),
+			"partition size of %d is not a multiple of the image block size %d", o.PartitionSize, ib)
 	}
-	if o.PartitionSize == 0 && size%imageBlockSize != 0 {
-		return nil, inputErr("give a partition size, or pad the image to a multiple of 4096 bytes",
-			"file size of %d is not a multiple of the image block size %d", size, imageBlockSize)
+	if o.PartitionSize == 0 && size%ib != 0 {
+		return nil, inputErr(fmt.Sprintf("give a partition size, or pad the image to a multiple of %d bytes", ib),
+			"file size of %d is not a multiple of the image block size %d", size, ib)
 	}
 	orig := size
 	if size >= FooterSize {
 		b := make([]byte, FooterSize)
-		if _, err := f.ReadAt(b, int64(size-FooterSize)); err != nil {
+		if _, err := tailReader.ReadAt(b, int64(size-FooterSize)); err != nil {
 			return nil, ioErr("image %s: %v", imagePath, err)
 		}
 		if old, err := ParseFooter(b); err == nil {
@@ -470,29 +493,39 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 				"image size of %d exceeds maximum image size of %d in order to fit in a partition size of %d", rounded, maxSize, o.PartitionSize)
 		}
 	}
-	// avbtool pads the image to its own 4096-byte blocks too, and lays the
-	// tree out for the image rounded to the tree's blocks only: with
-	// blocks under 4096 the two sizes can give trees of different sizes,
-	// for which avbtool writes a tree the kernel would not read.
-	imageSize := roundUp(orig, max(bs, imageBlockSize))
+	// avbtool pads the image to its own blocks too, and lays the tree out
+	// for the image rounded to the tree's blocks only: with blocks under
+	// 4096 the two sizes can give trees of different sizes, for which
+	// avbtool writes a tree the kernel would not read.
+	imageSize := roundUp(orig, max(bs, ib))
 	slot := digestSlot(p.hash.Size())
 	if treeSize(rounded, bs, slot) != treeSize(imageSize, bs, slot) {
 		return nil, inputErr(fmt.Sprintf("pad the image with zeros to %d bytes first", imageSize),
 			"image of %d bytes: avbtool's tree layout for %d-byte blocks is inconsistent at this size", orig, bs)
+	}
+	if sw != nil && imageSize != orig {
+		return nil, inputErr("", "sparse image of %d bytes is not a multiple of the tree's block size %d", orig, bs)
 	}
 	if imageSize > 1<<62 {
 		return nil, inputErr("", "image %s is too large", imagePath)
 	}
 
 	// From here on the image changes: any failure cuts it back.
+	var out sink = &rawSink{f: f}
+	if sw != nil {
+		out = sw
+	}
 	done := false
 	defer func() {
 		if !done {
-			_ = f.Truncate(int64(orig))
+			_ = out.truncate(orig)
 		}
 	}()
-	if err := f.Truncate(int64(imageSize)); err != nil {
-		return nil, ioErr("image %s: %v", imagePath, err)
+	if err := out.truncate(orig); err != nil {
+		return nil, err
+	}
+	if err := out.truncate(imageSize); err != nil {
+		return nil, err
 	}
 	ht := &HashtreeDescriptor{
 		DMVerityVersion: 1, ImageSize: imageSize, TreeOffset: imageSize,
@@ -505,18 +538,22 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if o.CheckAtMostOnce {
 		ht.Flags |= HashtreeFlagCheckAtMostOnce
 	}
-	end := imageSize // where the tree and the parity end
 	var root []byte
-	if o.NoHashtree {
-		if root, err = rootOnly(ctx, f, imageSize, bs, p.hash, p.salt, o.Jobs); err != nil {
+	switch {
+	case sw != nil:
+		if root, ht.TreeSize, err = sparseTree(ctx, imagePath, sw, o, p, imageSize); err != nil {
+			return nil, err
+		}
+	case o.NoHashtree:
+		if root, err = rootOnly(ctx, verity.NewSource(f, int64(imageSize)), imageSize, bs, p.hash, p.salt, o, discard{}); err != nil {
 			return nil, err
 		}
 		if o.FEC {
 			ht.FECNumRoots, ht.FECOffset = uint32(o.fecRoots()), imageSize
 		}
-	} else {
+	default:
 		// The tree goes in through verity.Format, which opens and locks the
-		// image itself: this descriptor's lock would conflict.
+		// image itself (a lock held here would conflict).
 		res, err := verity.Format(ctx, imagePath, "", &verity.FormatOptions{
 			TreeOptions: verity.TreeOptions{Hash: p.hash.Name(), Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs), NoSuperblock: true},
 			Append:      true, AppendFEC: o.FEC, FECRoots: o.fecRoots(), Raw: true,
@@ -527,10 +564,13 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 		}
 		root = res.RootHash
 		ht.TreeSize = res.Layout.TreeSize()
-		end = roundUp(imageSize+ht.TreeSize, imageBlockSize)
+		end := roundUp(imageSize+ht.TreeSize, ib)
 		if res.FEC != nil {
 			ht.FECNumRoots, ht.FECOffset, ht.FECSize = uint32(res.FEC.Roots), res.FEC.Offset, res.FEC.Size
-			end = roundUp(res.FEC.Offset+res.FEC.Size, imageBlockSize)
+			end = roundUp(res.FEC.Offset+res.FEC.Size, ib)
+		}
+		if err := out.truncate(end); err != nil {
+			return nil, err
 		}
 	}
 	if !o.UsePersistentDigest {
@@ -557,58 +597,116 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if err != nil {
 		return nil, err
 	}
-	r := &HashtreeFooterResult{Descriptor: ht, RootDigest: root, VBMeta: blob, OriginalSize: orig, Size: end}
+	end := out.size()
+	r := &HashtreeFooterResult{Descriptor: ht, RootDigest: root, VBMeta: blob, OriginalSize: orig, Sparse: sw != nil}
 	if o.OutputVBMeta != "" {
 		if err := writeFileAtomic(o.OutputVBMeta, blob); err != nil {
 			return nil, err
 		}
 	}
-	if o.DoNotAppendVBMeta {
-		if err := f.Truncate(int64(end)); err != nil {
-			return nil, ioErr("image %s: %v", imagePath, err)
+	if !o.DoNotAppendVBMeta {
+		padded := make([]byte, roundUp(uint64(len(blob)), ib))
+		copy(padded, blob)
+		if err := out.appendRaw(padded); err != nil {
+			return nil, err
 		}
-	} else {
-		padded := roundUp(uint64(len(blob)), imageBlockSize)
-		footerAt := end + padded
 		if o.PartitionSize > 0 {
-			if footerAt+imageBlockSize > o.PartitionSize {
-				return nil, inputErr("", "the image, its tree and metadata take %d bytes, more than the partition size %d", footerAt+imageBlockSize, o.PartitionSize)
+			if out.size()+ib > o.PartitionSize {
+				return nil, inputErr("", "the image, its tree and metadata take %d bytes, more than the partition size %d", out.size()+ib, o.PartitionSize)
 			}
-			footerAt = o.PartitionSize - imageBlockSize
+			// Zeros up to the footer's block: a hole, or a DONT_CARE chunk.
+			if err := out.appendHole(o.PartitionSize - out.size() - ib); err != nil {
+				return nil, err
+			}
 		}
 		r.Footer = NewFooter(orig, end, uint64(len(blob)))
-		fb := make([]byte, imageBlockSize)
-		copy(fb[imageBlockSize-FooterSize:], r.Footer.Encode())
-		// Cut first so that the bytes between the vbmeta and the footer
-		// block are a hole of zeros, as avbtool leaves them.
-		if err := f.Truncate(int64(end)); err != nil {
-			return nil, ioErr("image %s: %v", imagePath, err)
+		fb := make([]byte, ib)
+		copy(fb[ib-FooterSize:], r.Footer.Encode())
+		if err := out.appendRaw(fb); err != nil {
+			return nil, err
 		}
-		if _, err := f.WriteAt(blob, int64(end)); err != nil {
-			return nil, ioErr("image %s: %v", imagePath, err)
-		}
-		if _, err := f.WriteAt(fb, int64(footerAt)); err != nil {
-			return nil, ioErr("image %s: %v", imagePath, err)
-		}
-		r.Size = footerAt + imageBlockSize
 	}
 	if err := f.Sync(); err != nil {
 		return nil, ioErr("image %s: %v", imagePath, err)
 	}
+	r.Size = out.size()
 	done = true
 	return r, nil
 }
 
-// rootOnly computes the root digest of the image's first imageSize bytes
-// without writing the tree (avbtool's --no_hashtree).
-func rootOnly(ctx context.Context, f *os.File, imageSize, bs uint64, h *hashes.Algorithm, salt []byte, jobs int) ([]byte, error) {
+// sink is where AddHashtreeFooter appends: a raw file, or an Android
+// sparse image (a sparseWriter). Sizes are of the image as expanded.
+type sink interface {
+	size() uint64
+	truncate(size uint64) error
+	appendRaw(b []byte) error
+	appendHole(n uint64) error
+}
+
+type rawSink struct {
+	f   *os.File
+	end uint64
+}
+
+func (s *rawSink) size() uint64 { return s.end }
+
+func (s *rawSink) truncate(n uint64) error {
+	if err := s.f.Truncate(int64(n)); err != nil {
+		return ioErr("image %s: %v", s.f.Name(), err)
+	}
+	s.end = n
+	return nil
+}
+
+func (s *rawSink) appendRaw(b []byte) error {
+	if _, err := s.f.WriteAt(b, int64(s.end)); err != nil {
+		return ioErr("image %s: %v", s.f.Name(), err)
+	}
+	s.end += uint64(len(b))
+	return nil
+}
+
+func (s *rawSink) appendHole(n uint64) error { return s.truncate(s.end + n) }
+
+func (w *sparseWriter) appendHole(n uint64) error { return w.appendDontCare(n) }
+
+// sparseTree hashes the sparse image (as it expands) and appends its tree
+// as one RAW chunk; with NoHashtree, or one block, only the root.
+func sparseTree(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFooterOptions, p *prepared, imageSize uint64) ([]byte, uint64, error) {
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer src.Close()
+	bs := uint64(o.blockSize())
+	tree := treeSize(imageSize, bs, digestSlot(p.hash.Size()))
+	if o.NoHashtree || tree == 0 {
+		root, err := rootOnly(ctx, src, imageSize, bs, p.hash, p.salt, o, discard{})
+		return root, 0, err
+	}
+	var root []byte
+	err = sw.appendRawFrom(roundUp(tree, sw.blk), func(w io.WriterAt) error {
+		var err error
+		root, err = rootOnly(ctx, src, imageSize, bs, p.hash, p.salt, o, w)
+		return err
+	})
+	return root, tree, err
+}
+
+// rootOnly builds the tree of the first imageSize bytes of src into w
+// (at offset 0, no superblock) and returns its root digest; w is discard{}
+// for avbtool's --no_hashtree.
+func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *hashes.Algorithm, salt []byte, o *HashtreeFooterOptions, w io.WriterAt) ([]byte, error) {
 	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: 1, Salt: salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
-		DataBlocks: imageSize / bs, HashOffset: 0})
+		DataBlocks: imageSize / bs})
 	if err != nil {
 		return nil, paramErr("", "", "%v", err)
 	}
-	src := verity.NewSource(f, int64(imageSize))
-	root, err := merkle.Build(ctx, g, src, discard{}, &merkle.BuildOptions{Jobs: jobs, Runs: src.Runs(int(bs), imageSize/bs)})
+	bo := &merkle.BuildOptions{Jobs: o.Jobs, Runs: src.Runs(int(bs), imageSize/bs)}
+	if o.Progress != nil {
+		bo.Progress = func(done uint64) { o.Progress(verity.StageHashing, done, imageSize) }
+	}
+	root, err := merkle.Build(ctx, g, src, w, bo)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err

@@ -138,11 +138,18 @@ func EraseFooter(path string, keepHashtree bool) error {
 	if !fi.Mode().IsRegular() {
 		return inputErr("", "%s is not a regular file", path)
 	}
+	var out sink = &rawSink{f: f}
+	var img *Image
 	if isSparse(f) {
-		return inputErr("expand it first: simg2img "+path+" RAW", "%s is an Android sparse image, which EraseFooter does not cut yet", path)
-	}
-	img, err := ParseImage(f, fi.Size())
-	if err != nil {
+		sw, err := openSparseWriter(f)
+		if err != nil {
+			return prefixErr(path, err)
+		}
+		out = sw
+		if img, err = ReadImage(path); err != nil {
+			return err
+		}
+	} else if img, err = ParseImage(f, fi.Size()); err != nil {
 		return prefixErr(path, err)
 	}
 	if img.Footer == nil {
@@ -166,7 +173,13 @@ func EraseFooter(path string, keepHashtree bool) error {
 			size = max(size, ht.FECOffset+ht.FECSize)
 		}
 	}
-	if err := f.Truncate(int64(size)); err != nil {
+	if keepHashtree && size == 0 {
+		return inputErr("", "%s: asked to keep the hashtree, but its descriptor says there is none", path)
+	}
+	if err := out.truncate(size); err != nil {
+		return prefixErr(path, err)
+	}
+	if err := f.Sync(); err != nil {
 		return ioErr("%s: %v", path, err)
 	}
 	return nil
