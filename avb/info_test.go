@@ -189,3 +189,14 @@ func TestSignatureIsAvbtoolPadding(t *testing.T) {
 		}
 	}
 }
+
+func TestExtractPublicKeyPKCS8(t *testing.T) {
+	got, err := ExtractPublicKey(filepath.Join(vectorDir, "keys/rsa8192.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(vectorDir, "keys/rsa8192.avbpubkey"))
+	if !bytes.Equal(got, want) {
+		t.Fatal("blob differs")
+	}
+}

@@ -190,3 +190,13 @@ func LoadPublicKey(path string) (*rsa.PublicKey, error) {
 	}
 	return k, nil
 }
+
+// ExtractPublicKey returns the AVB public key blob of the RSA key (public
+// or private, PEM) at path: what `avbtool extract_public_key` writes.
+func ExtractPublicKey(path string) ([]byte, error) {
+	k, err := LoadPublicKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return EncodePublicKey(k)
+}
