@@ -421,6 +421,9 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if err != nil {
 		return nil, err
 	}
+	if o.HashAlgorithm == "" && o.Warn != nil {
+		o.Warn("no hash algorithm given: sha1, avbtool's default kept for backwards compatibility; Android wants sha256")
+	}
 	f, err := os.OpenFile(imagePath, os.O_RDWR, 0)
 	if err != nil {
 		return nil, inputErr("", "image %s: %v", imagePath, unwrapPathErr(err))

@@ -21,17 +21,13 @@ func (img *Image) VerifyVBMeta(key []byte) error {
 }
 
 // HashtreeCheck returns what verity.Verify needs to check an image's data
-// and tree against a hashtree descriptor of its vbmeta: the root digest,
-// and options for verity.Verify(ctx, path, path, root, opts) with the
+// and tree against a hashtree descriptor of its vbmeta: the root digest
+// (nil when the descriptor keeps none: a persistent digest), and options for verity.Verify(ctx, path, path, root, opts) with the
 // image as data, hash and (when the descriptor has it) FEC device. The
 // descriptor is checked against the image first: the data, tree and parity
 // inside the image, before the vbmeta, not overlapping, and the tree's size
 // the one its parameters give.
 func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyOptions, error) {
-	if len(ht.RootDigest) == 0 {
-		return nil, nil, inputErr("the root digest is kept on the device (persistent digest): nothing to check the tree against",
-			"hashtree descriptor of %q has no root digest", ht.PartitionName)
-	}
 	alg, err := hashes.Lookup(ht.HashAlgorithm)
 	if err != nil {
 		return nil, nil, inputErr("", "hashtree descriptor: unknown hash algorithm %q", ht.HashAlgorithm)
@@ -67,12 +63,19 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 		}
 		o.FECOffset, o.FECRoots = ht.FECOffset, int(ht.FECNumRoots)
 	}
-	return append([]byte{}, ht.RootDigest...), o, nil
+	var root []byte
+	if len(ht.RootDigest) > 0 {
+		root = append([]byte{}, ht.RootDigest...)
+	}
+	return root, o, nil
 }
 
 // VerifyHashtree checks the image at path against its vbmeta's first
 // hashtree descriptor with verity.Verify (every corrupted block listed in
 // the result; with FEC in the descriptor, what the parity can repair).
+// Without a root digest in the descriptor (a persistent digest) the root
+// is computed from the data first, so that what is checked is that the
+// tree is the data's, as avbtool verify_image checks it.
 // opts, if not nil, gives verity.Verify's other options (Repair,
 // Progress, ...); its tree and FEC fields are set from the descriptor. The
 // caller closes the result.
@@ -95,6 +98,18 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 	}
 	if img.Sparse {
 		return nil, inputErr(fmt.Sprintf("expand it first: simg2img %s RAW", path), "%s: checking the tree of a sparse image with a footer is not done yet", path)
+	}
+	if root == nil {
+		src, err := verity.OpenSource(path, &verity.SourceOptions{Raw: true})
+		if err != nil {
+			return nil, err
+		}
+		defer src.Close()
+		h, _ := hashes.Lookup(o.Hash)
+		ho := &HashtreeFooterOptions{BlockSize: o.DataBlockSize, Jobs: o.Jobs}
+		if root, err = rootOnly(ctx, src, hts[0].ImageSize, uint64(o.DataBlockSize), h, o.Salt, ho, discard{}); err != nil {
+			return nil, err
+		}
 	}
 	return verity.Verify(ctx, path, path, root, o)
 }

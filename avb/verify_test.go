@@ -15,7 +15,7 @@ import (
 // Every footer vector checks out with its embedded key and against its
 // tree; a flipped data byte is found.
 func TestVerifyHashtreeVectors(t *testing.T) {
-	for _, name := range []string{"none-sha256", "sha512-rsa8192", "one-block", "bs-512", "bs-16384", "size-4097", "psize-1m", "levels-512-sha512"} {
+	for _, name := range []string{"none-sha256", "sha512-rsa8192", "one-block", "bs-512", "bs-16384", "size-4097", "psize-1m", "levels-512-sha512", "persistent-digest"} {
 		t.Run(name, func(t *testing.T) {
 			_, image, _ := runCase(t, name)
 			img, err := ReadImage(image)
