@@ -475,8 +475,14 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 			return nil, ioErr("image %s: %v", imagePath, err)
 		}
 		if old, err := ParseFooter(b); err == nil {
-			if old.OriginalImageSize > size-FooterSize {
-				return nil, malformed("image %s: its AVB footer says the original image is %d bytes, past the footer", imagePath, old.OriginalImageSize)
+			// Everything past the original size goes: only when the footer
+			// and the vbmeta it points to are sound, not on 4 bytes that
+			// happen to read AVBf.
+			if err := old.Check(size); err != nil {
+				return nil, prefixErr(imagePath, err)
+			}
+			if _, err := ReadVBMeta(tailReader, int64(old.VBMetaOffset), old.VBMetaSize); err != nil {
+				return nil, prefixErr(imagePath, err)
 			}
 			orig = old.OriginalImageSize
 		}

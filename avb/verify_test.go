@@ -141,3 +141,20 @@ func TestAddHashtreeFooterCanceled(t *testing.T) {
 		t.Fatalf("image changed: %d bytes", len(got))
 	}
 }
+
+// An image that merely ends in the footer magic is not cut: the footer and
+// its vbmeta must be sound before anything past the original size goes.
+func TestAddHashtreeFooterBogusFooter(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "system.img")
+	data := makeImage(t, "blockbyte:4096:16")
+	copy(data[len(data)-FooterSize:], NewFooter(4096, 8192, 512).Encode()) // no vbmeta at 8192
+	os.WriteFile(image, data, 0o644)
+	_, err := AddHashtreeFooter(context.Background(), image, &HashtreeFooterOptions{HashAlgorithm: "sha256"})
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("err = %v, want ErrMalformed", err)
+	}
+	if got, _ := os.ReadFile(image); string(got) != string(data) {
+		t.Fatal("image changed")
+	}
+}
