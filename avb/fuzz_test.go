@@ -2,7 +2,11 @@ package avb
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // FuzzParseVBMeta: any bytes give a blob or an error, never a panic, and a
@@ -64,4 +68,63 @@ func FuzzDecodePublicKey(f *testing.F) {
 			t.Fatalf("decoded key does not encode: %v", err)
 		}
 	})
+}
+
+// FuzzSparseTruncate: any file is refused or cut to a sparse image that
+// expands to the first bytes of what it expanded to.
+func FuzzSparseTruncate(f *testing.F) {
+	for _, name := range []string{"sparse-p0", "sparse-psize"} {
+		b, err := os.ReadFile(filepath.Join(vectorDir, "sparse", name+".simg"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint32(7))
+		f.Add(b, uint32(40))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut uint32) {
+		path := filepath.Join(t.TempDir(), "x.simg")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, err := verity.OpenSource(path, nil)
+		if err != nil {
+			return
+		}
+		before := make([]byte, min(src.Size(), 1<<22))
+		_, rerr := src.ReadAt(before, 0)
+		src.Close()
+		if rerr != nil || src.Size() > 1<<22 {
+			return
+		}
+		fh, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		sw, err := openSparseWriter(fh)
+		if err != nil {
+			return
+		}
+		size := uint64(cut) * sw.blk % (sw.size() + 1) / sw.blk * sw.blk
+		if err := sw.truncate(size); err != nil {
+			t.Fatalf("truncate to %d: %v", size, err)
+		}
+		after := expandFile(t, path)
+		if !bytes.Equal(after, before[:size]) {
+			t.Fatalf("cut to %d: expands to %d bytes, not the first %d", size, len(after), size)
+		}
+	})
+}
+
+func expandFile(t *testing.T, path string) []byte {
+	s, err := verity.OpenSource(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := make([]byte, s.Size())
+	if _, err := s.ReadAt(out, 0); err != nil && len(out) > 0 {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -42,6 +42,9 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 		return nil, ioErr("reading the sparse header: %v", err)
 	}
 	le := binary.LittleEndian
+	if le.Uint32(h) != 0xed26ff3a {
+		return nil, inputErr("", "not an Android sparse image")
+	}
 	if le.Uint16(h[4:]) != 1 || le.Uint16(h[6:]) != 0 || le.Uint16(h[8:]) != sparseHeaderSize || le.Uint16(h[10:]) != chunkHeaderSize {
 		return nil, inputErr("", "sparse image version %d.%d with header sizes %d and %d: only 1.0, 28 and 12 are written to",
 			le.Uint16(h[4:]), le.Uint16(h[6:]), le.Uint16(h[8:]), le.Uint16(h[10:]))
