@@ -436,6 +436,11 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if !fi.Mode().IsRegular() {
 		return nil, inputErr("", "image %s is not a regular file", imagePath)
 	}
+	// Locked before anything is read, until the footer is written; Format
+	// takes this lock over for the tree.
+	if err := verity.LockImage(f, imagePath); err != nil {
+		return nil, err
+	}
 	// ib is the unit avbtool appends in: 4096 bytes, or a sparse image's
 	// block size.
 	ib := uint64(imageBlockSize)
@@ -561,8 +566,8 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 			ht.FECNumRoots, ht.FECOffset = uint32(o.fecRoots()), imageSize
 		}
 	default:
-		// The tree goes in through verity.Format, which opens and locks the
-		// image itself (a lock held here would conflict).
+		// The tree goes in through verity.Format, which opens the image
+		// itself and takes the lock held here over.
 		res, err := verity.Format(ctx, imagePath, "", &verity.FormatOptions{
 			TreeOptions: verity.TreeOptions{Hash: p.hash.Name(), Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs), NoSuperblock: true},
 			Append:      true, AppendFEC: o.FEC, FECRoots: o.fecRoots(), Raw: true,

@@ -138,6 +138,9 @@ func EraseFooter(path string, keepHashtree bool) error {
 	if !fi.Mode().IsRegular() {
 		return inputErr("", "%s is not a regular file", path)
 	}
+	if err := verity.LockImage(f, path); err != nil {
+		return err
+	}
 	var out sink = &rawSink{f: f}
 	var img *Image
 	if isSparse(f) {

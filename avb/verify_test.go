@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/verity"
+	"golang.org/x/sys/unix"
 )
 
 // Every footer vector checks out with its embedded key and against its
@@ -156,5 +157,57 @@ func TestAddHashtreeFooterBogusFooter(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(image); string(got) != string(data) {
 		t.Fatal("image changed")
+	}
+	// A sparse image is written without verity.Format: the lock is ours.
+	simg, _ := os.ReadFile(filepath.Join(vectorDir, "sparse/sparse-p0.simg"))
+	sparsePath := filepath.Join(dir, "sparse.img")
+	os.WriteFile(sparsePath, simg, 0o644)
+	held, _ := os.Open(sparsePath)
+	defer held.Close()
+	unix.Flock(int(held.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if _, err := AddHashtreeFooter(context.Background(), sparsePath, &HashtreeFooterOptions{HashAlgorithm: "sha256"}); !errors.Is(err, verity.ErrLocked) {
+		t.Fatalf("sparse: err = %v, want ErrLocked", err)
+	}
+	if got, _ := os.ReadFile(sparsePath); string(got) != string(simg) {
+		t.Fatal("sparse image changed")
+	}
+}
+
+// An image another process holds is refused at once, unchanged.
+func TestAddHashtreeFooterLocked(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "system.img")
+	data := makeImage(t, "blockbyte:4096:16")
+	os.WriteFile(image, data, 0o644)
+	other, err := os.Open(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AddHashtreeFooter(context.Background(), image, &HashtreeFooterOptions{HashAlgorithm: "sha256"})
+	if !errors.Is(err, verity.ErrLocked) {
+		t.Fatalf("err = %v, want ErrLocked", err)
+	}
+	if err := EraseFooter(image, false); !errors.Is(err, verity.ErrLocked) {
+		t.Fatalf("EraseFooter: err = %v, want ErrLocked", err)
+	}
+	if got, _ := os.ReadFile(image); string(got) != string(data) {
+		t.Fatal("image changed")
+	}
+	// A sparse image is written without verity.Format: the lock is ours.
+	simg, _ := os.ReadFile(filepath.Join(vectorDir, "sparse/sparse-p0.simg"))
+	sparsePath := filepath.Join(dir, "sparse.img")
+	os.WriteFile(sparsePath, simg, 0o644)
+	held, _ := os.Open(sparsePath)
+	defer held.Close()
+	unix.Flock(int(held.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if _, err := AddHashtreeFooter(context.Background(), sparsePath, &HashtreeFooterOptions{HashAlgorithm: "sha256"}); !errors.Is(err, verity.ErrLocked) {
+		t.Fatalf("sparse: err = %v, want ErrLocked", err)
+	}
+	if got, _ := os.ReadFile(sparsePath); string(got) != string(simg) {
+		t.Fatal("sparse image changed")
 	}
 }
