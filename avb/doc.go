@@ -1,0 +1,28 @@
+// Package avb reads and writes Android Verified Boot metadata as AOSP's
+// avbtool and libavb do, byte for byte: the footer at the end of a
+// partition image, the vbmeta blob (header, authentication block with the
+// hash and RSA signature, auxiliary block with the descriptors, the public
+// key and its metadata) and its descriptors, and the AVB public key blob.
+//
+// AddHashtreeFooter is avbtool's add_hashtree_footer as one verb on top of
+// verity.Format: the image is hashed once (on every CPU), then the vbmeta
+// and the footer are added; the file is avbtool 1.3.0's for the same
+// inputs, Android sparse images included. MaxImageSize is its
+// --calc_max_image_size, HashtreeFooterOptions.RequiredLibavbMinor its
+// --print_required_libavb_version. ReadImage, Image.WriteInfo,
+// CalculateKernelCmdline, EraseFooter and ExtractPublicKey are its
+// info_image, calculate_kernel_cmdline, erase_footer and
+// extract_public_key; Image.VerifyVBMeta and VerifyHashtree check an image
+// as verify_image does, listing every corrupted block.
+//
+// Parsing checks every size and offset against what holds it before
+// anything is read or allocated: a malformed footer, vbmeta or descriptor
+// is an error matching ErrMalformed (a *verity.Error of kind
+// verity.KindInput), never a panic; vbmeta blobs are read up to
+// MaxVBMetaSize. Descriptors of tags this package does not know are kept
+// as UnknownDescriptor and encode to the same bytes.
+//
+// Signing uses crypto/rsa (PKCS#1 v1.5, whose DigestInfo prefixes are
+// avbtool's): SHA256 or SHA512 with RSA 2048, 4096 or 8192, keys in PEM,
+// PKCS#1 or PKCS#8. Nothing here prints or reads the environment.
+package avb

@@ -1,0 +1,38 @@
+package avb
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/veritytree/veritytree/verity"
+)
+
+// Errors are *verity.Error values, so that callers (and the commands'
+// reporting) treat this package as they treat verity: errors.Is works with
+// verity.ErrParam, ErrInput, ErrCorrupt, ErrIO, and with these sentinels.
+var (
+	// ErrMalformed is the cause of every error about a footer, vbmeta
+	// blob, descriptor or public key that does not parse: sizes beyond
+	// the data, overlapping offsets, lengths that overflow.
+	ErrMalformed = errors.New("malformed AVB data")
+	// ErrNoFooter: the image does not end in an AVB footer.
+	ErrNoFooter = errors.New("no AVB footer")
+	// ErrSignature: a vbmeta blob's hash or signature does not verify.
+	ErrSignature = errors.New("vbmeta signature does not verify")
+)
+
+func malformed(format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindInput, Err: fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)}
+}
+
+func paramErr(field, hint, format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindParam, Field: field, Hint: hint, Err: fmt.Errorf(format, args...)}
+}
+
+func inputErr(hint, format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindInput, Hint: hint, Err: fmt.Errorf(format, args...)}
+}
+
+func ioErr(format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindIO, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,61 @@
+package avb_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/veritytree/veritytree/avb"
+)
+
+// Add a hashtree footer to an image, as `avbtool add_hashtree_footer`
+// does, then read it back and check its vbmeta as a bootloader would.
+func Example() {
+	dir, err := os.MkdirTemp("", "avb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	image := filepath.Join(dir, "system.img")
+	var data []byte
+	for i := 0; i < 64; i++ { // 256 KiB: block i filled with byte i
+		data = append(data, bytes.Repeat([]byte{byte(i)}, 4096)...)
+	}
+	if err := os.WriteFile(image, data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	key, err := avb.LoadPrivateKey("testdata/vectors/keys/rsa2048.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	salt := bytes.Repeat([]byte{0x5e}, 32)
+	res, err := avb.AddHashtreeFooter(context.Background(), image, &avb.HashtreeFooterOptions{
+		PartitionName: "system",
+		HashAlgorithm: "sha256",
+		Salt:          salt,
+		Algorithm:     "SHA256_RSA2048",
+		Key:           key,
+		Properties:    []avb.Property{{Key: "com.example.build", Value: []byte("42")}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("root digest %x\n", res.RootDigest)
+
+	img, err := avb.ReadImage(image)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("original size", img.Footer.OriginalImageSize, "vbmeta at", img.Footer.VBMetaOffset)
+	ht := img.VBMeta.HashtreeDescriptors()[0]
+	fmt.Println("tree at", ht.TreeOffset, "size", ht.TreeSize, ht.HashAlgorithm)
+	fmt.Println("signature:", img.VBMeta.Verify())
+	// Output:
+	// root digest ed44e81f9c5567006bd3920e21a1e70a670e0d0708468d5fa1f0171d2b8f0cb3
+	// original size 262144 vbmeta at 266240
+	// tree at 262144 size 4096 sha256
+	// signature: <nil>
+}

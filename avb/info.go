@@ -1,0 +1,206 @@
+package avb
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteInfo writes what `avbtool info_image` prints for the image, byte
+// for byte.
+func (img *Image) WriteInfo(w io.Writer) error {
+	var b strings.Builder
+	if f := img.Footer; f != nil {
+		fmt.Fprintf(&b, "Footer version:           %d.%d\n", f.VersionMajor, f.VersionMinor)
+		fmt.Fprintf(&b, "Image size:               %d bytes\n", img.Size)
+		fmt.Fprintf(&b, "Original image size:      %d bytes\n", f.OriginalImageSize)
+		fmt.Fprintf(&b, "VBMeta offset:            %d\n", f.VBMetaOffset)
+		fmt.Fprintf(&b, "VBMeta size:              %d bytes\n", f.VBMetaSize)
+		b.WriteString("--\n")
+	}
+	v := img.VBMeta
+	h := v.Header
+	sparse := ""
+	if img.Sparse {
+		sparse = " (Sparse)"
+	}
+	fmt.Fprintf(&b, "Minimum libavb version:   %d.%d%s\n", h.RequiredLibavbMajor, h.RequiredLibavbMinor, sparse)
+	fmt.Fprintf(&b, "Header Block:             %d bytes\n", HeaderSize)
+	fmt.Fprintf(&b, "Authentication Block:     %d bytes\n", h.AuthenticationBlockSize)
+	fmt.Fprintf(&b, "Auxiliary Block:          %d bytes\n", h.AuxiliaryBlockSize)
+	if len(v.PublicKey) > 0 {
+		fmt.Fprintf(&b, "Public key (sha1):        %s\n", sha1Hex(v.PublicKey))
+	}
+	fmt.Fprintf(&b, "Algorithm:                %s\n", v.Algorithm.Name)
+	fmt.Fprintf(&b, "Rollback Index:           %d\n", h.RollbackIndex)
+	fmt.Fprintf(&b, "Flags:                    %d\n", h.Flags)
+	fmt.Fprintf(&b, "Rollback Index Location:  %d\n", h.RollbackIndexLocation)
+	fmt.Fprintf(&b, "Release String:           '%s'\n", h.ReleaseString)
+	b.WriteString("Descriptors:\n")
+	for _, d := range v.Descriptors {
+		writeDescriptorInfo(&b, d)
+	}
+	if len(v.Descriptors) == 0 {
+		b.WriteString("    (none)\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sha1Hex(b []byte) string {
+	s := sha1.Sum(b)
+	return hex.EncodeToString(s[:])
+}
+
+func writeDescriptorInfo(b *strings.Builder, d Descriptor) {
+	switch d := d.(type) {
+	case *PropertyDescriptor:
+		if len(d.Value) < 256 {
+			fmt.Fprintf(b, "    Prop: %s -> %s\n", d.Key, pyRepr(d.Value))
+		} else {
+			fmt.Fprintf(b, "    Prop: %s -> (%d bytes)\n", d.Key, len(d.Value))
+		}
+	case *HashtreeDescriptor:
+		b.WriteString("    Hashtree descriptor:\n")
+		fmt.Fprintf(b, "      Version of dm-verity:  %d\n", d.DMVerityVersion)
+		fmt.Fprintf(b, "      Image Size:            %d bytes\n", d.ImageSize)
+		fmt.Fprintf(b, "      Tree Offset:           %d\n", d.TreeOffset)
+		fmt.Fprintf(b, "      Tree Size:             %d bytes\n", d.TreeSize)
+		fmt.Fprintf(b, "      Data Block Size:       %d bytes\n", d.DataBlockSize)
+		fmt.Fprintf(b, "      Hash Block Size:       %d bytes\n", d.HashBlockSize)
+		fmt.Fprintf(b, "      FEC num roots:         %d\n", d.FECNumRoots)
+		fmt.Fprintf(b, "      FEC offset:            %d\n", d.FECOffset)
+		fmt.Fprintf(b, "      FEC size:              %d bytes\n", d.FECSize)
+		fmt.Fprintf(b, "      Hash Algorithm:        %s\n", d.HashAlgorithm)
+		fmt.Fprintf(b, "      Partition Name:        %s\n", d.PartitionName)
+		fmt.Fprintf(b, "      Salt:                  %x\n", d.Salt)
+		fmt.Fprintf(b, "      Root Digest:           %x\n", d.RootDigest)
+		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
+	case *HashDescriptor:
+		b.WriteString("    Hash descriptor:\n")
+		fmt.Fprintf(b, "      Image Size:            %d bytes\n", d.ImageSize)
+		fmt.Fprintf(b, "      Hash Algorithm:        %s\n", d.HashAlgorithm)
+		fmt.Fprintf(b, "      Partition Name:        %s\n", d.PartitionName)
+		fmt.Fprintf(b, "      Salt:                  %x\n", d.Salt)
+		fmt.Fprintf(b, "      Digest:                %x\n", d.Digest)
+		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
+	case *KernelCmdlineDescriptor:
+		b.WriteString("    Kernel Cmdline descriptor:\n")
+		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
+		fmt.Fprintf(b, "      Kernel Cmdline:        '%s'\n", d.Cmdline)
+	case *ChainPartitionDescriptor:
+		b.WriteString("    Chain Partition descriptor:\n")
+		fmt.Fprintf(b, "      Partition Name:          %s\n", d.PartitionName)
+		fmt.Fprintf(b, "      Rollback Index Location: %d\n", d.RollbackIndexLocation)
+		fmt.Fprintf(b, "      Public key (sha1):       %s\n", sha1Hex(d.PublicKey))
+		fmt.Fprintf(b, "      Flags:                   %d\n", d.Flags)
+	case *UnknownDescriptor:
+		b.WriteString("    Unknown descriptor:\n")
+		fmt.Fprintf(b, "      Tag:  %d\n", d.TagValue)
+		if len(d.Data) < 256 {
+			// avbtool prints repr(str(data)): the bytes' repr, quoted
+			// again as a string.
+			fmt.Fprintf(b, "      Data: %s (%d bytes)\n", pyStrRepr("b"+pyRepr(d.Data)), len(d.Data))
+		} else {
+			fmt.Fprintf(b, "      Data: %d bytes\n", len(d.Data))
+		}
+	}
+}
+
+// pyRepr is Python's repr of bytes without the leading b.
+func pyRepr(v []byte) string {
+	return pyQuote(v)
+}
+
+// pyStrRepr is Python's repr of an ASCII string.
+func pyStrRepr(s string) string { return pyQuote([]byte(s)) }
+
+func pyQuote(v []byte) string {
+	q := byte('\'')
+	if strings.IndexByte(string(v), '\'') >= 0 && strings.IndexByte(string(v), '"') < 0 {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, c := range v {
+		switch {
+		case c == q || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < ' ' || c >= 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+// KernelCmdline joins the kernel command-line snippets of the descriptors
+// that apply (hashtree disabled or not), as avbtool's
+// calculate_kernel_cmdline does.
+func KernelCmdline(ds []Descriptor, hashtreeDisabled bool) string {
+	var parts []string
+	for _, d := range ds {
+		k, ok := d.(*KernelCmdlineDescriptor)
+		if !ok {
+			continue
+		}
+		if k.Flags&CmdlineFlagUseOnlyIfHashtreeNotDisabled != 0 && hashtreeDisabled {
+			continue
+		}
+		if k.Flags&CmdlineFlagUseOnlyIfHashtreeDisabled != 0 && !hashtreeDisabled {
+			continue
+		}
+		parts = append(parts, k.Cmdline)
+	}
+	return strings.Join(parts, " ")
+}
+
+// RootfsCmdlineDescriptors are the two kernel command-line descriptors
+// avbtool adds with --setup_as_rootfs_from_kernel: the dm= line that sets
+// the partition up with dm-verity (used unless the hashtree is disabled),
+// and root=PARTUUID=... (used when it is).
+func RootfsCmdlineDescriptors(ht *HashtreeDescriptor) []Descriptor {
+	bs := uint64(ht.DataBlockSize)
+	if bs == 0 {
+		bs = 1 // a descriptor read from an image may say 0: no division by it
+	}
+	var c strings.Builder
+	c.WriteString(`dm="1 vroot none ro 1,`)
+	fmt.Fprintf(&c, "0 %d verity %d", ht.ImageSize/512, ht.DMVerityVersion)
+	c.WriteString(" PARTUUID=$(ANDROID_SYSTEM_PARTUUID) PARTUUID=$(ANDROID_SYSTEM_PARTUUID)")
+	fmt.Fprintf(&c, " %d %d %d %d %s %x %x", ht.DataBlockSize, ht.HashBlockSize, ht.ImageSize/bs, ht.ImageSize/bs,
+		ht.HashAlgorithm, ht.RootDigest, ht.Salt)
+	camo := ht.Flags&HashtreeFlagCheckAtMostOnce != 0
+	n := 2
+	if ht.FECNumRoots > 0 {
+		n = 10
+	}
+	if camo {
+		n++
+	}
+	fmt.Fprintf(&c, " %d", n)
+	if camo {
+		c.WriteString(" check_at_most_once")
+	}
+	c.WriteString(" $(ANDROID_VERITY_MODE) ignore_zero_blocks")
+	if ht.FECNumRoots > 0 {
+		fmt.Fprintf(&c, " use_fec_from_device PARTUUID=$(ANDROID_SYSTEM_PARTUUID) fec_roots %d fec_blocks %d fec_start %d",
+			ht.FECNumRoots, ht.FECOffset/bs, ht.FECOffset/bs)
+	}
+	c.WriteString(`" root=/dev/dm-0`)
+	return []Descriptor{
+		&KernelCmdlineDescriptor{Flags: CmdlineFlagUseOnlyIfHashtreeNotDisabled, Cmdline: c.String()},
+		&KernelCmdlineDescriptor{Flags: CmdlineFlagUseOnlyIfHashtreeDisabled, Cmdline: "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)"},
+	}
+}

@@ -1,0 +1,202 @@
+package avb
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/pem"
+	"math/big"
+	"os"
+)
+
+// maxKeyBits bounds the public key blobs decoded: libavb knows keys up to
+// 8192 bits.
+const maxKeyBits = 16384
+
+// EncodePublicKey returns the AVB public key blob of pub
+// (AvbRSAPublicKeyHeader: key_num_bits, n0inv, then n and rr = R^2 mod n,
+// big-endian, num_bits/8 bytes each), the bytes avbtool's
+// extract_public_key writes. num_bits is the modulus size rounded up to a
+// power of two, as avbtool has it.
+func EncodePublicKey(pub *rsa.PublicKey) ([]byte, error) {
+	if pub == nil || pub.N == nil || pub.N.Sign() <= 0 || pub.N.Bit(0) == 0 {
+		return nil, paramErr("Key", "", "not a usable RSA public key")
+	}
+	if pub.E != 65537 {
+		return nil, paramErr("Key", "make the key with exponent 65537 (openssl genrsa's default)",
+			"RSA public exponent %d: AVB assumes 65537", pub.E)
+	}
+	bitLen := pub.N.BitLen()
+	numBits := 8 // whole bytes, even for a toy modulus: n is stored in numBits/8 bytes
+	for numBits < bitLen {
+		numBits <<= 1
+	}
+	if numBits > maxKeyBits {
+		return nil, paramErr("Key", "", "RSA key of %d bits is too large for AVB", bitLen)
+	}
+	b := make([]byte, 8+2*numBits/8)
+	binary.BigEndian.PutUint32(b, uint32(numBits))
+	// n0inv = -1/n mod 2^32.
+	b32 := new(big.Int).Lsh(big.NewInt(1), 32)
+	inv := new(big.Int).ModInverse(new(big.Int).Mod(pub.N, b32), b32)
+	n0inv := new(big.Int).Sub(b32, inv)
+	binary.BigEndian.PutUint32(b[4:], uint32(n0inv.Uint64()))
+	pub.N.FillBytes(b[8 : 8+numBits/8])
+	// R = 2^(bits of n), as avbtool computes it.
+	r := new(big.Int).Lsh(big.NewInt(1), uint(bitLen))
+	rr := new(big.Int).Mod(new(big.Int).Mul(r, r), pub.N)
+	rr.FillBytes(b[8+numBits/8:])
+	return b, nil
+}
+
+// DecodePublicKey decodes an AVB public key blob (exponent 65537).
+func DecodePublicKey(b []byte) (*rsa.PublicKey, error) {
+	if len(b) < 8 {
+		return nil, malformed("AVB public key of %d bytes: shorter than its header", len(b))
+	}
+	bits := binary.BigEndian.Uint32(b)
+	if bits == 0 || bits%8 != 0 || bits > maxKeyBits {
+		return nil, malformed("AVB public key of %d bits", bits)
+	}
+	if uint64(len(b)) != 8+2*uint64(bits)/8 {
+		return nil, malformed("AVB public key of %d bits takes %d bytes, not %d", bits, 8+2*bits/8, len(b))
+	}
+	n := new(big.Int).SetBytes(b[8 : 8+bits/8])
+	if n.Sign() == 0 {
+		return nil, malformed("AVB public key with a zero modulus")
+	}
+	return &rsa.PublicKey{N: n, E: 65537}, nil
+}
+
+// ParsePrivateKeyPEM decodes an RSA private key in PEM: PKCS#1 (BEGIN RSA
+// PRIVATE KEY) or PKCS#8 (BEGIN PRIVATE KEY), unencrypted.
+func ParsePrivateKeyPEM(data []byte) (*rsa.PrivateKey, error) {
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		return nil, inputErr("give an RSA private key in PEM, e.g. made by openssl genrsa", "no PEM block in the key")
+	}
+	switch blk.Type {
+	case "RSA PRIVATE KEY":
+		k, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
+		if err != nil {
+			return nil, inputErr("", "RSA private key: %v", err)
+		}
+		return k, nil
+	case "PRIVATE KEY":
+		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		if err != nil {
+			return nil, inputErr("", "private key: %v", err)
+		}
+		rk, ok := k.(*rsa.PrivateKey)
+		if !ok {
+			return nil, inputErr("", "private key is %T, not RSA", k)
+		}
+		return rk, nil
+	case "ENCRYPTED PRIVATE KEY":
+		return nil, inputErr("decrypt it first: openssl pkcs8 -in KEY -out PLAIN.pem", "the private key is encrypted")
+	}
+	return nil, inputErr("", "PEM block %q is not an RSA private key", blk.Type)
+}
+
+// ParsePublicKeyPEM decodes an RSA key in PEM, public (BEGIN PUBLIC KEY,
+// BEGIN RSA PUBLIC KEY) or private, and returns its public part.
+func ParsePublicKeyPEM(data []byte) (*rsa.PublicKey, error) {
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		return nil, inputErr("", "no PEM block in the key")
+	}
+	switch blk.Type {
+	case "PUBLIC KEY":
+		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return nil, inputErr("", "public key: %v", err)
+		}
+		rk, ok := k.(*rsa.PublicKey)
+		if !ok {
+			return nil, inputErr("", "public key is %T, not RSA", k)
+		}
+		return rk, nil
+	case "RSA PUBLIC KEY":
+		k, err := x509.ParsePKCS1PublicKey(blk.Bytes)
+		if err != nil {
+			return nil, inputErr("", "RSA public key: %v", err)
+		}
+		return k, nil
+	}
+	k, err := ParsePrivateKeyPEM(data)
+	if err != nil {
+		return nil, err
+	}
+	return &k.PublicKey, nil
+}
+
+// maxKeyFile bounds the key files read.
+const maxKeyFile = 1 << 20
+
+func readSmall(path, what string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, inputErr("", "%s %s: %v", what, path, unwrapPathErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("%s %s: %v", what, path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, inputErr("", "%s %s is not a regular file", what, path)
+	}
+	if fi.Size() > limit {
+		return nil, inputErr("", "%s %s is %d bytes, more than the %d this reads", what, path, fi.Size(), limit)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
+		return nil, ioErr("reading %s %s: %v", what, path, err)
+	}
+	return b, nil
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// LoadPrivateKey reads an RSA private key from a PEM file (PKCS#1 or
+// PKCS#8).
+func LoadPrivateKey(path string) (*rsa.PrivateKey, error) {
+	b, err := readSmall(path, "key", maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	k, err := ParsePrivateKeyPEM(b)
+	if err != nil {
+		return nil, inputErr("", "key %s: %v", path, err)
+	}
+	return k, nil
+}
+
+// LoadPublicKey reads an RSA key, public or private, from a PEM file and
+// returns its public part.
+func LoadPublicKey(path string) (*rsa.PublicKey, error) {
+	b, err := readSmall(path, "key", maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	k, err := ParsePublicKeyPEM(b)
+	if err != nil {
+		return nil, inputErr("", "key %s: %v", path, err)
+	}
+	return k, nil
+}
+
+// ExtractPublicKey returns the AVB public key blob of the RSA key (public
+// or private, PEM) at path: what `avbtool extract_public_key` writes.
+func ExtractPublicKey(path string) ([]byte, error) {
+	k, err := LoadPublicKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return EncodePublicKey(k)
+}
