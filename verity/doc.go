@@ -25,7 +25,8 @@
 // Nothing a caller did not name for writing is destroyed: every output is
 // opened and locked before anything is hashed, a new tree appears under
 // its name only when complete, and an existing output that does not look
-// like one this package writes is refused unless FormatOptions.Force.
+// like one this package writes is refused unless FormatOptions.Force
+// (FormatOptions.InPlace writes into it instead, as veritysetup does).
 // Memory stays bounded for any input.
 //
 // Errors are *Error values whose Kind tells a caller's mistake (KindParam,

@@ -9,21 +9,9 @@ import (
 	"github.com/veritytree/veritytree/merkle"
 )
 
-// openFECOutput opens where a plan's parity goes when it is not the hash
-// output: DATA in place, or the FEC file (replaced, or a device in place).
-func openFECOutput(pl *FECLayout, dataPath string, note func(string)) (*output, error) {
-	switch {
-	case pl.InHash:
-		return nil, nil
-	case pl.InData:
-		return openInPlace(dataPath, "DATA")
-	}
-	return openReplacement(pl.Path, "FEC device", pl.existing, pl.Offset, note)
-}
-
 // writeFEC computes the parity of the data and the tree just written to
 // hashOut and writes it where the plan says: into hashOut, or into out
-// (from openFECOutput), which the caller commits.
+// (formatOutputs.fec), which the caller commits.
 func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Source, hashOut, out *output, opts *FormatOptions) (*FECInfo, error) {
 	hashEnd := pl.Offset
 	if pl.InHash {

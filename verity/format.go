@@ -56,6 +56,19 @@ type FormatOptions struct {
 	// does not look like something Format wrote, and lets OriginalSize cut
 	// off any bytes.
 	Force bool
+	// InPlace writes the outputs in place, as veritysetup format does, for
+	// callers that must behave as it does (veritygen's veritysetup front):
+	// an existing HASH, FEC file or root hash file is written into, never
+	// replaced, whatever it held (Force is implied), so that it keeps its
+	// mode, its links and every byte outside what is written (before
+	// HashOffset, between the superblock and the tree, past the tree or the
+	// parity); a missing one is created with mode 0600, as veritysetup
+	// creates them, and removed again if the run fails before the tree and
+	// the parity are complete. A regular root hash file is truncated and
+	// written only once the tree is complete. What that gives up: an
+	// interrupted run leaves a partial tree in an existing HASH. Append,
+	// which veritysetup does not do, is refused.
+	InPlace bool
 	// Raw reads a data file that starts with the Android sparse magic as
 	// it is, not as the image it expands to.
 	Raw bool
@@ -91,6 +104,9 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 		return p, err
 	}
 	if o.Append {
+		if o.InPlace {
+			return p, paramErrorf("Append", "leave InPlace out", "Append cannot be used with InPlace: veritysetup does not append")
+		}
 		for _, c := range []struct {
 			field, flag, hint string
 			set               bool
@@ -158,9 +174,10 @@ var buildTree = merkle.Build
 // nothing has changed; a new hash or FEC file is written under a temporary
 // name and renamed when complete (devices and the data file are written in
 // place); an existing one that does not look like a tree or parity is
-// refused (KindRefused) unless opts.Force. The outputs are committed in
-// the order tree, parity, root hash file: an error after the tree is
-// committed says where the new tree is and its root hash.
+// refused (KindRefused) unless opts.Force. opts.InPlace writes them in place
+// instead, as veritysetup does. The outputs are committed in the order
+// tree, parity, root hash file: an error after the tree is committed says
+// where the new tree is and its root hash.
 //
 // Errors are *Error: KindParam for bad options (Field names the option),
 // KindInput for unusable files, KindRefused, KindIO. A canceled ctx stops
@@ -199,46 +216,18 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if err := l.checkOverwrites(opts, src.file); err != nil {
 		return nil, err
 	}
-
-	// Every output is opened (and locked) before anything is hashed: one
-	// that cannot be written fails the run while nothing has changed.
-	var hashOut *output
-	if l.TreeInData {
-		hashOut, err = openInPlace(dataPath, "DATA")
-	} else {
-		// Bytes of an existing HASH outside the tree are kept, as
-		// veritysetup, which writes in place, keeps them: those before an
-		// offset, and all of them when the parity goes into HASH too.
-		keepFrom := g.HashOffset
-		if fl != nil && fl.InHash {
-			keepFrom = 1
-		}
-		hashOut, err = openReplacement(l.HashPath, "HASH", l.hashInfo, keepFrom, opts.Note)
-	}
+	// Every output is opened (and locked) before anything is hashed.
+	out, err := openFormatOutputs(l, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer hashOut.abort()
-	var fecOut, rootOut *output
-	if fl != nil {
-		if fecOut, err = openFECOutput(fl, dataPath, opts.Note); err != nil {
-			return nil, err
-		}
-		if fecOut != nil {
-			defer fecOut.abort()
-		}
-	}
-	if opts.RootHashFile != "" {
-		if rootOut, err = openRootHashFile(opts.RootHashFile, opts.Force, opts.Note); err != nil {
-			return nil, err
-		}
-		defer rootOut.abort()
-	}
+	defer out.abort()
+	hashOut := out.hash
 	// merkle.Build writes the superblock before it first looks at ctx, and
 	// with several jobs may not notice a cancellation at all: an already
 	// canceled run must stop here, before anything is written.
 	if err := ctx.Err(); err != nil {
-		if l.Append != nil {
+		if l.Append != nil || opts.InPlace {
 			return nil, interrupted(err, "", "interrupted; nothing was written")
 		}
 		return nil, interrupted(err, "", "interrupted; nothing was written under HASH")
@@ -261,10 +250,23 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if opts.OnLayout != nil {
 		opts.OnLayout(l)
 	}
+	var gap []byte
+	if opts.InPlace {
+		if gap, err = keepSuperblockGap(hashOut, g); err != nil {
+			return nil, err
+		}
+	}
 	root, err := l.build(ctx, src, hashOut, opts)
+	if err == nil {
+		err = restoreSuperblockGap(hashOut, g, gap)
+	}
+	if err == nil && opts.InPlace && !l.TreeInData {
+		// A tree whose last blocks were never written still spans them.
+		err = hashOut.extend(g.HashEnd())
+	}
 	var fecInfo *FECInfo
 	if err == nil && fl != nil {
-		fecInfo, err = writeFEC(ctx, g, fl, src, hashOut, fecOut, opts)
+		fecInfo, err = writeFEC(ctx, g, fl, src, hashOut, out.fec, opts)
 	}
 	if err == nil && l.Append != nil {
 		// Drop what a previous, interrupted or longer, run left past the
@@ -272,7 +274,7 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		err = hashOut.truncate(l.HashOutputEnd)
 	}
 	if err == nil {
-		err = hashOut.commit()
+		err = out.commitTree()
 	}
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
@@ -286,8 +288,12 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 			return nil, interrupted(err, fmt.Sprintf("run the same command again with --data-size=%d to finish it", l.Append.OriginalSize),
 				"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", dataPath, l.Append.OriginalSize)
 		}
-		return nil, interrupted(err, "run veritygen again to write the whole tree",
-			"interrupted; the tree in %s from byte %d is incomplete", l.HashPath, g.HashOffset)
+		again := "run veritygen again to write the whole tree"
+		if opts.InPlace {
+			// The command that behaves as veritysetup need not be veritygen.
+			again = "run the same command again to write the whole tree"
+		}
+		return nil, interrupted(err, again, "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, g.HashOffset)
 	}
 	rootHex := hex.EncodeToString(root)
 	// The tree is committed: a later failure must not lose its root hash.
@@ -298,13 +304,13 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		}
 		return &Error{Kind: KindIO, Err: fmt.Errorf("the new tree is %s, root hash %s; %s: %w", where, rootHex, what, err)}
 	}
-	if fecOut != nil {
-		if err := fecOut.commit(); err != nil {
+	if out.fec != nil {
+		if err := out.fec.commit(); err != nil {
 			return nil, afterCommit("the error correction", err)
 		}
 	}
-	if rootOut != nil {
-		if err := rootOut.writeRootHash(rootHex); err != nil {
+	if out.root != nil {
+		if err := out.root.writeRootHash(rootHex); err != nil {
 			return nil, afterCommit("--root-hash-file", err)
 		}
 	}

@@ -33,7 +33,9 @@ func TestFormatInPlaceKeepsBytes(t *testing.T) {
 	if err := os.Chmod(hashPath, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	res, err := FormatInPlace(context.Background(), dataPath, hashPath, fixedOptions())
+	opts := fixedOptions()
+	opts.InPlace = true
+	res, err := Format(context.Background(), dataPath, hashPath, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +69,10 @@ func TestFormatInPlaceNewFiles(t *testing.T) {
 	dataPath := filepath.Join(dir, "data.img")
 	fmtImage(t, dataPath, 16*4096)
 	opts := fixedOptions()
+	opts.InPlace = true
 	opts.FECDevice = filepath.Join(dir, "fec.bin")
 	opts.RootHashFile = filepath.Join(dir, "root.hex")
-	res, err := FormatInPlace(context.Background(), dataPath, filepath.Join(dir, "tree.bin"), opts)
+	res, err := Format(context.Background(), dataPath, filepath.Join(dir, "tree.bin"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +96,9 @@ func TestFormatInPlaceCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	opts := fixedOptions()
+	opts.InPlace = true
 	opts.FECDevice = filepath.Join(dir, "fec.bin")
-	if _, err := FormatInPlace(ctx, dataPath, filepath.Join(dir, "tree.bin"), opts); err == nil {
+	if _, err := Format(ctx, dataPath, filepath.Join(dir, "tree.bin"), opts); err == nil {
 		t.Fatal("a canceled run succeeded")
 	}
 	if got := fmtListing(t, dir); got != "data.img:65536" {

@@ -390,13 +390,14 @@ func keptHashEnd(g *merkle.Geometry, hashPath string, hashInfo fs.FileInfo) uint
 	return hashEnd
 }
 
-// checkOverwrites refuses, unless opts.Force, what would destroy bytes the
+// checkOverwrites refuses, unless opts.Force or opts.InPlace (which writes
+// into whatever it is given, as veritysetup), what would destroy bytes the
 // caller did not give over to Format: the tail of an Append DATA that is
 // not an earlier tree (see checkAppendTail), an existing HASH or FEC file
 // that is not something Format could have written (see foreignOutput).
 // dataFile is DATA, open.
 func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
-	if opts.Force {
+	if opts.Force || opts.InPlace {
 		return nil
 	}
 	if l.Append != nil {

@@ -41,6 +41,12 @@ func openInPlace(path, role string) (*output, error) {
 	if err != nil {
 		return nil, errorf(KindIO, "", "cannot open %s %s for writing: %w", role, path, unwrapPath(err))
 	}
+	return lockInPlace(f, role, path)
+}
+
+// lockInPlace makes f, just opened from path, an output written in place,
+// locked exclusively; f is closed if the lock is refused.
+func lockInPlace(f *os.File, role, path string) (*output, error) {
 	if err := lockExclusive(f, role, path); err != nil {
 		f.Close()
 		return nil, err
@@ -105,6 +111,110 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, n
 		}
 	}
 	return o, nil
+}
+
+// formatOutputs are the files Format writes: all opened and locked before
+// anything is hashed, so that one that cannot be written fails the run
+// while nothing has changed.
+type formatOutputs struct {
+	hash *output // the tree, and the parity when it goes there too
+	fec  *output // the parity when it goes elsewhere; nil otherwise
+	root *output // the root hash file; nil without one
+
+	inPlace bool     // FormatOptions.InPlace
+	created []string // files created in place, removed unless the run completes
+}
+
+// openFormatOutputs opens the outputs of the layout l. DATA and devices are
+// written in place; HASH and the FEC file are replaced through temporary
+// files, or with opts.InPlace written in place too.
+func openFormatOutputs(l *Layout, opts *FormatOptions) (*formatOutputs, error) {
+	w := &formatOutputs{inPlace: opts.InPlace}
+	if err := w.open(l, opts); err != nil {
+		w.abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *formatOutputs) open(l *Layout, opts *FormatOptions) error {
+	fl := l.FEC
+	var err error
+	if l.TreeInData {
+		w.hash, err = openInPlace(l.DataPath, "DATA")
+	} else {
+		// Bytes of an existing HASH outside the tree are kept, as
+		// veritysetup, which writes in place, keeps them: those before an
+		// offset, and all of them when the parity goes into HASH too.
+		keepFrom := l.Geometry.HashOffset
+		if fl != nil && fl.InHash {
+			keepFrom = 1
+		}
+		w.hash, err = w.openFile(l.HashPath, "HASH", l.hashInfo, keepFrom, opts.Note)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case fl == nil || fl.InHash:
+	case fl.InData:
+		w.fec, err = openInPlace(l.DataPath, "DATA")
+	default:
+		w.fec, err = w.openFile(fl.Path, "FEC device", fl.existing, fl.Offset, opts.Note)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.RootHashFile == "":
+	case w.inPlace:
+		w.root, err = openRootHashInPlace(opts.RootHashFile, opts.Note)
+	default:
+		w.root, err = openRootHashFile(opts.RootHashFile, opts.Force, opts.Note)
+	}
+	return err
+}
+
+// openFile opens HASH or the FEC file at path (existing says how it is, nil
+// if missing): replaced through a temporary file that starts with its bytes
+// when keepFrom > 0 (see openReplacement), or in place (see
+// openCreatedInPlace).
+func (w *formatOutputs) openFile(path, role string, existing fs.FileInfo, keepFrom uint64, note func(string)) (*output, error) {
+	switch {
+	case !w.inPlace:
+		return openReplacement(path, role, existing, keepFrom, note)
+	case existing != nil:
+		return openInPlace(path, role)
+	}
+	return openCreatedInPlace(path, role, &w.created)
+}
+
+// commitTree makes the tree final: renamed over HASH, or synced where it
+// was written in place. In place the parity is synced with it, and only
+// then are the files the run created kept: until the tree and the parity
+// are complete they are removed on failure, as temporary files would be.
+func (w *formatOutputs) commitTree() error {
+	err := w.hash.commit()
+	if err == nil && w.inPlace && w.fec != nil {
+		err = w.fec.commit()
+	}
+	if err == nil {
+		w.created = nil
+	}
+	return err
+}
+
+// abort drops what was not committed: temporary files, and files created
+// in place.
+func (w *formatOutputs) abort() {
+	for _, o := range []*output{w.hash, w.fec, w.root} {
+		if o != nil {
+			o.abort()
+		}
+	}
+	for _, p := range w.created {
+		os.Remove(p)
+	}
 }
 
 // size returns the current size of the file written (of a block device:
@@ -424,13 +534,23 @@ func foreignRootHash(path string, info fs.FileInfo) string {
 }
 
 // writeRootHash writes the root hash into an output from openRootHashFile
-// and commits it.
+// or openRootHashInPlace and commits it.
 func (o *output) writeRootHash(rootHex string) error {
+	through := o.tmp == "" // a character device or a FIFO
+	if o.f == nil {
+		// A regular file written in place, opened only now: see
+		// openRootHashInPlace.
+		f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return errorf(KindIO, "", "cannot create root hash file %s for writing: %w", o.path, unwrapPath(err))
+		}
+		o.f, through = f, false
+	}
 	var err error
-	if o.tmp != "" {
-		_, err = o.f.Write([]byte(rootHex))
-	} else {
+	if through {
 		err = o.writeThrough([]byte(rootHex))
+	} else {
+		_, err = o.f.Write([]byte(rootHex))
 	}
 	if err != nil {
 		o.abort()

@@ -423,13 +423,14 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 			return vsFail(vsEINVAL, "Cannot create root hash file %s for writing.", p)
 		}
 	}
-	// Raw: veritysetup reads an Android sparse image as the bytes it is.
-	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true,
+	// Raw: veritysetup reads an Android sparse image as the bytes it is;
+	// InPlace: it writes its outputs in place.
+	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true, InPlace: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
 	if o.verbose || o.debug {
 		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
 	}
-	fr, err := verity.FormatInPlace(ctx, dataPath, hashPath, opts)
+	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
 		return vsFormatError(err)
 	}
