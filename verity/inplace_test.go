@@ -105,3 +105,31 @@ func TestFormatInPlaceCanceled(t *testing.T) {
 		t.Errorf("left %s, want only data.img", got)
 	}
 }
+
+// TestFormatInPlaceOptions: InPlace refuses Append (veritysetup does not
+// append) before anything is written, and PlanFormat, like Format, lets it
+// write into a HASH that Format alone would refuse as foreign.
+func TestFormatInPlaceOptions(t *testing.T) {
+	dir := t.TempDir()
+	dataPath := filepath.Join(dir, "data.img")
+	data := fmtImage(t, dataPath, 16*4096)
+	opts := fixedOptions()
+	opts.InPlace, opts.Append = true, true
+	_, err := Format(context.Background(), dataPath, "", opts)
+	fmtWantError(t, err, KindParam, "Append", "Append cannot be used with InPlace")
+	if !bytes.Equal(fmtRead(t, dataPath), data) {
+		t.Error("DATA changed")
+	}
+
+	hashPath := filepath.Join(dir, "existing.bin")
+	if err := os.WriteFile(hashPath, bytes.Repeat([]byte("not a tree "), 2000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanFormat(dataPath, hashPath, fixedOptions())
+	fmtWantError(t, err, KindRefused, "", "is not a tree veritygen could have written")
+	opts = fixedOptions()
+	opts.InPlace = true
+	if _, err := PlanFormat(dataPath, hashPath, opts); err != nil {
+		t.Errorf("PlanFormat with InPlace: %v", err)
+	}
+}
