@@ -22,21 +22,20 @@ import (
 )
 
 const avbUsage = `
-An Android Verified Boot image (avbtool add_hashtree_footer, or veritygen
---avb) is checked from the image alone: 'veritycheck IMAGE'. veritycheck
-reads the AVB footer at its end and the vbmeta blob it points to, checks
-the vbmeta's signature (with --avb-key: also that it is signed with that
-key; the key's SHA-1 is always shown, as 'avbtool info_image' shows it),
-then the data and the tree against the hashtree descriptor's root digest,
+An Android Verified Boot image (from 'avbtool add_hashtree_footer') is
+checked from the image alone: 'veritycheck IMAGE'. veritycheck reads the
+AVB footer at its end and the vbmeta blob it points to, checks the
+vbmeta's signature (with --avb-key: also that it is made with that key;
+the key's SHA-1 is always shown, as 'avbtool info_image' shows it), then
+the data and the tree against the hashtree descriptor's root digest,
 listing every corrupted block as above; --repair rebuilds them from the FEC
 parity the descriptor points at (no --fec-device needed). A vbmeta that
-does not verify is exit 1, and the tree is then not checked: nothing in
-it can be trusted. A malformed footer or vbmeta is exit 2.
-This AVB mode is chosen when DATA ends in an AVB footer and neither HASH nor
-a root hash is given, since without a root hash there is nothing else to
-check against; giving a root hash (or HASH) checks the tree as any other,
-and --avb asks for the AVB check explicitly (an error without a footer).
-`
+does not verify is exit 1, and the tree is then not checked: nothing in it
+can be trusted. A malformed footer or vbmeta is exit 2. This AVB check is
+chosen when DATA ends in an AVB footer and neither HASH nor a root hash is
+given: without a root hash there is nothing else to check against. With a
+root hash (or HASH) the tree is checked as any other; --avb asks for the
+AVB check explicitly (an error without a footer).`
 
 // avbFlagConflicts are the flags that give what an AVB image's vbmeta
 // says itself.

@@ -31,7 +31,7 @@ type avbMade struct {
 // avbMake writes a sample image of blocks 4096-byte blocks and adds a
 // hashtree footer signed with SHA256_RSA4096 (keys/rsa4096.pem); fec adds
 // the parity.
-func avbMake(t *testing.T, blocks int, fec bool, tweak func(*avb.HashtreeFooterOptions)) *avbMade {
+func avbMake(t testing.TB, blocks int, fec bool, tweak func(*avb.HashtreeFooterOptions)) *avbMade {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "system.img")
 	if err := testimages.WriteFile(path, func(w io.Writer) error { return testimages.Sample(w, int64(blocks)*4096, 14) }); err != nil {
@@ -367,4 +367,33 @@ func TestAVBUsage(t *testing.T) {
 	if strings.Contains(r.stdout, "avb:") {
 		t.Errorf("the AVB check ran with a root hash given:\n%v", r)
 	}
+}
+
+// FuzzAVBCheck runs the AVB check on an image whose metadata (the vbmeta
+// blob and the footer's block, the seed being a signed image's) is the
+// fuzzer's: whatever it holds, one error line and exit 1 or 2, or a
+// verified image; never a panic or a huge allocation.
+func FuzzAVBCheck(f *testing.F) {
+	m := avbMake(f, 8, true, nil)
+	at := int(m.res.Footer.VBMetaOffset)
+	head, tail := m.orig[:at], m.orig[at:]
+	f.Add(tail)
+	for _, off := range []int{len(tail) - 64 + 12, len(tail) - 64 + 20, len(tail) - 64 + 28, 12, 20, 96, 104} {
+		b := bytes.Clone(tail)
+		binary.BigEndian.PutUint64(b[off:], 1<<63+uint64(off))
+		f.Add(b)
+	}
+	f.Add(tail[:len(tail)-1])
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		path := filepath.Join(dir, "fuzz.img")
+		if err := os.WriteFile(path, append(bytes.Clone(head), meta...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := vcRun("--avb", path)
+		checkMessages(t, r.code, r.stderr)
+		if r.code != 0 && r.code != 1 && r.code != 2 {
+			t.Fatalf("exit %d:\n%v", r.code, r)
+		}
+	})
 }

@@ -94,7 +94,8 @@ const exitCodes = `
 Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
      (with --repair: are so again after the repair)
-  1  corruption found (and not repaired), or the root hash is not this tree's
+  1  corruption found (and not repaired), or the root hash is not this tree's,
+     or an AVB image's vbmeta signature does not verify (or not with --avb-key)
   2  anything else: bad usage, unreadable or malformed input, I/O error
 `
 
