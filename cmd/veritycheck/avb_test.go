@@ -334,7 +334,11 @@ func TestAVBMalformed(t *testing.T) {
 			if strings.Contains(r.stdout, "verified") {
 				t.Errorf("verified a malformed image:\n%v", r)
 			}
-			avbExpect(t, 2, nil, "--json", m.path)
+			r = avbExpect(t, 2, nil, "--json", m.path)
+			var j struct{ Error string }
+			if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || !strings.Contains(j.Error, "malformed AVB data") {
+				t.Errorf("want {\"error\": \"...malformed AVB data...\"} on stdout, got %q (%v)", r.stdout, err)
+			}
 		})
 	}
 }
@@ -396,4 +400,30 @@ func FuzzAVBCheck(f *testing.F) {
 			t.Fatalf("exit %d:\n%v", r.code, r)
 		}
 	})
+}
+
+// The text report names every descriptor: chained partitions too, which
+// are not checked (their vbmeta is elsewhere).
+func TestAVBChainShown(t *testing.T) {
+	m := avbMake(t, 16, false, func(o *avb.HashtreeFooterOptions) {
+		ch, err := avb.ParseChainPartition("boot:2:"+filepath.Join(avbVectors, "keys/rsa2048.avbpubkey"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ChainPartitions, o.SetupAsRootfsFromKernel, o.KernelCmdlines = []avb.ChainPartition{ch}, false, []string{"quiet"}
+	})
+	avbExpect(t, 0, []string{`avb: descriptor: chain partition: partition "boot", rollback index location 2, public key (sha1) dbb4d6516f8603217ae6d8c6d048bbdc04393557`,
+		"avb: descriptor: kernel cmdline: flags 0: quiet", "verified: 16 data blocks"}, m.path)
+}
+
+// An Android sparse image with a footer is refused with what to do (the
+// library does not check its tree yet).
+func TestAVBSparseRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sparse.img")
+	b, err := os.ReadFile(filepath.Join(avbVectors, "full/sparse-p0.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o644)
+	avbExpect(t, 2, []string{`avb: descriptor: hashtree: partition "system"`, "sparse image with a footer", "simg2img " + path}, path)
 }
