@@ -25,6 +25,7 @@ const prog = "veritycheck"
 const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
        veritycheck [flags] DATA HASH ROOT
        veritycheck --root-hash HEX --fec-device FEC [--repair] [flags] DATA [HASH]
+       veritycheck [--avb] [--avb-key KEY] [--repair] [flags] IMAGE
        veritycheck --dump [--hash-offset BYTES] HASH
 
 Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
@@ -62,6 +63,7 @@ it starts at the tree): its reserved and padding bytes, and the zeros up to
 the tree, are restored from the superblock's own fields.
 
 --dump prints the superblock as 'veritysetup dump' does.
+` + avbUsage + `
 
 veritysetup's command line works too: 'veritycheck verify DATA HASH ROOT'
 and 'veritycheck DATA HASH ROOT' (a third argument that is the hex of a
@@ -82,6 +84,7 @@ Examples:
   veritycheck --json --root-hash-file=root.hex system.img | jq .problems
   veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 system.img
   veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 --repair system.img
+  veritycheck --avb-key=avb.pem system.img
   veritycheck --dump system.img.verity
 
 Flags:
@@ -91,7 +94,8 @@ const exitCodes = `
 Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
      (with --repair: are so again after the repair)
-  1  corruption found (and not repaired), or the root hash is not this tree's
+  1  corruption found (and not repaired), or the root hash is not this tree's,
+     or an AVB image's vbmeta signature does not verify (or not with --avb-key)
   2  anything else: bad usage, unreadable or malformed input, I/O error
 `
 
@@ -111,6 +115,11 @@ type options struct {
 	raw          bool
 	// rootPositional: the root hash was the third argument, in rootHex.
 	rootPositional bool
+	// The AVB check (avb.go): --avb, --avb-key, and what the vbmeta said,
+	// for the JSON report.
+	avb       bool
+	avbKey    string
+	avbReport *avbJSON
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
@@ -127,6 +136,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
 	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
+	fs.BoolVar(&o.avb, "avb", false, "check DATA as an Android Verified Boot image: its vbmeta signature, then the tree against its hashtree descriptor (chosen by itself when DATA ends in an AVB footer and no root hash is given)")
+	fs.StringVar(&o.avbKey, "avb-key", "", "with the AVB check, require the vbmeta to be signed with this key: `FILE` in PEM (public or private) or an AVB public key blob")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
@@ -251,7 +262,7 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
 	}
-	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair") {
+	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair", "avb", "avb-key") {
 		if o.tree.Changed(name) {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
@@ -316,6 +327,8 @@ type result struct {
 	UncheckedHashBlocks uint64          `json:"unchecked_hash_blocks"`
 	Problems            json.RawMessage `json:"problems"` // streamed: see writeResult
 	ProblemsTruncated   bool            `json:"problems_truncated"`
+	// AVB: what the vbmeta of an AVB image says (the AVB check only).
+	AVB *avbJSON `json:"avb,omitempty"`
 	*repairJSON
 }
 
@@ -377,6 +390,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if len(args) < 1 || len(args) > 2 {
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
+	}
+	if wantsAVB(o, args) {
+		return checkAVB(ctx, o, args, stdout, stderr, showProgress)
 	}
 	dataPath := args[0]
 	hashPath := dataPath + ".verity"
@@ -451,7 +467,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 	out := &result{Verified: res.Verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
-		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated}
+		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport}
 	if d := res.RootDiagnosis; d != nil {
 		out.RootHint = d.Hint
 	}

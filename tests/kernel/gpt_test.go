@@ -51,8 +51,8 @@ func writeGPTDisk(path string, parts []partition) error {
 		e := table[i*gptEntrySize:]
 		// Type: Linux filesystem data, 0FC63DAF-8483-4772-8E79-3D69D8477DE4.
 		copy(e[0:16], []byte{0xaf, 0x3d, 0xc6, 0x0f, 0x83, 0x84, 0x72, 0x47, 0x8e, 0x79, 0x3d, 0x69, 0xd8, 0x47, 0x7d, 0xe4})
-		uid := sha256.Sum256([]byte(fmt.Sprintf("veritytree partition %d %s", i, p.name)))
-		copy(e[16:32], uid[:16])
+		uid := partGUID(i, p.name)
+		copy(e[16:32], uid[:])
 		binary.LittleEndian.PutUint64(e[32:], uint64(lba))
 		binary.LittleEndian.PutUint64(e[40:], uint64(last))
 		for j, u := range utf16.Encode([]rune(p.name)) {
@@ -131,6 +131,21 @@ func writeGPTDisk(path string, parts []partition) error {
 		}
 	}
 	return f.Close()
+}
+
+// partGUID is the unique GUID of partition i+1 named name, as stored
+// (mixed-endian, as GPT stores GUIDs).
+func partGUID(i int, name string) [16]byte {
+	uid := sha256.Sum256([]byte(fmt.Sprintf("veritytree partition %d %s", i, name)))
+	return [16]byte(uid[:16])
+}
+
+// partUUID is partition i+1's PARTUUID as Linux spells it (root=PARTUUID=...,
+// and in device-mapper tables): the GUID's text form, its first three fields
+// read little-endian.
+func partUUID(i int, name string) string {
+	g := partGUID(i, name)
+	return fmt.Sprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%x-%x", g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8:10], g[10:16])
 }
 
 // maxPartitions is what Linux reads of a GPT (DISK_MAX_PARTS - 1).

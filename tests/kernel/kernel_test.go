@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -558,9 +557,7 @@ func (p *prepared) mustFail() bool { return p.corrupt != "" && !p.readsOK && !p.
 func TestDMVerity(t *testing.T) {
 	testtool.Long(t, "the kernel boot")
 	start := time.Now()
-	qemu := testtool.Require(t, "qemu-system-x86_64")
-	busybox := testtool.Require(t, "busybox")
-	dmsetup := testtool.Require(t, "dmsetup")
+	tools := requireGuestTools(t)
 	k := debianKernel(t)
 	t.Logf("kernel ready after %v: boots %s; modules %v; built in: %v", time.Since(start).Round(time.Millisecond), k.Boot, k.Modules, k.Builtin)
 
@@ -574,63 +571,7 @@ func TestDMVerity(t *testing.T) {
 		cases = append(cases, p)
 		fmt.Fprintf(&list, "%s %d %s\n", c.name, p.sectors, p.table)
 	}
-	if len(parts) > maxPartitions {
-		t.Fatalf("%d partitions, the kernel reads at most %d", len(parts), maxPartitions)
-	}
-	diskImage := filepath.Join(work, "disk.img")
-	if err := writeGPTDisk(diskImage, parts); err != nil {
-		t.Fatalf("disk image: %v", err)
-	}
-
-	r := &initramfs{
-		init: initScript,
-		files: map[string][]byte{
-			"etc/vt/cases":      list.Bytes(),
-			"etc/vt/partitions": []byte(strconv.Itoa(len(parts)) + "\n"),
-			"etc/vt/modules":    []byte(strings.Join(k.Modules, "\n") + "\n"),
-		},
-		programs: map[string]string{"bin/busybox": busybox, "sbin/dmsetup": dmsetup},
-	}
-	for _, m := range k.Modules {
-		b, err := os.ReadFile(k.modulePath(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.files["lib/vt-modules/"+m] = b
-	}
-	cpio, err := buildInitramfs(r)
-	if err != nil {
-		t.Fatalf("initramfs: %v", err)
-	}
-	initrd := filepath.Join(work, "initramfs.cpio")
-	if err := os.WriteFile(initrd, cpio, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	// The VM's own limit: a hung guest is killed, not waited for.
-	timeout := 240 * time.Second
-	if v := os.Getenv("VERITYTREE_KERNEL_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("VERITYTREE_KERNEL_TIMEOUT: %v", err)
-		}
-		timeout = d
-	}
-	if dl, ok := t.Deadline(); ok && time.Until(dl)-15*time.Second < timeout {
-		timeout = time.Until(dl) - 15*time.Second
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	vmStart := time.Now()
-	console, err := runVM(ctx, qemu, k.bootPath(), initrd, diskImage, work)
-	vmTime := time.Since(vmStart)
-	if dump := os.Getenv("VERITYTREE_KERNEL_CONSOLE"); dump != "" {
-		os.WriteFile(dump, []byte(console), 0o644)
-	}
-	g := parseConsole(console)
-	if err != nil || g.done == "" {
-		t.Fatalf("the guest did not finish (%v); console:\n%s", err, tail(console, 60))
-	}
+	g, console, vmTime := bootGuest(t, tools, k, work, parts, list.Bytes())
 	t.Logf("%d cases in %d partitions; VM ran %v (guest: /init at %s, disks ready at %s, done at %s); whole test %v",
 		len(cases), len(parts), vmTime.Round(time.Millisecond), g.boot, g.ready, g.done, time.Since(start).Round(time.Millisecond))
 	for _, e := range g.errors {

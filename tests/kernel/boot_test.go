@@ -1,0 +1,90 @@
+package kernel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veritytree/veritytree/internal/testtool"
+)
+
+// guestTools are the host programs a boot needs.
+type guestTools struct{ qemu, busybox, dmsetup string }
+
+func requireGuestTools(t *testing.T) guestTools {
+	t.Helper()
+	return guestTools{
+		qemu:    testtool.Require(t, "qemu-system-x86_64"),
+		busybox: testtool.Require(t, "busybox"),
+		dmsetup: testtool.Require(t, "dmsetup"),
+	}
+}
+
+// bootGuest puts the images on one GPT disk, boots the kernel on it with
+// init.sh and the cases (lines "NAME SECTORS TABLE"), and returns what the
+// guest reported. It fails the test if the guest does not finish.
+func bootGuest(t *testing.T, tools guestTools, k *kernelImage, work string, parts []partition, cases []byte) (*guestReport, string, time.Duration) {
+	t.Helper()
+	if len(parts) > maxPartitions {
+		t.Fatalf("%d partitions, the kernel reads at most %d", len(parts), maxPartitions)
+	}
+	diskImage := filepath.Join(work, "disk.img")
+	if err := writeGPTDisk(diskImage, parts); err != nil {
+		t.Fatalf("disk image: %v", err)
+	}
+
+	r := &initramfs{
+		init: initScript,
+		files: map[string][]byte{
+			"etc/vt/cases":      cases,
+			"etc/vt/partitions": []byte(strconv.Itoa(len(parts)) + "\n"),
+			"etc/vt/modules":    []byte(strings.Join(k.Modules, "\n") + "\n"),
+		},
+		programs: map[string]string{"bin/busybox": tools.busybox, "sbin/dmsetup": tools.dmsetup},
+	}
+	for _, m := range k.Modules {
+		b, err := os.ReadFile(k.modulePath(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.files["lib/vt-modules/"+m] = b
+	}
+	cpio, err := buildInitramfs(r)
+	if err != nil {
+		t.Fatalf("initramfs: %v", err)
+	}
+	initrd := filepath.Join(work, "initramfs.cpio")
+	if err := os.WriteFile(initrd, cpio, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The VM's own limit: a hung guest is killed, not waited for.
+	timeout := 240 * time.Second
+	if v := os.Getenv("VERITYTREE_KERNEL_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("VERITYTREE_KERNEL_TIMEOUT: %v", err)
+		}
+		timeout = d
+	}
+	if dl, ok := t.Deadline(); ok && time.Until(dl)-15*time.Second < timeout {
+		timeout = time.Until(dl) - 15*time.Second
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	vmStart := time.Now()
+	console, err := runVM(ctx, tools.qemu, k.bootPath(), initrd, diskImage, work)
+	vmTime := time.Since(vmStart)
+	if dump := os.Getenv("VERITYTREE_KERNEL_CONSOLE"); dump != "" {
+		os.WriteFile(dump, []byte(console), 0o644)
+	}
+	g := parseConsole(console)
+	if err != nil || g.done == "" {
+		t.Fatalf("the guest did not finish (%v); console:\n%s", err, tail(console, 60))
+	}
+	return g, console, vmTime
+}
