@@ -31,7 +31,10 @@ descriptor, signed if asked, and the AVB footer in the partition's last
 4096-byte block. DATA is hashed once. Run again on its own output, it starts
 from the original image (the footer says where it ends) and writes the same
 file. An Android sparse DATA stays sparse (no --fec then). Any failure, or
-Ctrl-C, cuts DATA back to the size it had. --hash defaults to sha256 here
+Ctrl-C, cuts DATA back to the original image (an earlier footer goes too,
+as with avbtool); only a run killed outright (kill -9, power loss) leaves
+DATA longer and without footer: cut it back (truncate -s ORIGINAL_SIZE
+DATA) before running again. --hash defaults to sha256 here
 too (avbtool's default is sha1); --salt defaults to random bytes as many as
 the digest, --salt=- is none; --data-block-size is avbtool's --block_size
 (the hash block size is the same). --check-at-most-once also sets the
@@ -39,6 +42,12 @@ descriptor's flag. --data-size, --force, --raw, --root-hash-file and the
 kernel-table flags do not apply to --avb. With --calc-max-image-size
 (and --partition-size) veritygen only prints the largest image that fits,
 as avbtool does, and needs no DATA.
+
+Run under the name avbtool (a symbolic link to veritygen), veritygen takes
+avbtool 1.3.0's own command line for add_hashtree_footer, info_image,
+verify_image, erase_footer, extract_public_key, calculate_kernel_cmdline and
+version; anything else exits 2 naming it, for a wrapper to fall back on the
+real avbtool.
 `
 
 // avbFlags are the flags of --avb.
