@@ -133,6 +133,10 @@ func (t *avbtool) flagSet(cmd string) *pflag.FlagSet {
 }
 
 func (t *avbtool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
+	args, err := expandAbbrev(fs, args)
+	if err != nil {
+		return t.usageErr(cmd, "%v", err), true
+	}
 	if err := fs.Parse(args); err != nil {
 		return t.usageErr(cmd, "%v", err), true
 	}
@@ -153,6 +157,52 @@ func (t *avbtool) parse(cmd string, fs *pflag.FlagSet, args []string, required .
 		return t.usageErr(cmd, "the following arguments are required: %s", strings.Join(missing, ", ")), true
 	}
 	return 0, false
+}
+
+// expandAbbrev spells out the long options abbreviated to a prefix of
+// one option, as argparse (allow_abbrev) takes them: --partition_s is
+// --partition_size. A prefix of several options is an error, as there.
+func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			var matches []*pflag.Flag
+			fs.VisitAll(func(c *pflag.Flag) {
+				if strings.HasPrefix(c.Name, name) {
+					matches = append(matches, c)
+				}
+			})
+			switch len(matches) {
+			case 0:
+				continue // pflag reports it
+			case 1:
+				f = matches[0]
+			default:
+				names := make([]string, len(matches))
+				for j, m := range matches {
+					names[j] = "--" + m.Name
+				}
+				return nil, fmt.Errorf("ambiguous option: --%s could match %s", name, strings.Join(names, ", "))
+			}
+			out[i] = "--" + f.Name
+			if hasValue {
+				out[i] += "=" + value
+			}
+		}
+		if f.Value.Type() != "bool" && !hasValue {
+			i++ // its value, whatever it looks like
+		}
+	}
+	return out, nil
 }
 
 // number is avbtool's parse_number: decimal, or 0x/0o/0b prefixed.

@@ -54,7 +54,8 @@ func TestAvbtoolFrontSymlink(t *testing.T) {
 	if code != 0 || out != "" || errOut != "" {
 		t.Fatalf("add_hashtree_footer: exit %d, %q, %q", code, out, errOut)
 	}
-	if code, out, _ := run("verify_image", "--image", img); code != 0 || !strings.Contains(out, "Successfully verified sha256 hashtree") {
+	// argparse's abbreviations: --ima is --image.
+	if code, out, _ := run("verify_image", "--ima", img); code != 0 || !strings.Contains(out, "Successfully verified sha256 hashtree") {
 		t.Errorf("verify_image: exit %d, %q", code, out)
 	}
 }
@@ -91,6 +92,7 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unknown flag: --no_such_option"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition_size", "12x"}, "invalid parse_number value"},
 		{[]string{"info_image"}, "the following arguments are required: --image"},
+		{[]string{"add_hashtree_footer", "--image", img, "--partition", "1"}, "ambiguous option: --partition could match --partition_size, --partition_name"},
 		{[]string{"extract_public_key", "--key", "k.pem"}, "the following arguments are required: --output"},
 		{[]string{"verify_image", "--image", img, "extra"}, "unrecognized arguments: extra"},
 	} {
