@@ -16,7 +16,9 @@ func main() {
 	cli.PreferImplementationsFromEnv()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
-	if isVeritysetup(os.Args[0]) {
+	if isAvbtool(os.Args[0]) {
+		code = runAvbtool(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
+	} else if isVeritysetup(os.Args[0]) {
 		code = runVeritysetup(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	} else {
 		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)

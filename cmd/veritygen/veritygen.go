@@ -109,6 +109,7 @@ type options struct {
 	dataSize     uint64
 	force        bool
 	boot         bootFlags
+	avb          avbFlags
 }
 
 func (o *options) changed(name string) bool { return o.tree.Changed(name) }
@@ -140,9 +141,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	o.boot.register(fs)
+	o.avb.register(fs)
 	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -150,8 +152,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return fail(cli.WithHint(err, "see veritygen --help"))
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
 		return cli.ExitOK
+	}
+	if o.avb.wanted() {
+		return runAVB(ctx, &o, fs.Args(), stdout, stderr, tty)
 	}
 	pos, err := nativeArgs(args, fs.Args())
 	if err != nil {
