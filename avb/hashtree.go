@@ -128,6 +128,13 @@ type HashtreeFooterOptions struct {
 	// SetupAsRootfsFromKernel adds the kernel command-line descriptors
 	// that set the partition up with dm-verity as the root file system.
 	SetupAsRootfsFromKernel bool
+	// SetupRootfsFromKernel, if not "", is the path of another image (with
+	// a footer, or a vbmeta image): the same two kernel command-line
+	// descriptors are made from the first hashtree descriptor of its
+	// vbmeta, as avbtool's --setup_rootfs_from_kernel IMAGE makes them. It
+	// cannot be the image the footer is added to (avbtool would read it
+	// half-written).
+	SetupRootfsFromKernel string
 	// IncludeDescriptorsFrom are images (or vbmeta images) whose
 	// descriptors are copied in, as avbtool's --include_descriptors_from_image.
 	IncludeDescriptorsFrom []string
@@ -291,8 +298,10 @@ type prepared struct {
 	salt     []byte
 	chains   []Descriptor
 	included []Descriptor
-	minor    uint32
-	release  string
+	// rootfsFrom are the descriptors made from SetupRootfsFromKernel's image.
+	rootfsFrom []Descriptor
+	minor      uint32
+	release    string
 }
 
 func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
@@ -353,6 +362,11 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 		p.chains = append(p.chains, d)
 	}
 	p.minor = o.RequiredLibavbMinor()
+	if o.SetupRootfsFromKernel != "" {
+		if p.rootfsFrom, err = SetupRootfsFromKernelDescriptors(o.SetupRootfsFromKernel); err != nil {
+			return nil, err
+		}
+	}
 	// Included descriptors: those without a partition name in order, those
 	// with one last, the last of each type and name only, ordered by
 	// avbtool's dictionary key (class name, partition name).
@@ -416,6 +430,16 @@ func chainKey(c ChainPartition) string {
 func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterOptions) (*HashtreeFooterResult, error) {
 	if o == nil {
 		o = &HashtreeFooterOptions{}
+	}
+	if o.SetupRootfsFromKernel != "" {
+		// avbtool reads IMAGE after the tree is appended and before the
+		// footer is: for the image itself it finds no vbmeta and fails.
+		a, errA := os.Stat(imagePath)
+		b, errB := os.Stat(o.SetupRootfsFromKernel)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return nil, paramErr("SetupRootfsFromKernel", "leave it out and set the image up as root with the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
+				"the image to set up as root (%s) is the image the footer is added to", o.SetupRootfsFromKernel)
+		}
 	}
 	p, err := o.prepare()
 	if err != nil {
@@ -596,6 +620,11 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	for _, pr := range o.Properties {
 		descs = append(descs, &PropertyDescriptor{Key: pr.Key, Value: pr.Value})
 	}
+	// avbtool's _generate_vbmeta_blob order: the hashtree descriptor,
+	// chained partitions, properties, the lines from
+	// --setup_rootfs_from_kernel IMAGE, those of
+	// --setup_as_rootfs_from_kernel, --kernel_cmdline, included ones.
+	descs = append(descs, p.rootfsFrom...)
 	if o.SetupAsRootfsFromKernel {
 		descs = append(descs, RootfsCmdlineDescriptors(ht)...)
 	}

@@ -204,3 +204,22 @@ func RootfsCmdlineDescriptors(ht *HashtreeDescriptor) []Descriptor {
 		&KernelCmdlineDescriptor{Flags: CmdlineFlagUseOnlyIfHashtreeDisabled, Cmdline: "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)"},
 	}
 }
+
+// SetupRootfsFromKernelDescriptors are the kernel command-line descriptors
+// avbtool adds with --setup_rootfs_from_kernel IMAGE: those of
+// RootfsCmdlineDescriptors for the first hashtree descriptor of the image's
+// vbmeta (the image has a footer, or is a vbmeta image; Android sparse is
+// read as expanded).
+func SetupRootfsFromKernelDescriptors(path string) ([]Descriptor, error) {
+	img, err := ReadImage(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range img.VBMeta.Descriptors {
+		if ht, ok := d.(*HashtreeDescriptor); ok {
+			return RootfsCmdlineDescriptors(ht), nil
+		}
+	}
+	return nil, inputErr("give the image of a partition made with a hashtree footer (add_hashtree_footer)",
+		"%s: no hashtree descriptor in given image", path)
+}

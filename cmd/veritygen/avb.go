@@ -61,6 +61,7 @@ type avbFlags struct {
 	rollbackIndexLocation                uint32
 	doNotUseAB, persistentDigest         bool
 	noHashtree, setupAsRootfs            bool
+	setupRootfsFrom                      string
 	outputVBMeta                         string
 	doNotAppendVBMeta, calcMaxImageSize  bool
 	fs                                   *pflag.FlagSet
@@ -69,7 +70,7 @@ type avbFlags struct {
 // avbOnlyFlags need --avb.
 var avbOnlyFlags = []string{"partition-size", "partition-name", "avb-algorithm", "avb-key", "prop", "prop-from-file",
 	"rollback-index", "rollback-index-location", "do-not-use-ab", "use-persistent-digest", "no-hashtree",
-	"setup-as-rootfs-from-kernel", "kernel-cmdline", "output-vbmeta-image", "do-not-append-vbmeta-image", "calc-max-image-size"}
+	"setup-as-rootfs-from-kernel", "setup-rootfs-from-kernel", "kernel-cmdline", "output-vbmeta-image", "do-not-append-vbmeta-image", "calc-max-image-size"}
 
 func (a *avbFlags) register(fs *pflag.FlagSet) {
 	a.fs = fs
@@ -86,6 +87,7 @@ func (a *avbFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.persistentDigest, "use-persistent-digest", false, "with --avb: store no root digest (the device keeps it); no salt unless --salt")
 	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "with --avb: append no tree (the descriptor keeps its root digest)")
 	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "with --avb: add the kernel command-line descriptors that mount DATA with dm-verity as root")
+	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "with --avb: add the kernel command-line descriptors that mount another partition `IMAGE` (made with --avb) with dm-verity as root")
 	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "with --avb: add a kernel command-line descriptor `CMDLINE` (repeatable)")
 	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "with --avb: also write the vbmeta blob to `FILE`")
 	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "with --avb: append the tree but not the vbmeta and footer (use --output-vbmeta-image)")
@@ -227,7 +229,7 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 		PartitionSize: a.partitionSize, PartitionName: a.partitionName, HashAlgorithm: o.tree.Hash,
 		BlockSize: o.tree.DataBlockSize, FEC: o.fecAppend, FECRoots: o.fecRoots,
 		Algorithm: a.algorithm, KernelCmdlines: a.kernelCmdlines, SetupAsRootfsFromKernel: a.setupAsRootfs,
-		RollbackIndex: a.rollbackIndex, RollbackIndexLocation: a.rollbackIndexLocation,
+		SetupRootfsFromKernel: a.setupRootfsFrom, RollbackIndex: a.rollbackIndex, RollbackIndexLocation: a.rollbackIndexLocation,
 		DoNotUseAB: a.doNotUseAB, CheckAtMostOnce: o.boot.checkAtMostOnce, UsePersistentDigest: a.persistentDigest,
 		NoHashtree: a.noHashtree, OutputVBMeta: a.outputVBMeta, DoNotAppendVBMeta: a.doNotAppendVBMeta, Jobs: o.jobs,
 	}

@@ -86,7 +86,6 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		{[]string{"add_hash_footer", "--image", img}, "add_hash_footer is not one of"},
 		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper", "/bin/true", "--algorithm", "SHA256_RSA2048"}, "--signing_helper: signing with an external program is not supported"},
 		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper_with_files", "/bin/true"}, "--signing_helper_with_files"},
-		{[]string{"add_hashtree_footer", "--image", img, "--setup_rootfs_from_kernel", img}, "--setup_rootfs_from_kernel IMAGE is not supported"},
 		{[]string{"add_hashtree_footer", "--image", sparseCopy}, "FEC of an Android sparse image is not done here"},
 		{[]string{"add_hashtree_footer", "--image", img, "--block_size", "1024"}, "FEC with --block_size 1024"},
 		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unknown flag: --no_such_option"},
