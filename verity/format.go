@@ -260,8 +260,11 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if err == nil {
 		err = restoreSuperblockGap(hashOut, g, gap)
 	}
-	if err == nil && opts.InPlace && !l.TreeInData {
+	if err == nil && opts.InPlace && !l.TreeInData && (g.HashBlocks > 0 || !opts.NoSuperblock) {
 		// A tree whose last blocks were never written still spans them.
+		// veritysetup's HASH ends where the last block it writes ends: an
+		// empty tree (one data block) without superblock writes nothing,
+		// and HASH keeps its size whatever the hash offset.
 		err = hashOut.extend(g.HashEnd())
 	}
 	var fecInfo *FECInfo

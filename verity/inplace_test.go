@@ -133,3 +133,45 @@ func TestFormatInPlaceOptions(t *testing.T) {
 		t.Errorf("PlanFormat with InPlace: %v", err)
 	}
 }
+
+// TestFormatInPlaceEmptyTreeNoSuperblock: a one-block DATA has no hash
+// block, and without a superblock veritysetup writes nothing, so HASH keeps
+// its size (0 for a new one) whatever the hash offset; with a superblock,
+// or with a tree, HASH ends where the last block written ends. (Measured
+// with veritysetup 2.6.1: one block, --no-superblock --hash-offset=8192
+// leaves a new HASH 0 bytes and a 100-byte one 100; two blocks give 12288.)
+func TestFormatInPlaceEmptyTreeNoSuperblock(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		blocks       int
+		superblock   bool
+		existing     int // -1: no HASH yet
+		offset, want uint64
+	}{
+		{1, false, -1, 8192, 0},
+		{1, false, 100, 8192, 100},
+		{1, false, -1, 0, 0},
+		{1, true, -1, 8192, 12288},
+		{2, false, -1, 8192, 12288},
+		{2, false, 100, 8192, 12288},
+	} {
+		dataPath := filepath.Join(dir, "data.img")
+		fmtImage(t, dataPath, c.blocks*4096)
+		hashPath := filepath.Join(dir, "hash.img")
+		os.Remove(hashPath)
+		if c.existing >= 0 {
+			if err := os.WriteFile(hashPath, make([]byte, c.existing), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts := fixedOptions()
+		opts.InPlace, opts.NoSuperblock, opts.HashOffset = true, !c.superblock, c.offset
+		if _, err := Format(context.Background(), dataPath, hashPath, opts); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(hashPath)
+		if err != nil || uint64(info.Size()) != c.want {
+			t.Errorf("%+v: HASH %v bytes (%v), want %d", c, info.Size(), err, c.want)
+		}
+	}
+}
