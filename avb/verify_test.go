@@ -349,3 +349,26 @@ func sparseOffset(t *testing.T, b []byte, off uint64) int {
 	t.Fatalf("byte %d is past the expansion", off)
 	return 0
 }
+
+// A sparse image whose descriptor stores no root digest (persistent
+// digest): the root is computed from the expansion, then checked.
+func TestVerifyHashtreeSparsePersistentDigest(t *testing.T) {
+	img2simg := testtool.Require(t, "img2simg")
+	dir := t.TempDir()
+	raw, simg := filepath.Join(dir, "raw.img"), filepath.Join(dir, "sparse.img")
+	data := make([]byte, 100*4096)
+	rand.NewChaCha8([32]byte{4}).Read(data[:50*4096])
+	os.WriteFile(raw, data, 0o644)
+	if _, err := AddHashtreeFooter(context.Background(), raw, &HashtreeFooterOptions{PartitionName: "system", HashAlgorithm: "sha256",
+		UsePersistentDigest: true, DoNotUseAB: true}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(img2simg, raw, simg).CombinedOutput(); err != nil {
+		t.Fatalf("img2simg: %v\n%s", err, out)
+	}
+	img, res, got := verifySparseReport(t, simg, nil)
+	_, _, want := verifySparseReport(t, raw, nil)
+	if !img.Sparse || len(img.VBMeta.HashtreeDescriptors()[0].RootDigest) != 0 || !res.Verified || got != want {
+		t.Fatalf("sparse, persistent digest:\n%s\nraw:\n%s", got, want)
+	}
+}

@@ -120,6 +120,14 @@ func (r *VerifyResult) Close() error {
 // hash blocks and superblock. The files are locked against writers while
 // they are read.
 //
+// An Android sparse DATA is checked as the image it expands to (unless
+// Raw); when HASH (or FECDevice) is that same file, the tree (or the
+// parity) is read from the expansion too, at HashOffset (or FECOffset) in
+// it, as avbtool lays out a sparse image. Repair is refused for a sparse
+// DATA (KindInput): a repair writes blocks in place, which a sparse file
+// does not have. The offsets in the problems and the repair plan are then
+// those of the expansion.
+//
 // Corruption is not an error: it is in the result. The error is for bad
 // options or input (KindParam, KindInput), files locked or refused
 // (KindRefused) and I/O failures (KindIO); ctx's error when ctx ends.
