@@ -72,7 +72,10 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 
 // VerifyHashtree checks the image at path against its vbmeta's first
 // hashtree descriptor with verity.Verify (every corrupted block listed in
-// the result; with FEC in the descriptor, what the parity can repair).
+// the result; with FEC in the descriptor, what the parity can repair). An
+// Android sparse image (img.Sparse) is checked as the image it expands
+// to, its tree and parity read from the expansion; Repair is refused for
+// it (KindInput): nothing is written into a sparse file.
 // Without a root digest in the descriptor (a persistent digest) the root
 // is computed from the data first, so that what is checked is that the
 // tree is the data's, as avbtool verify_image checks it.
@@ -96,11 +99,13 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 	if o.FECRoots > 0 {
 		o.FECDevice = path
 	}
-	if img.Sparse {
-		return nil, inputErr(fmt.Sprintf("expand it first: simg2img %s RAW", path), "%s: checking the tree of a sparse image with a footer is not done yet", path)
+	if img.Sparse && o.Repair {
+		// Checked here too, before a persistent digest's root is computed.
+		return nil, inputErr(fmt.Sprintf("expand it first (simg2img %s image.raw), repair that, and make it sparse again (img2simg) if needed", path),
+			"%s is an Android sparse image: a repair cannot write into it", path)
 	}
 	if root == nil {
-		src, err := verity.OpenSource(path, &verity.SourceOptions{Raw: true})
+		src, err := verity.OpenSource(path, &verity.SourceOptions{Raw: !img.Sparse})
 		if err != nil {
 			return nil, err
 		}

@@ -1,14 +1,21 @@
 package avb
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 	"golang.org/x/sys/unix"
 )
@@ -209,5 +216,159 @@ func TestAddHashtreeFooterLocked(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(sparsePath); string(got) != string(simg) {
 		t.Fatal("sparse image changed")
+	}
+}
+
+// verifySparseReport is what the check of an image says, for comparing a
+// sparse image's with its raw twin's.
+func verifySparseReport(t *testing.T, path string, opts *verity.VerifyOptions) (*Image, *verity.VerifyResult, string) {
+	t.Helper()
+	img, err := ReadImage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := img.VerifyVBMeta(nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyHashtree(context.Background(), path, img, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	var problems []string
+	res.EachProblem(func(p *merkle.CorruptionError) bool {
+		problems = append(problems, p.Error())
+		return true
+	})
+	g := res.Geometry
+	return img, res, fmt.Sprintf("%+v %d %d %d %x %+v %v %v", *res.Report, g.DataBlocks, g.HashOffset, g.HashBlocks, g.Salt, res.FEC, res.Verified, problems)
+}
+
+// The sparse outputs of the vectors (avbtool's, from a sparse input) are
+// checked through their expansion, with the same result as their raw
+// twins (the expansion, avbtool's output for the raw input); a FILL
+// chunk's pattern changed is listed at its block. Before, VerifyHashtree
+// refused sparse images.
+func TestVerifyHashtreeSparse(t *testing.T) {
+	cases := map[string]vectorCase{}
+	for _, c := range loadCases(t) {
+		cases[c.name] = c
+	}
+	for _, name := range []string{"sparse-p0", "sparse-psize"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := os.ReadFile(filepath.Join(vectorDir, "full", name+".img"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			simg, raw := filepath.Join(dir, "sparse.img"), filepath.Join(dir, "raw.img")
+			os.WriteFile(simg, b, 0o644)
+			expanded := expand(t, b)
+			if twin := cases["raw-"+strings.TrimPrefix(name, "sparse-")]; sha256Hex(expanded) != twin.sha256 {
+				t.Fatalf("%s does not expand to %s", name, twin.name)
+			}
+			os.WriteFile(raw, expanded, 0o644)
+			img, res, got := verifySparseReport(t, simg, nil)
+			_, rawRes, want := verifySparseReport(t, raw, nil)
+			if !img.Sparse || res.DataFormat != "android-sparse" || !res.Verified || !rawRes.Verified || got != want {
+				t.Fatalf("sparse %v %s:\n%s\nraw:\n%s", img.Sparse, res.DataFormat, got, want)
+			}
+
+			// Block 3 is a FILL chunk of one block (03030303): another
+			// pattern corrupts it.
+			b[sparseOffset(t, b, 3*4096)] ^= 0x10
+			os.WriteFile(simg, b, 0o644)
+			os.WriteFile(raw, expand(t, b), 0o644)
+			_, res, got = verifySparseReport(t, simg, &verity.VerifyOptions{MaxProblems: -1})
+			_, _, want = verifySparseReport(t, raw, &verity.VerifyOptions{MaxProblems: -1})
+			if res.Verified || res.Report.CorruptDataBlocks != 1 || !strings.Contains(got, "data block 3") || got != want {
+				t.Fatalf("corrupted sparse:\n%s\nraw:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// A sparse image made with FEC: the parity is read from the expansion and
+// can repair a corrupted block, but Repair is refused with nothing
+// written (a sparse file is not written into).
+func TestVerifyHashtreeSparseFEC(t *testing.T) {
+	img2simg := testtool.Require(t, "img2simg")
+	dir := t.TempDir()
+	raw, simg := filepath.Join(dir, "raw.img"), filepath.Join(dir, "sparse.img")
+	data := make([]byte, 300*4096) // random, then zeros: RAW and DONT_CARE chunks
+	rand.NewChaCha8([32]byte{3}).Read(data[:200*4096])
+	os.WriteFile(raw, data, 0o644)
+	if _, err := AddHashtreeFooter(context.Background(), raw, &HashtreeFooterOptions{PartitionName: "system", HashAlgorithm: "sha256",
+		Salt: []byte{1, 2, 3}, FEC: true, FECRoots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(img2simg, raw, simg).CombinedOutput(); err != nil {
+		t.Fatalf("img2simg: %v\n%s", err, out)
+	}
+	made, _ := os.ReadFile(simg)
+	img, res, got := verifySparseReport(t, simg, nil)
+	if !img.Sparse || !res.Verified || res.FEC == nil || !res.FEC.InHash || res.FEC.Roots != 4 {
+		t.Fatalf("sparse with FEC: %s", got)
+	}
+	made[sparseOffset(t, made, 5*4096)] ^= 1
+	os.WriteFile(simg, made, 0o644)
+	_, res, got = verifySparseReport(t, simg, &verity.VerifyOptions{MaxProblems: -1})
+	if res.Verified || res.Report.CorruptDataBlocks != 1 || res.Repair == nil || !res.Repair.Whole() || !strings.Contains(got, "data block 5") {
+		t.Fatalf("corrupted sparse with FEC: %s, repair %+v", got, res.Repair)
+	}
+	_, err := VerifyHashtree(context.Background(), simg, img, &verity.VerifyOptions{Repair: true})
+	var ve *verity.Error
+	if !errors.As(err, &ve) || ve.Kind != verity.KindInput || !strings.Contains(err.Error(), "cannot write into it") || !strings.Contains(ve.Hint, "simg2img") {
+		t.Fatalf("Repair of a sparse image: err = %v", err)
+	}
+	if after, _ := os.ReadFile(simg); !bytes.Equal(after, made) {
+		t.Fatal("the refused repair changed the image")
+	}
+}
+
+// sparseOffset returns the offset in the sparse file b of the byte at off
+// in its expansion: in a RAW chunk, or a FILL chunk's pattern.
+func sparseOffset(t *testing.T, b []byte, off uint64) int {
+	t.Helper()
+	hdrSize, chunkHdr := int(binary.LittleEndian.Uint16(b[8:])), int(binary.LittleEndian.Uint16(b[10:]))
+	bs := uint64(binary.LittleEndian.Uint32(b[12:]))
+	pos, start := hdrSize, uint64(0)
+	for pos+chunkHdr <= len(b) {
+		kind, blocks, total := binary.LittleEndian.Uint16(b[pos:]), uint64(binary.LittleEndian.Uint32(b[pos+4:])), int(binary.LittleEndian.Uint32(b[pos+8:]))
+		if end := start + blocks*bs; off < end {
+			switch kind {
+			case 0xcac1:
+				return pos + chunkHdr + int(off-start)
+			case 0xcac2:
+				return pos + chunkHdr + int(off%4)
+			}
+			t.Fatalf("byte %d of the expansion is in a chunk of type %#x", off, kind)
+		}
+		pos, start = pos+total, start+blocks*bs
+	}
+	t.Fatalf("byte %d is past the expansion", off)
+	return 0
+}
+
+// A sparse image whose descriptor stores no root digest (persistent
+// digest): the root is computed from the expansion, then checked.
+func TestVerifyHashtreeSparsePersistentDigest(t *testing.T) {
+	img2simg := testtool.Require(t, "img2simg")
+	dir := t.TempDir()
+	raw, simg := filepath.Join(dir, "raw.img"), filepath.Join(dir, "sparse.img")
+	data := make([]byte, 100*4096)
+	rand.NewChaCha8([32]byte{4}).Read(data[:50*4096])
+	os.WriteFile(raw, data, 0o644)
+	if _, err := AddHashtreeFooter(context.Background(), raw, &HashtreeFooterOptions{PartitionName: "system", HashAlgorithm: "sha256",
+		UsePersistentDigest: true, DoNotUseAB: true}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(img2simg, raw, simg).CombinedOutput(); err != nil {
+		t.Fatalf("img2simg: %v\n%s", err, out)
+	}
+	img, res, got := verifySparseReport(t, simg, nil)
+	_, _, want := verifySparseReport(t, raw, nil)
+	if !img.Sparse || len(img.VBMeta.HashtreeDescriptors()[0].RootDigest) != 0 || !res.Verified || got != want {
+		t.Fatalf("sparse, persistent digest:\n%s\nraw:\n%s", got, want)
 	}
 }

@@ -3,7 +3,6 @@ package verity
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -42,7 +41,7 @@ func checkSuperblockOffset(offset uint64) error {
 }
 
 // readSuperblock reads and decodes the superblock at the hash offset.
-func readSuperblock(hashFile *os.File, hashPath string, offset uint64) (merkle.Params, error) {
+func readSuperblock(hashFile io.ReaderAt, hashPath string, offset uint64) (merkle.Params, error) {
 	b := make([]byte, merkle.SuperblockSize)
 	if n, err := hashFile.ReadAt(b, int64(offset)); n < len(b) {
 		if err == nil || err == io.EOF {

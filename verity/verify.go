@@ -120,6 +120,14 @@ func (r *VerifyResult) Close() error {
 // hash blocks and superblock. The files are locked against writers while
 // they are read.
 //
+// An Android sparse DATA is checked as the image it expands to (unless
+// Raw); when HASH (or FECDevice) is that same file, the tree (or the
+// parity) is read from the expansion too, at HashOffset (or FECOffset) in
+// it, as avbtool lays out a sparse image. Repair is refused for a sparse
+// DATA (KindInput): a repair writes blocks in place, which a sparse file
+// does not have. The offsets in the problems and the repair plan are then
+// those of the expansion.
+//
 // Corruption is not an error: it is in the result. The error is for bad
 // options or input (KindParam, KindInput), files locked or refused
 // (KindRefused) and I/O failures (KindIO); ctx's error when ctx ends.
@@ -171,25 +179,26 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	if inPlace && p.HashOffset == 0 {
 		return nil, paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
 	}
-	if src.sparse != nil {
-		switch {
-		case inPlace:
-			return nil, errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw) and check that, or add --raw if it is a raw image that merely starts with the sparse magic", dataPath),
-				"DATA %s is an Android sparse image: no tree can be inside it", dataPath)
-		case opts.Repair:
-			return nil, errorf(KindInput, fmt.Sprintf("expand the image (simg2img %s image.raw) and repair that", dataPath),
-				"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
-		}
+	if src.sparse != nil && opts.Repair {
+		return nil, errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw), repair that, and make it sparse again (img2simg) if needed", dataPath),
+			"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
+	}
+	// The hash device as it is read: with HASH the same sparse file as
+	// DATA, the tree (and HashOffset) is in the expansion, read through
+	// the sparse reader as the data is.
+	var hash io.ReaderAt = hashFile
+	if inPlace && src.sparse != nil {
+		hash, hashSize = src, src.Size()
 	}
 
-	g, err := geometryFor(p, src, hashFile, hashPath, hashSize, inPlace, root)
+	g, err := geometryFor(p, src, hash, hashPath, hashSize, inPlace, root)
 	if err != nil {
 		return nil, err
 	}
 
 	var parity *fecSetup
 	if opts.FECDevice != "" {
-		if parity, err = openFEC(opts, g, dataInfo, src.sparse != nil, hashInfo, hashPath, hashSize); err != nil {
+		if parity, err = openFEC(opts, g, src, dataInfo, hashInfo, hashPath, hashSize); err != nil {
 			return nil, err
 		}
 		defer parity.close()
@@ -208,7 +217,7 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		opts.Progress(StageHashing, 0, total)
 		progress = func(done uint64) { opts.Progress(StageHashing, done, total) }
 	}
-	rep, marks, err := verifyMarked(ctx, g, parity, src, hashFile, root, &merkle.VerifyOptions{Jobs: jobs, Progress: progress,
+	rep, marks, err := verifyMarked(ctx, g, parity, src, hash, root, &merkle.VerifyOptions{Jobs: jobs, Progress: progress,
 		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)}, func(pr *merkle.CorruptionError) {
 		res.spool.add(pr)
 		if opts.OnProblem != nil {
@@ -221,9 +230,9 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	}
 	res.Report = rep
 	if rep.RootMismatch {
-		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hashFile, root)
+		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hash, root)
 	}
-	if err := res.repair(ctx, opts, g, parity, src, hashFile, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
+	if err := res.repair(ctx, opts, g, parity, src, hash, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
 		res.Close()
 		return nil, err
 	}
@@ -368,7 +377,7 @@ func (o *VerifyOptions) fecRoots() int {
 // geometryFor completes the parameters p from the superblock or the data's
 // size, and checks the tree's geometry against the root hash and the
 // files.
-func geometryFor(p merkle.Params, src *Source, hashFile *os.File, hashPath string, hashSize int64, inPlace bool, root []byte) (*merkle.Geometry, error) {
+func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath string, hashSize int64, inPlace bool, root []byte) (*merkle.Geometry, error) {
 	dataPath, dataSize := src.path, src.Size()
 	if p.Superblock {
 		var err error
@@ -436,7 +445,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile *os.File, hashPath strin
 
 // openFEC checks the FEC options against the tree and opens the parity
 // for reading. hashSize is the size of the hash device.
-func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSparse bool, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
+func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashInfo os.FileInfo, hashPath string, hashSize int64) (*fecSetup, error) {
 	// Check has checked the roots and the range of the offset.
 	if g.DataBlockSize != g.HashBlockSize {
 		return nil, paramErrorf("FECDevice", "", "error correction needs equal data and hash block sizes; this tree has %d and %d",
@@ -462,6 +471,11 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSpa
 	if err != nil {
 		return fail(errorf(KindIO, "", "FEC device %s: %v", o.FECDevice, unwrapPath(err)))
 	}
+	// In a sparse DATA, the parity is in its expansion, as the data is.
+	var r io.ReaderAt = f
+	if src.sparse != nil && os.SameFile(info, dataInfo) {
+		r, size = src, src.Size()
+	}
 	// As veritysetup computes it: the message covers the hash device up to
 	// the parity when the parity is in it, else up to its end.
 	hashEnd := uint64(hashSize)
@@ -474,9 +488,6 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSpa
 		}
 	case os.SameFile(info, dataInfo):
 		s.inData = true
-		if dataSparse {
-			return fail(errorf(KindInput, "expand the image first (simg2img) and give the expanded one", "the parity is inside DATA %s, an Android sparse image", o.FECDevice))
-		}
 		if s.offset < g.DataSize() {
 			return fail(paramErrorf("FECOffset", "the parity follows the data: give the --fec-offset it was written at",
 				"--fec-offset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
@@ -497,7 +508,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, dataInfo os.FileInfo, dataSpa
 			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong --fec-roots or --fec-offset, or a truncated file?",
 			s.path, size, p.Blocks, s.roots, p.ParitySize(), s.offset, end))
 	}
-	s.parity = io.NewSectionReader(f, int64(s.offset), int64(p.ParitySize()))
+	s.parity = io.NewSectionReader(r, int64(s.offset), int64(p.ParitySize()))
 	return s, nil
 }
 

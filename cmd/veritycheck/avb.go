@@ -29,7 +29,9 @@ vbmeta's signature (with --avb-key: also that it is made with that key;
 the key's SHA-1 is always shown, as 'avbtool info_image' shows it), then
 the data and the tree against the hashtree descriptor's root digest,
 listing every corrupted block as above; --repair rebuilds them from the FEC
-parity the descriptor points at (no --fec-device needed). A vbmeta that
+parity the descriptor points at (no --fec-device needed). An Android sparse
+image is checked as the image it expands to, tree and parity included;
+--repair is refused for it (expand it first with simg2img). A vbmeta that
 does not verify is exit 1, and the tree is then not checked: nothing in it
 can be trusted. A malformed footer or vbmeta is exit 2. This AVB check is
 chosen when DATA ends in an AVB footer and neither HASH nor a root hash is
@@ -216,6 +218,13 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if len(hts) == 0 {
 		return cli.ExitError, cli.Errorf("", "%s: the vbmeta has no hashtree descriptor: there is no tree to check", path)
 	}
+	if o.repair && img.Sparse {
+		// A repair writes blocks of the expansion in place: in a sparse
+		// file they may be FILL or DONT_CARE chunks, with no bytes to
+		// write into.
+		return cli.ExitError, cli.Errorf(fmt.Sprintf("expand it first (simg2img %s image.raw), then veritycheck --repair image.raw (and img2simg it again if a sparse image is needed)", path),
+			"--repair: %s is an Android sparse image, and a repair cannot write into it", path)
+	}
 	if o.repair && (hts[0].FECNumRoots == 0 || hts[0].FECSize == 0) {
 		return cli.ExitError, cli.Errorf("nothing to rebuild corrupted blocks from: the image was made without FEC (avbtool --do_not_generate_fec)",
 			"--repair: the hashtree descriptor of %s points at no FEC parity", path)
@@ -228,6 +237,9 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	}
 	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
 	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
+		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
 		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
 	}
 	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)

@@ -415,15 +415,3 @@ func TestAVBChainShown(t *testing.T) {
 	avbExpect(t, 0, []string{`avb: descriptor: chain partition: partition "boot", rollback index location 2, public key (sha1) dbb4d6516f8603217ae6d8c6d048bbdc04393557`,
 		"avb: descriptor: kernel cmdline: flags 0: quiet", "verified: 16 data blocks"}, m.path)
 }
-
-// An Android sparse image with a footer is refused with what to do (the
-// library does not check its tree yet).
-func TestAVBSparseRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sparse.img")
-	b, err := os.ReadFile(filepath.Join(avbVectors, "full/sparse-p0.img"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(path, b, 0o644)
-	avbExpect(t, 2, []string{`avb: descriptor: hashtree: partition "system"`, "sparse image with a footer", "simg2img " + path}, path)
-}

@@ -507,6 +507,10 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 			"run veritycheck again to list what is left")
 	case rp == nil:
 		return cli.ExitCorrupt, rootSummary(res)
+	case rp.Whole() && res.DataFormat == "android-sparse":
+		// --repair refuses to write into a sparse file.
+		return cli.ExitCorrupt, cli.Errorf("--repair does not write into an Android sparse image: expand it first (simg2img) and run veritycheck --repair on the expanded image to fix "+repairCount(rp),
+			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
 	case rp.Whole():
 		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
 			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
