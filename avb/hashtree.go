@@ -422,7 +422,9 @@ func chainKey(c ChainPartition) string {
 // 4096-byte block. The image is hashed once (a raw image by verity.Format).
 // Run on its own output it finds the footer and starts again from the
 // original image, which gives the same file. An Android sparse image gets
-// sparse chunks appended, as avbtool appends them (no FEC then).
+// sparse chunks appended, as avbtool appends them: the tree, then the
+// parity of its expansion, each one RAW chunk, so that the sparse file
+// expands to what the expanded image gets.
 //
 // Every option, the key and the sizes are checked before the image is
 // touched; a failure after that cuts the image back to its original size
@@ -474,10 +476,6 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if isSparse(f) {
 		if sw, err = openSparseWriter(f); err != nil {
 			return nil, prefixErr(imagePath, err)
-		}
-		if o.FEC {
-			return nil, paramErr("FEC", "expand the image first (simg2img), or leave FEC out",
-				"FEC of an Android sparse image is not done yet")
 		}
 		ib, size = sw.blk, sw.size()
 		src, err := verity.OpenSource(imagePath, nil)
@@ -581,6 +579,11 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	case sw != nil:
 		if root, ht.TreeSize, err = sparseTree(ctx, imagePath, sw, o, p, imageSize); err != nil {
 			return nil, err
+		}
+		if o.FEC {
+			if err := sparseFEC(ctx, imagePath, sw, o, p, ht); err != nil {
+				return nil, err
+			}
 		}
 	case o.NoHashtree:
 		if root, err = rootOnly(ctx, verity.NewSource(f, int64(imageSize)), imageSize, bs, p.hash, p.salt, o, discard{}); err != nil {
@@ -734,6 +737,82 @@ func sparseTree(ctx context.Context, path string, sw *sparseWriter, o *HashtreeF
 		return err
 	})
 	return root, tree, err
+}
+
+// sparseFEC appends the parity of the sparse image's expansion (its data
+// and tree, as for a raw image) as one RAW chunk, as avbtool appends the
+// fec tool's output, and records it in ht. The parity goes into the chunk
+// as fec.Encode computes it, a unit at a time: memory stays bounded
+// whatever the image's size.
+func sparseFEC(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFooterOptions, p *prepared, ht *HashtreeDescriptor) error {
+	roots := o.fecRoots()
+	offset := sw.size()
+	ht.FECNumRoots, ht.FECOffset = uint32(roots), offset
+	if o.NoHashtree {
+		// No tree, no parity: avbtool appends the empty output of its fec
+		// step all the same, as a RAW chunk of no blocks.
+		return sw.appendRaw(nil)
+	}
+	bs := uint64(ht.DataBlockSize)
+	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Format: 1, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
+		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset})
+	if err != nil {
+		return paramErr("", "", "%v", err)
+	}
+	// The message ends where the parity starts: a tree chunk padded to
+	// the sparse block size has its padding covered, as the kernel
+	// (fec_blocks = fec_offset / block size) reads it.
+	fp, err := verity.FECParams(g, roots, offset)
+	if err != nil {
+		return err
+	}
+	// Opened now, so that it sees the tree's chunk.
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	msg := verity.FECMessage(g, fp, src, src)
+	size := fp.ParitySize()
+	err = sw.appendRawFrom(roundUp(size, sw.blk), func(w io.WriterAt) error {
+		if o.Progress != nil {
+			o.Progress(verity.StageFEC, 0, size)
+			w = &fecProgress{w: w, total: size, progress: o.Progress}
+		}
+		if err := fec.Encode(ctx, fp, msg, w, 0, o.Jobs); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return ioErr("error correction: %v", err)
+		}
+		if o.Progress != nil {
+			o.Progress(verity.StageFEC, size, size)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ht.FECSize = size
+	return nil
+}
+
+// fecProgress reports StageFEC progress as the parity is written
+// (fec.Encode serializes its writes, one unit each).
+type fecProgress struct {
+	w        io.WriterAt
+	done     uint64
+	total    uint64
+	progress verity.Progress
+}
+
+func (p *fecProgress) WriteAt(b []byte, off int64) (int, error) {
+	n, err := p.w.WriteAt(b, off)
+	p.done += uint64(n)
+	if p.done < p.total { // the end is reported once, after the last write
+		p.progress(verity.StageFEC, p.done, p.total)
+	}
+	return n, err
 }
 
 // rootOnly builds the tree of the first imageSize bytes of src into w

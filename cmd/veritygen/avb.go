@@ -30,7 +30,8 @@ does what 'avbtool add_hashtree_footer' does, byte for byte: after the tree
 descriptor, signed if asked, and the AVB footer in the partition's last
 4096-byte block. DATA is hashed once. Run again on its own output, it starts
 from the original image (the footer says where it ends) and writes the same
-file. An Android sparse DATA stays sparse (no --fec then). Any failure, or
+file. An Android sparse DATA stays sparse (tree and parity appended as RAW
+chunks; it expands to what the expanded DATA gets). Any failure, or
 Ctrl-C, cuts DATA back to the original image (an earlier footer goes too,
 as with avbtool); only a run killed outright (kill -9, power loss) leaves
 DATA longer and without footer: cut it back (truncate -s ORIGINAL_SIZE

@@ -361,9 +361,6 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 		}
 	}
 	if o.FEC && !o.NoHashtree {
-		if isSparseFile(*image) {
-			return t.unsupported("FEC of an Android sparse image is not done here; add --do_not_generate_fec, or expand it first (simg2img)")
-		}
 		if o.BlockSize != 4096 {
 			return t.unsupported("FEC with --block_size %d is not done here (only 4096); add --do_not_generate_fec", o.BlockSize)
 		}
@@ -390,17 +387,6 @@ func readSmallFile(path, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s is larger than 16 MiB", what, path)
 	}
 	return b, nil
-}
-
-func isSparseFile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, 4)
-	_, err = io.ReadFull(f, b)
-	return err == nil && bytes.Equal(b, []byte{0x3a, 0xff, 0x26, 0xed})
 }
 
 // output opens where a subcommand's --output goes: stdout for "" or "-".

@@ -14,6 +14,7 @@ import (
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/verity"
 )
 
 const avbSalt = "5eedf00d0123456789abcdeffedcba98765432100f1e2d3c4b5a69788796a5b4"
@@ -70,13 +71,6 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 	if err := os.WriteFile(img, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sparse := filepath.Join(avbVectorDir, "sparse", "sparse-p0.simg")
-	sparseCopy := filepath.Join(dir, "sparse.img")
-	if b, err := os.ReadFile(sparse); err != nil {
-		t.Fatal(err)
-	} else if err := os.WriteFile(sparseCopy, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -86,7 +80,6 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		{[]string{"add_hash_footer", "--image", img}, "add_hash_footer is not one of"},
 		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper", "/bin/true", "--algorithm", "SHA256_RSA2048"}, "--signing_helper: signing with an external program is not supported"},
 		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper_with_files", "/bin/true"}, "--signing_helper_with_files"},
-		{[]string{"add_hashtree_footer", "--image", sparseCopy}, "FEC of an Android sparse image is not done here"},
 		{[]string{"add_hashtree_footer", "--image", img, "--block_size", "1024"}, "FEC with --block_size 1024"},
 		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unknown flag: --no_such_option"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition_size", "12x"}, "invalid parse_number value"},
@@ -152,6 +145,77 @@ func TestAvbtoolFrontFECByDefault(t *testing.T) {
 	if with == r.stdout || r.code != 0 {
 		t.Errorf("--calc_max_image_size: %q with FEC, %q without: FEC not counted", with, r.stdout)
 	}
+}
+
+// TestAvbtoolFrontSparseFECByDefault: on an Android sparse image the front
+// appends FEC by default too (it exited 2 before): the output stays sparse,
+// expands to the front's output for the expanded image, verifies, and is
+// veritygen --append --fec --avb's file for the same inputs.
+func TestAvbtoolFrontSparseFECByDefault(t *testing.T) {
+	simg, err := os.ReadFile(filepath.Join(avbVectorDir, "sparse", "sparse-p0.simg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for _, d := range []string{"front", "native", "raw"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"front/system.img", "native/system.img"} {
+		if err := os.WriteFile(p, simg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expanded, err := avbExpandedBytes("front/system.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("raw/system.img", expanded, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(avbVectorDir, "keys", "rsa2048.pem")
+	args := []string{"--partition_name", "system", "--hash_algorithm", "sha256", "--salt", avbSalt, "--partition_size", "2097152",
+		"--algorithm", "SHA256_RSA2048", "--key", key}
+	for _, p := range []string{"front/system.img", "raw/system.img"} {
+		if r := avbtoolRun(t, append([]string{"add_hashtree_footer", "--image", p}, args...)...); r.code != 0 || r.stderr != "" {
+			t.Fatalf("%s: exit %d, stderr %q", p, r.code, r.stderr)
+		}
+	}
+	front, _ := os.ReadFile("front/system.img")
+	if !bytes.Equal(front[:4], simg[:4]) || len(front) >= 2097152/4 {
+		t.Fatalf("the front's output (%d bytes) is not sparse", len(front))
+	}
+	if got, want := avbExpandedSum(t, "front/system.img"), avbExpandedSum(t, "raw/system.img"); got != want {
+		t.Fatalf("the sparse output expands to %s, the raw output is %s", got, want)
+	}
+	img, err := avb.ReadImage("front/system.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ht := img.VBMeta.HashtreeDescriptors()[0]; ht.FECNumRoots != 2 || ht.FECSize == 0 || ht.FECOffset != ht.TreeOffset+ht.TreeSize {
+		t.Fatalf("descriptor FEC: roots %d, offset %d, size %d", ht.FECNumRoots, ht.FECOffset, ht.FECSize)
+	}
+	if r := avbtoolRun(t, "verify_image", "--image", "front/system.img"); r.code != 0 {
+		t.Errorf("verify_image: exit %d", r.code)
+	}
+	cliOK(t, "--append", "--fec", "--avb", "--partition-name=system", "--salt="+avbSalt, "--partition-size=2097152",
+		"--avb-algorithm=SHA256_RSA2048", "--avb-key="+key, "native/system.img")
+	if native, _ := os.ReadFile("native/system.img"); !bytes.Equal(native, front) {
+		t.Fatalf("veritygen --append --fec --avb: %d bytes, not the front's file", len(native))
+	}
+}
+
+// avbExpandedBytes is what a (sparse) file expands to.
+func avbExpandedBytes(path string) ([]byte, error) {
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	b := make([]byte, src.Size())
+	_, err = src.ReadAt(b, 0)
+	return b, err
 }
 
 // TestAvbtoolFrontVerifyDamage: verify_image finds what avbtool finds in
