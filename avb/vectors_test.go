@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/avbvectors"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -34,16 +35,9 @@ type vectorCase struct {
 
 func readTSV(t *testing.T, name string) [][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vectorDir, name))
+	rows, err := avbvectors.ReadTSV(filepath.Join(vectorDir, name))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var rows [][]string
-	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.HasPrefix(line, "#") || i < 2 && strings.HasPrefix(line, "name\t") || strings.HasPrefix(line, "case\t") || strings.HasPrefix(line, "partition_size\t") {
-			continue
-		}
-		rows = append(rows, strings.Split(line, "\t"))
 	}
 	return rows
 }
@@ -67,32 +61,11 @@ func loadCases(t *testing.T) []vectorCase {
 // makeImage builds the bytes of the README's image notation.
 func makeImage(t *testing.T, spec string) []byte {
 	t.Helper()
-	var out []byte
-	for _, part := range strings.Split(spec, "+") {
-		f := strings.Split(part, ":")
-		num := func(s string) int {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatalf("image %q: %v", spec, err)
-			}
-			return n
-		}
-		switch f[0] {
-		case "zero":
-			out = append(out, make([]byte, num(f[1]))...)
-		case "fill":
-			v, _ := strconv.ParseUint(f[1], 16, 8)
-			out = append(out, bytes.Repeat([]byte{byte(v)}, num(f[2]))...)
-		case "blockbyte":
-			bs, n := num(f[1]), num(f[2])
-			for i := 0; i < n; i++ {
-				out = append(out, bytes.Repeat([]byte{byte(i)}, bs)...)
-			}
-		default:
-			t.Fatalf("image %q: unknown part %q", spec, part)
-		}
+	b, err := avbvectors.Image(spec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return b
 }
 
 // avbtoolArgs turns add_hashtree_footer's argv into options, as the

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/avbvectors"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -54,21 +55,9 @@ type avbCase struct {
 // the header line.
 func avbTSV(t *testing.T, path string) [][]string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	rows, err := avbvectors.ReadTSV(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var rows [][]string
-	header := false
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !header {
-			header = true
-			continue
-		}
-		rows = append(rows, strings.Split(line, "\t"))
 	}
 	return rows
 }
@@ -93,32 +82,11 @@ func avbCases(t *testing.T) []avbCase {
 // avbImageBytes builds the image of the README's notation (not sparse:).
 func avbImageBytes(t *testing.T, spec string) []byte {
 	t.Helper()
-	var out []byte
-	for _, part := range strings.Split(spec, "+") {
-		f := strings.Split(part, ":")
-		num := func(s string) int {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatalf("image %q: %v", spec, err)
-			}
-			return n
-		}
-		switch f[0] {
-		case "zero":
-			out = append(out, make([]byte, num(f[1]))...)
-		case "fill":
-			v, _ := strconv.ParseUint(f[1], 16, 8)
-			out = append(out, bytes.Repeat([]byte{byte(v)}, num(f[2]))...)
-		case "blockbyte":
-			bs, n := num(f[1]), num(f[2])
-			for i := 0; i < n; i++ {
-				out = append(out, bytes.Repeat([]byte{byte(i)}, bs)...)
-			}
-		default:
-			t.Fatalf("image %q: unknown part %q", spec, part)
-		}
+	b, err := avbvectors.Image(spec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return b
 }
 
 // avbWorkDir makes the directory a case runs in, as the README says:
