@@ -118,3 +118,105 @@ func TestRootDiagnosis(t *testing.T) {
 	}
 	res.Close()
 }
+
+// TestShapeDiagnosis: a tree without superblock of another shape than the
+// one given (DATA grown since it was made, made with --data-blocks or
+// another --data-block-size) has a top block that matches the root hash,
+// and the diagnosis names the data blocks or their size with which the
+// tree fits (issue 15: HASH "truncated" or a corrupted top block with a
+// hint that the top block does not match); a top block corrupted for real
+// is still corruption.
+func TestShapeDiagnosis(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	data, grown := filepath.Join(dir, "d.img"), filepath.Join(dir, "grown.img")
+	for _, f := range []struct {
+		path   string
+		blocks int64
+	}{{data, 1000}, {grown, 1043}} {
+		w, err := os.Create(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same seed: grown starts with d.img's blocks.
+		if err := testimages.Random(w, f.blocks*4096, 5); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	salt := []byte{0x4f, 0x2a}
+	for _, c := range []struct {
+		name            string
+		made            TreeOptions
+		check           string // DATA checked
+		changed, note   string
+		hashTooShortErr bool
+	}{
+		{"DATA grew", TreeOptions{}, grown, "--data-blocks=1000", " (DATA has 1043 whole blocks: did it grow since the tree was made?)", true},
+		{"data blocks", TreeOptions{DataBlocks: 500}, data, "--data-blocks=500", " (DATA has 1000 whole blocks: did it grow since the tree was made?)", true},
+		{"data block size", TreeOptions{DataBlockSize: 1024}, data, "--data-block-size=1024", "", false},
+		{"data block size and blocks", TreeOptions{DataBlockSize: 1024, DataBlocks: 3000}, data, "--data-block-size=1024 --data-blocks=3000",
+			" (DATA has 4000 whole blocks: did it grow since the tree was made?)", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hash := filepath.Join(t.TempDir(), "tree")
+			made := c.made
+			made.NoSuperblock, made.Salt = true, salt
+			fr, err := Format(ctx, data, hash, &FormatOptions{TreeOptions: made})
+			if err != nil {
+				t.Fatal(err)
+			}
+			given := TreeOptions{NoSuperblock: true, Salt: salt}
+			want := "the top block matches the root hash with " + c.changed + ": give " + c.changed + c.note
+			res, err := Verify(ctx, c.check, hash, fr.RootHash, &VerifyOptions{TreeOptions: given})
+			if c.hashTooShortErr {
+				if err == nil || !strings.Contains(err.Error(), "truncated, or not this tree's hash file?") || HintOf(err) != want {
+					t.Fatalf("error %v, hint %q; want hint %q", err, HintOf(err), want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Close()
+			d := res.RootDiagnosis
+			if res.Verified || d == nil || d.Match == nil || strings.Join(d.Changed, " ") != c.changed || d.Hint != want {
+				t.Fatalf("want a diagnosis %q: %+v %+v", want, res, d)
+			}
+			// The parameters found check the tree.
+			res2, err := Verify(ctx, c.check, hash, fr.RootHash, &VerifyOptions{TreeOptions: *d.Match})
+			if err != nil || !res2.Verified {
+				t.Errorf("the parameters found do not verify: %v", err)
+			}
+			res2.Close()
+		})
+	}
+
+	// The top block corrupted for real, in a digest or in its padding: no
+	// shape explains it.
+	hash := filepath.Join(dir, "tree")
+	fr, err := Format(ctx, data, hash, &FormatOptions{TreeOptions: TreeOptions{NoSuperblock: true, Salt: salt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pristine, err := os.ReadFile(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{5, 8 * 32, 4000} {
+		b := append([]byte{}, pristine...)
+		b[at] ^= 0x55
+		if err := os.WriteFile(hash, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Verify(ctx, data, hash, fr.RootHash, &VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true, Salt: salt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := res.RootDiagnosis
+		if res.Verified || !res.Report.RootMismatch || d == nil || d.Match != nil || !strings.Contains(d.Hint, "else the top block is corrupted") {
+			t.Errorf("byte %d: want a corrupted top block: %+v %+v", at, res.Report, d)
+		}
+		res.Close()
+	}
+}

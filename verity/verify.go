@@ -96,7 +96,10 @@ type VerifyResult struct {
 	AfterRepair *merkle.VerifyReport
 	// RootDiagnosis, when Report.RootMismatch, says what likely explains
 	// it: for a tree without superblock, the parameters with which the top
-	// block matches the root hash, if it finds them.
+	// block matches the root hash, if it finds them. It is also set when a
+	// top block that matches the root hash is corrupted for the tree given
+	// (digests in its unused slots) and a tree of another shape (data
+	// blocks, data block size) explains it.
 	RootDiagnosis *RootDiagnosis
 
 	spool *problemSpool
@@ -217,8 +220,10 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		opts.Progress(StageHashing, 0, total)
 		progress = func(done uint64) { opts.Progress(StageHashing, done, total) }
 	}
+	topCorrupt := false
 	rep, marks, err := verifyMarked(ctx, g, parity, src, hash, root, &merkle.VerifyOptions{Jobs: jobs, Progress: progress,
 		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)}, func(pr *merkle.CorruptionError) {
+		topCorrupt = topCorrupt || g.Levels > 0 && pr.Level == g.TopLevel()
 		res.spool.add(pr)
 		if opts.OnProblem != nil {
 			opts.OnProblem(pr)
@@ -229,8 +234,19 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		return nil, err
 	}
 	res.Report = rep
+	dataAvail := uint64(src.Size())
+	if inPlace {
+		dataAvail = min(dataAvail, g.HashOffset)
+	}
 	if rep.RootMismatch {
-		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hash, root)
+		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, hashSize, root)
+	} else if topCorrupt && !g.Superblock {
+		// A top block that matches the root hash but has digests where
+		// the tree given has none: a tree of another shape, if its
+		// diagnosis finds which.
+		if d := diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, hashSize, root); d.Match != nil && len(d.Changed) > 0 {
+			res.RootDiagnosis = d
+		}
 	}
 	if err := res.repair(ctx, opts, g, parity, src, hash, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
 		res.Close()
@@ -379,6 +395,7 @@ func (o *VerifyOptions) fecRoots() int {
 // files.
 func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath string, hashSize int64, inPlace bool, root []byte) (*merkle.Geometry, error) {
 	dataPath, dataSize := src.path, src.Size()
+	givenBlocks := p.DataBlocks
 	if p.Superblock {
 		var err error
 		if p, err = readSuperblock(hashFile, hashPath, p.HashOffset); err != nil {
@@ -432,8 +449,12 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 			// Smaller hash blocks, or another algorithm, make a smaller
 			// tree: the top block may say which.
 			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.Format == 0, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
-				HashBlockSize: g.HashBlockSize, DataBlocks: g.DataBlocks, HashOffset: g.HashOffset, NoSuperblock: true}
-			if d := diagnoseRoot(g, &given, src, hashFile, root); d.Match != nil {
+				HashBlockSize: g.HashBlockSize, DataBlocks: givenBlocks, HashOffset: g.HashOffset, NoSuperblock: true}
+			dataAvail := uint64(dataSize)
+			if inPlace {
+				dataAvail = min(dataAvail, g.HashOffset)
+			}
+			if d := diagnoseRoot(g, &given, src, hashFile, dataAvail, hashSize, root); d.Match != nil && len(d.Changed) > 0 {
 				hint = d.Hint
 			}
 		}

@@ -151,3 +151,54 @@ func TestRootMismatchParameters(t *testing.T) {
 		t.Errorf("want the algorithm of a 64-byte root hash named:\n%v", r)
 	}
 }
+
+// TestShapeMismatch: a --no-superblock tree checked with other data blocks
+// than it was made with (DATA grown since) or another data block size
+// names the flag that fits, not a truncated HASH or a corrupted top block
+// alone; a corrupted top block is still reported as corruption.
+func TestShapeMismatch(t *testing.T) {
+	dir := t.TempDir()
+	data, hash, root := frTree(t, dir, &verity.FormatOptions{TreeOptions: verity.TreeOptions{Salt: []byte{}, NoSuperblock: true}})
+	grown := filepath.Join(dir, "grown.img")
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(grown, append(b, make([]byte, 300*4096)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := vcRun("--no-superblock", "--salt=-", grown, hash, root)
+	if r.code != 2 || !strings.Contains(r.stderr, "truncated, or not this tree's hash file?") ||
+		!strings.Contains(r.stderr, "veritycheck: hint: the top block matches the root hash with --data-blocks=8: give --data-blocks=8 (DATA has 308 whole blocks: did it grow since the tree was made?)") {
+		t.Errorf("DATA grown: want exit 2 and --data-blocks=8 named:\n%v", r)
+	}
+	vcVerified(t, "--no-superblock", "--salt=-", "--data-blocks=8", grown, hash, root)
+
+	small := filepath.Join(dir, "small.verity")
+	res, err := verity.Format(context.Background(), data, small, &verity.FormatOptions{TreeOptions: verity.TreeOptions{Salt: []byte{}, NoSuperblock: true, DataBlockSize: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sroot := hex.EncodeToString(res.RootHash)
+	r = vcRun("--no-superblock", "--salt=-", data, small, sroot)
+	if r.code != 1 || !strings.Contains(r.stderr, "veritycheck: error: verification failed: the tree was not made with the parameters given: its top block matches the root hash with --data-block-size=1024") ||
+		!strings.Contains(r.stderr, "veritycheck: hint: the top block matches the root hash with --data-block-size=1024: give --data-block-size=1024") {
+		t.Errorf("--data-block-size: want exit 1 and --data-block-size=1024 named:\n%v", r)
+	}
+	vcVerified(t, "--no-superblock", "--salt=-", "--data-block-size=1024", data, small, sroot)
+
+	// The top block corrupted: corruption, and no flag named.
+	b, err = os.ReadFile(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[3] ^= 1
+	if err := os.WriteFile(hash, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = vcRun("--no-superblock", "--salt=-", data, hash, root)
+	if r.code != 1 || !strings.Contains(r.stdout, "corrupted: hash block 0 of level") || strings.Contains(r.stderr, "give --") ||
+		!strings.Contains(r.stderr, "else the top block is corrupted") {
+		t.Errorf("corrupted top block: want exit 1 and corruption:\n%v", r)
+	}
+}
