@@ -34,5 +34,7 @@ func (s Stage) String() string {
 
 // Progress is called from one goroutine at a time as an operation goes:
 // done of total units (bytes) of stage. A new stage starts at done 0;
-// each stage ends with done == total.
+// each stage ends with done == total, and only then is done == total.
+// The total may grow during a stage: a repair finds corrupted blocks
+// under the hash blocks it rebuilds (StageRepairing).
 type Progress func(stage Stage, done, total uint64)

@@ -302,13 +302,23 @@ type repairer struct {
 	// rebuilt while rounds are decoded.
 	mu    sync.Mutex
 	fresh []uint64
+	// progress, if set, is told as rounds are decoded how many of the
+	// corrupted blocks known (toSettle, which grows as blocks are found
+	// under rebuilt hash blocks) are rebuilt or given up (built, given),
+	// under mu: one goroutine at a time.
+	progress     func(done, total uint64)
+	toSettle     uint64
+	built, given uint64
+	reported     [2]uint64 // the last done and total told
 }
 
 // planRepair works out, without writing anything, how to make the image
 // whole from the parity (see repairer). The blocks under a corrupted hash
-// block that cannot be rebuilt stay unchecked.
+// block that cannot be rebuilt stay unchecked. progress, if not nil, is
+// called as rounds are decoded with the corrupted blocks settled of those
+// known (see repairer.progress).
 func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte,
-	rep *merkle.VerifyReport, marks blockMarks, jobs int) (*RepairPlan, error) {
+	rep *merkle.VerifyReport, marks blockMarks, jobs int, progress func(done, total uint64)) (*RepairPlan, error) {
 	rp := &RepairPlan{}
 	if rep.CorruptHeaderBytes > 0 {
 		rp.header = make([]byte, g.TreeOffset()-g.HashOffset)
@@ -316,7 +326,8 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
 	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: FECMessage(g, s.p, data, hash), root: root, jobs: jobs,
-		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{}}
+		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{},
+		progress: progress, toSettle: rep.CorruptDataBlocks + rep.CorruptHashBlocks}
 	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
 	for m := g.DataBlocks; m < uint64(len(marks)); m++ {
 		if marks.has(m, markBad) {
@@ -594,6 +605,7 @@ func (rr *repairer) decodeBatch(batch []uint64) error {
 			rr.give(m, why.code, why.text)
 		}
 	}
+	rr.report()
 	return nil
 }
 
@@ -685,6 +697,10 @@ func (rr *repairer) decodeRun(d *fec.RoundDecoder, h *hashes.BlockHasher, run []
 				break
 			}
 			rr.fresh = append(rr.fresh, m)
+			rr.built++
+		}
+		if err == nil {
+			rr.report()
 		}
 		rr.mu.Unlock()
 		j.ok = nil
@@ -791,8 +807,25 @@ func (rr *repairer) give(m uint64, code byte, text string) {
 		r, _ := rr.s.p.Round(m)
 		rr.roundReason[r] = text
 	}
+	if !rr.marks.has(m, markGiven) {
+		rr.given++
+	}
 	rr.marks.setReason(m, code)
 	rr.marks.set(m, markGiven)
+}
+
+// report tells progress how many blocks are settled, if that changed;
+// the caller holds mu, or decodes nothing concurrently. All settled is
+// for the end to say: blocks may yet be found under rebuilt hash blocks.
+func (rr *repairer) report() {
+	if rr.progress == nil || rr.toSettle == 0 {
+		return
+	}
+	done := min(rr.built+rr.given, rr.toSettle-1)
+	if done != rr.reported[0] || rr.toSettle != rr.reported[1] {
+		rr.reported = [2]uint64{done, rr.toSettle}
+		rr.progress(done, rr.toSettle)
+	}
 }
 
 // reason says why block m was given up.
@@ -889,6 +922,7 @@ func (rr *repairer) checkChildren(h uint64) error {
 				return
 			}
 			rr.marks.set(m, markBad)
+			rr.toSettle++
 			if c.level == merkle.DataLevel {
 				rr.foundData++
 			} else {
@@ -912,6 +946,9 @@ func (rr *repairer) checkChildren(h uint64) error {
 	}
 	for r := range rounds {
 		for m := range rr.roundBlocks(r) {
+			if rr.marks.has(m, markGiven) {
+				rr.given-- // tried again
+			}
 			rr.marks.clear(m, markGiven)
 		}
 	}
@@ -1027,8 +1064,9 @@ func readFull(r io.ReaderAt, b []byte, off int64) error {
 }
 
 // writeRepair opens DATA and HASH for writing, locked exclusively, and
-// writes the repair into them (see apply).
-func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool) error {
+// writes the repair into them (see apply); progress, if not nil, is told
+// the blocks written so far.
+func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool, progress func(done uint64)) error {
 	dataOut, err := os.OpenFile(dataPath, os.O_WRONLY, 0)
 	if err != nil {
 		return errorf(KindIO, "", "cannot open DATA %s for writing the repair: %v; nothing was written", dataPath, unwrapPath(err))
@@ -1050,7 +1088,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool) error 
 			return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), HintOf(err))
 		}
 	}
-	return rp.apply(dataOut, hashOut, "DATA "+dataPath, "HASH "+hashPath, true)
+	return rp.apply(dataOut, hashOut, "DATA "+dataPath, "HASH "+hashPath, true, progress)
 }
 
 // Apply writes a whole repair: each rebuilt block at its offset in data or
@@ -1060,7 +1098,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool) error 
 // the tree, so an interrupted Apply leaves the image no worse than it was;
 // to confirm the repair, verify again from what was written.
 func (rp *RepairPlan) Apply(data, hash io.WriterAt) error {
-	return rp.apply(data, hash, "the data", "the hash device", false)
+	return rp.apply(data, hash, "the data", "the hash device", false, nil)
 }
 
 // syncer is what apply syncs when asked to: an *os.File.
@@ -1069,7 +1107,8 @@ type syncer interface{ Sync() error }
 // apply writes the fixes and the superblock area back, DATA's blocks first,
 // then the tree's, then the superblock area; dataName and hashName name
 // the writers in errors. With sync, writers that can Sync are synced.
-func (rp *RepairPlan) apply(dataOut, hashOut io.WriterAt, dataName, hashName string, sync bool) error {
+// progress, if not nil, is told the blocks written so far.
+func (rp *RepairPlan) apply(dataOut, hashOut io.WriterAt, dataName, hashName string, sync bool, progress func(done uint64)) error {
 	if !rp.Whole() {
 		return errorf(KindCorrupt, "", "the FEC parity cannot recover %s: nothing was written", plural(rp.lostCount, "corrupted block"))
 	}
@@ -1096,6 +1135,9 @@ func (rp *RepairPlan) apply(dataOut, hashOut io.WriterAt, dataName, hashName str
 			return false
 		}
 		written++
+		if progress != nil {
+			progress(uint64(written))
+		}
 		return true
 	})
 	if werr != nil {
@@ -1134,8 +1176,10 @@ func plural(n int, what string) string {
 // own, up to the root hash, and the superblock area if it was written: a
 // repair confirmed from the disk, at the cost of the blocks it touched
 // rather than of a whole verification (everything else was verified
-// before, and was not written).
-func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte, rp *RepairPlan) (*merkle.VerifyReport, error) {
+// before, and was not written). progress, if not nil, is told the
+// blocks written that are checked so far.
+func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash io.ReaderAt, root []byte, rp *RepairPlan,
+	progress func(done uint64)) (*merkle.VerifyReport, error) {
 	rep := &merkle.VerifyReport{}
 	h := g.Hash.NewBlockHasher(g.DataBlockSize, g.Salt, g.SaltPosition())
 	digest := make([]byte, g.DigestSlot)
@@ -1190,9 +1234,15 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 		return ok, nil
 	}
 	var err error
+	checked := uint64(0)
 	rp.eachFix(func(fx fix) bool {
-		_, err = check(fx.ref.msg)
-		return err == nil
+		if _, err = check(fx.ref.msg); err != nil {
+			return false
+		}
+		if checked++; progress != nil {
+			progress(checked)
+		}
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -1311,7 +1361,7 @@ func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt,
 	if rep.OK() {
 		return nil, rep, nil
 	}
-	rp, err := planRepair(ctx, g, s, data, hash, root, rep, marks, jobs)
+	rp, err := planRepair(ctx, g, s, data, hash, root, rep, marks, jobs, nil)
 	if err != nil {
 		return nil, nil, asIOError(err)
 	}

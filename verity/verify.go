@@ -259,6 +259,14 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	return res, nil
 }
 
+// blocksDone is progress for a stage of a fixed total of blocks, or nil.
+func blocksDone(progress func(done, total uint64), total uint64) func(done uint64) {
+	if progress == nil {
+		return nil
+	}
+	return func(done uint64) { progress(done, total) }
+}
+
 // repair plans the repair (nothing written) and with opts.Repair writes a
 // whole one and checks it again from the disk.
 func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *merkle.Geometry, parity *fecSetup, data, hash io.ReaderAt,
@@ -267,22 +275,29 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 	if parity == nil || rep.OK() {
 		return nil
 	}
-	// The repair stages are reported as they start and end: they touch
-	// only the damaged rounds and blocks, in bytes of blocks.
-	stage := func(s Stage, blocks uint64, run func() error) error {
-		total := blocks * uint64(g.DataBlockSize)
+	// The repair stages touch only the damaged rounds and blocks: they
+	// are reported in bytes of those blocks, as they go (the repair's
+	// total grows as it finds blocks under the hash blocks it rebuilt).
+	bs := uint64(g.DataBlockSize)
+	stage := func(s Stage, blocks uint64, run func(progress func(done, total uint64)) error) error {
+		var progress func(done, total uint64)
+		ended := false
 		if opts.Progress != nil {
-			opts.Progress(s, 0, total)
+			opts.Progress(s, 0, blocks*bs)
+			progress = func(done, total uint64) {
+				blocks, ended = total, done == total
+				opts.Progress(s, done*bs, total*bs)
+			}
 		}
-		err := run()
-		if err == nil && opts.Progress != nil {
-			opts.Progress(s, total, total)
+		err := run(progress)
+		if err == nil && opts.Progress != nil && !ended {
+			opts.Progress(s, blocks*bs, blocks*bs)
 		}
 		return err
 	}
 	var rp *RepairPlan
-	err := stage(StageRepairing, rep.CorruptDataBlocks+rep.CorruptHashBlocks, func() (err error) {
-		rp, err = planRepair(ctx, g, parity, data, hash, root, rep, marks, jobs)
+	err := stage(StageRepairing, rep.CorruptDataBlocks+rep.CorruptHashBlocks, func(progress func(done, total uint64)) (err error) {
+		rp, err = planRepair(ctx, g, parity, data, hash, root, rep, marks, jobs, progress)
 		return err
 	})
 	if err != nil {
@@ -300,13 +315,15 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 		return err
 	}
 	fixes := uint64(rp.fixCount)
-	if err := stage(StageWriting, fixes, func() error { return writeRepair(rp, dataPath, hashPath, inPlace) }); err != nil {
+	if err := stage(StageWriting, fixes, func(progress func(done, total uint64)) error {
+		return writeRepair(rp, dataPath, hashPath, inPlace, blocksDone(progress, fixes))
+	}); err != nil {
 		return err
 	}
 	res.Repaired = true
 	var after *merkle.VerifyReport
-	err = stage(StageVerifying, fixes, func() (err error) {
-		after, err = verifyWritten(ctx, g, parity, data, hash, root, rp)
+	err = stage(StageVerifying, fixes, func(progress func(done, total uint64)) (err error) {
+		after, err = verifyWritten(ctx, g, parity, data, hash, root, rp, blocksDone(progress, fixes))
 		return err
 	})
 	if err != nil {

@@ -64,6 +64,19 @@ func (p *Progress) Stage(label string, total uint64) {
 	p.label, p.total, p.start, p.last, p.drawn, p.ended = label, total, now, time.Time{}, false, false
 }
 
+// grow sets the running stage's total, which may grow as it goes (a
+// repair finding more corrupted blocks).
+func (p *Progress) grow(total uint64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ended {
+		p.total = total
+	}
+}
+
 // Update shows that done of the stage's total bytes are processed. Redraws
 // are limited to ten a second; the end of the stage is always drawn.
 func (p *Progress) Update(done uint64) {
@@ -150,13 +163,16 @@ func Duration(d time.Duration) string {
 
 // StageProgress returns a verity.Progress that draws on *bar (set once the
 // first stage, first, has its label): each later stage on a line of its
-// own, labelled with the stage's name.
+// own, labelled with the stage's name, its total as the library says it
+// as it goes.
 func StageProgress(bar **Progress, first verity.Stage) verity.Progress {
 	cur := first
 	return func(stage verity.Stage, done, total uint64) {
 		if stage != cur {
 			cur = stage
 			(*bar).Stage(stage.String(), total)
+		} else {
+			(*bar).grow(total)
 		}
 		(*bar).Update(done)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,59 @@ func TestDuration(t *testing.T) {
 		185 * time.Second: "3m05s", 2*time.Hour + 7*time.Minute + 20*time.Second: "2h07m"} {
 		if got := Duration(d); got != want {
 			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestRepairStagesProgress: the repair's stages update their line as they
+// go, not only at their start and end (issue 15), with a total that grows
+// when the repair finds more corrupted blocks; each ends on its own line
+// with its summary.
+func TestRepairStagesProgress(t *testing.T) {
+	var out bytes.Buffer
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	var bar *Progress
+	progress := StageProgress(&bar, verity.StageHashing)
+	bar = newProgress(&out, true, "checking", 1<<20, c.now)
+	progress(verity.StageHashing, 1<<20, 1<<20)
+	progress(verity.StageRepairing, 0, 8<<10)
+	c.advance(time.Second)
+	progress(verity.StageRepairing, 4<<10, 8<<10)
+	if got, want := trimErase(lastDraw(out.String())), "repairing [===============               ]  50% 4.0 KiB of 8.0 KiB, 4.0 KiB/s, 1.0s left"; got != want {
+		t.Errorf("repairing\n%q, want\n%q", got, want)
+	}
+	c.advance(time.Second)
+	progress(verity.StageRepairing, 6<<10, 12<<10) // blocks found under a rebuilt hash block
+	if got, want := trimErase(lastDraw(out.String())), "repairing [===============               ]  50% 6.0 KiB of 12 KiB, 3.0 KiB/s, 2.0s left"; got != want {
+		t.Errorf("repairing, grown\n%q, want\n%q", got, want)
+	}
+	c.advance(time.Second)
+	progress(verity.StageRepairing, 12<<10, 12<<10)
+	for _, s := range []verity.Stage{verity.StageWriting, verity.StageVerifying} {
+		progress(s, 0, 12<<10)
+		c.advance(500 * time.Millisecond)
+		progress(s, 3<<10, 12<<10)
+		if got, want := trimErase(lastDraw(out.String())), fmt.Sprintf("%s [=======                       ]  25%% 3.0 KiB of 12 KiB, 6.0 KiB/s, 1.5s left", s); got != want {
+			t.Errorf("%v\n%q, want\n%q", s, got, want)
+		}
+		c.advance(1500 * time.Millisecond)
+		progress(s, 12<<10, 12<<10)
+	}
+	bar.Finish()
+	lines := screen(&out)
+	want := []string{
+		"checking [==============================] 100% 1.0 MiB in 0.0s",
+		"repairing [==============================] 100% 12 KiB in 3.0s, 4.0 KiB/s",
+		"writing [==============================] 100% 12 KiB in 2.0s, 6.0 KiB/s",
+		"verifying [==============================] 100% 12 KiB in 2.0s, 6.0 KiB/s",
+		"",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("lines %q", lines)
+	}
+	for i, l := range lines {
+		if got := trimErase(lastDraw(l)); got != want[i] {
+			t.Errorf("line %d\n%q, want\n%q", i, got, want[i])
 		}
 	}
 }
