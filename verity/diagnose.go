@@ -206,7 +206,11 @@ func diagnoseShape(g *merkle.Geometry, d *RootDiagnosis, top []byte, data, hash 
 			i := (count - 1) % per * uint64(slot)
 			cands = append(cands, candidate{count, t.HashEnd(), append([]byte{}, lastBlock[i:i+uint64(shape.DigestSize)]...)})
 		}
-		// Else the level below has count blocks, from block start.
+		// Else the level below has count blocks, from block start: they
+		// must fit in HASH.
+		if count > uint64(hashSize)/hbs {
+			break
+		}
 		off := m.HashOffset + (start+count-1)*hbs
 		if off+hbs > uint64(hashSize) {
 			break
