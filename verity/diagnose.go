@@ -112,17 +112,16 @@ search:
 	return d
 }
 
-// digest is a block's digest with the salt where format puts it.
+// digest is a block's digest with the salt where format puts it, through
+// the same block hasher the tree is built with.
 func digest(alg *hashes.Algorithm, format int, salt, block []byte) []byte {
-	h := alg.New()
+	pos := hashes.SaltBefore
 	if format == 0 {
-		h.Write(block)
-		h.Write(salt)
-	} else {
-		h.Write(salt)
-		h.Write(block)
+		pos = hashes.SaltAfter
 	}
-	return h.Sum(nil)
+	d := make([]byte, alg.Size())
+	alg.NewBlockHasher(len(block), salt, pos).HashBlocks(d, len(d), block)
+	return d
 }
 
 // changedFlags names the flags that differ from g, as veritygen spells them.

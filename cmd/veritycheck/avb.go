@@ -17,7 +17,6 @@ import (
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/cli"
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -209,7 +208,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 				Error    string   `json:"error"`
 				Hint     string   `json:"hint"`
 			}{false, aj, err.Error(), hint}
-			if werr := writeJSON(stdout, out); werr != nil {
+			if werr := cli.WriteJSON(stdout, out); werr != nil {
 				return cli.ExitError, werr
 			}
 		}
@@ -230,21 +229,13 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 			"--repair: the hashtree descriptor of %s points at no FEC parity", path)
 	}
 
-	var bar *cli.Progress
 	vo := &verity.VerifyOptions{Repair: o.repair, Jobs: o.jobs, MaxProblems: o.maxProblems}
 	if o.maxProblems == 0 {
 		vo.MaxProblems = 1 // 0 would be the library's default; none is listed
 	}
-	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
-	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
-		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
-		}
-		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
-	}
-	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)
+	finish := reportTo(vo, stderr, showProgress)
 	res, err := avb.VerifyHashtree(ctx, path, img, vo)
-	bar.Finish()
+	finish()
 	if err != nil {
 		return cli.ExitError, err
 	}

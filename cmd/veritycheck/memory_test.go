@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -35,7 +36,7 @@ func TestWriteResultLikeEncoder(t *testing.T) {
 			t.Fatal(err)
 		}
 		whole.Problems = b
-		if err := writeJSON(&want, &whole); err != nil {
+		if err := cli.WriteJSON(&want, &whole); err != nil {
 			t.Fatal(err)
 		}
 		err = writeResult(&got, res, func(emit func(problem) error) error {

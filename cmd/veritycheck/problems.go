@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/veritytree/veritytree/internal/cli"
 )
 
 // problemsMarker stands for the problems in the JSON report until they are
@@ -20,7 +22,7 @@ const problemsMarker = `"veritycheck:problems"`
 func writeResult(w io.Writer, res *result, list func(emit func(problem) error) error) error {
 	res.Problems = json.RawMessage(problemsMarker)
 	var head bytes.Buffer
-	if err := writeJSON(&head, res); err != nil {
+	if err := cli.WriteJSON(&head, res); err != nil {
 		return err
 	}
 	key := []byte(`"problems": ` + problemsMarker)

@@ -273,7 +273,7 @@ func dump(o *options, args []string, stdout io.Writer) error {
 		return err
 	}
 	if o.json {
-		return writeJSON(stdout, cli.NewTreeJSON(g, "", hashPath))
+		return cli.WriteJSON(stdout, cli.NewTreeJSON(g, "", hashPath))
 	}
 	h := cli.NewHeader(g, hashPath)
 	// veritysetup prints the hash device size only for a tree at offset 0:
@@ -283,12 +283,6 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	}
 	h.Print(stdout)
 	return nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
@@ -409,17 +403,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return cli.ExitError, err
 	}
-	var bar *cli.Progress
-	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
-	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
-		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
-		}
-		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
-	}
-	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)
+	finish := reportTo(vo, stderr, showProgress)
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
-	bar.Finish()
+	finish()
 	if err != nil {
 		// The error about HASH, when it was not named and is missing.
 		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && strings.HasPrefix(err.Error(), "HASH ") {
@@ -599,4 +585,20 @@ func summary(rep *merkle.VerifyReport) error {
 		hint = "the top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
 	}
 	return cli.Errorf(hint, "%s", msg)
+}
+
+// reportTo makes a check print on stderr as it goes: warnings, what a
+// sparse DATA expands to, and (when showProgress) the progress lines. The
+// returned func ends the progress display.
+func reportTo(vo *verity.VerifyOptions, stderr io.Writer, showProgress bool) (finish func()) {
+	var bar *cli.Progress
+	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
+	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
+		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
+		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
+	}
+	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)
+	return func() { bar.Finish() }
 }

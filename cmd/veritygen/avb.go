@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -180,9 +179,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		return fail(err)
 	}
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := cli.WriteJSON(stdout, res); err != nil {
 			return fail(fmt.Errorf("writing the report: %w", err))
 		}
 		return cli.ExitOK

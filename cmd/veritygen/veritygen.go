@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -198,9 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return fail(err)
 	}
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := cli.WriteJSON(stdout, res); err != nil {
 			return fail(fmt.Errorf("writing the report: %w", err))
 		}
 	} else {

@@ -697,15 +697,9 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 
 // vsDigest is the salted digest of a block, as the tree stores it.
 func vsDigest(g *merkle.Geometry, block []byte) []byte {
-	h := g.Hash.New()
-	if g.Format == 1 {
-		h.Write(g.Salt)
-		h.Write(block)
-	} else {
-		h.Write(block)
-		h.Write(g.Salt)
-	}
-	return h.Sum(nil)
+	d := make([]byte, g.DigestSize)
+	g.Hash.NewBlockHasher(len(block), g.Salt, g.SaltPosition()).HashBlocks(d, len(d), block)
+	return d
 }
 
 // vsFirstProblem finds the problem veritysetup would have stopped at: it

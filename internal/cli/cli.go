@@ -72,9 +72,15 @@ func ReportJSON(w io.Writer, err error) {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
 	}{Error: err.Error(), Hint: errorHint(err)}
+	WriteJSON(w, out) // stdout is all there is to report a failure of
+}
+
+// WriteJSON writes v to w as the commands print their reports: indented,
+// one object.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(out) // stdout is all there is to report a failure of
+	return enc.Encode(v)
 }
 
 // Warn prints "prog: warning: ..." to w.
