@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/bits"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -447,8 +446,24 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if err != nil {
 		return nil, err
 	}
+	// The separate vbmeta output is checked (and locked) before the image
+	// is touched, and written once the blob is made.
+	var vbOut *verity.OutputFile
+	if o.OutputVBMeta != "" {
+		vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
+			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
+		if err != nil {
+			return nil, err
+		}
+		defer vbOut.Abort()
+	}
 	if o.HashAlgorithm == "" && o.Warn != nil {
 		o.Warn("no hash algorithm given: sha1, avbtool's default kept for backwards compatibility; Android wants sha256")
+	}
+	// Checked before the open too: opening a device or a FIFO is not
+	// harmless.
+	if fi, err := os.Stat(imagePath); err == nil && !fi.Mode().IsRegular() {
+		return nil, inputErr("", "image %s is not a regular file", imagePath)
 	}
 	f, err := os.OpenFile(imagePath, os.O_RDWR, 0)
 	if err != nil {
@@ -645,8 +660,8 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	}
 	end := out.size()
 	r := &HashtreeFooterResult{Descriptor: ht, RootDigest: root, VBMeta: blob, OriginalSize: orig, Sparse: sw != nil}
-	if o.OutputVBMeta != "" {
-		if err := writeFileAtomic(o.OutputVBMeta, blob); err != nil {
+	if vbOut != nil {
+		if err := vbOut.Commit(blob); err != nil {
 			return nil, err
 		}
 	}
@@ -841,31 +856,3 @@ func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *
 type discard struct{}
 
 func (discard) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
-
-// writeFileAtomic writes data to path through a temporary file renamed
-// over it, so that path holds either what it held or all of data.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return ioErr("%s: %v", path, unwrapPathErr(err))
-	}
-	name := tmp.Name()
-	_, err = io.Copy(tmp, bytes.NewReader(data))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(name, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-		return ioErr("%s: %v", path, err)
-	}
-	return nil
-}

@@ -126,6 +126,11 @@ func CalculateKernelCmdline(path string, hashtreeDisabled bool) (string, error) 
 // erase_footer` does: the file is cut to the original image size, or,
 // with keepHashtree, just past the tree and its parity.
 func EraseFooter(path string, keepHashtree bool) error {
+	// Checked before the open too: opening a device or a FIFO is not
+	// harmless.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return inputErr("", "%s is not a regular file", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return inputErr("", "%s: %v", path, unwrapPathErr(err))

@@ -473,7 +473,18 @@ const maxReplacedRootHashFile = 1024
 // pipe) is written through, never replaced: a FIFO must already have a
 // reader. Block devices and sockets are refused.
 func openRootHashFile(path string, force bool, note func(string)) (*output, error) {
-	const role = "--root-hash-file"
+	return openSmallOutput(path, "--root-hash-file", "a root hash file", foreignRootHash, force, note)
+}
+
+// openSmallOutput opens a small output file (a root hash, a vbmeta blob,
+// a key) for writing with the rules of --root-hash-file: a regular file
+// (through symbolic links, which stay) is replaced through a temporary
+// file, but only if foreign finds nothing in it that the caller could not
+// have written, or with force; a character device, a FIFO with a reader
+// and the process's own descriptors (/dev/stdout) are written through; a
+// block device, a socket and a FIFO nobody reads are refused. what names
+// the kind of file the caller writes, for the refusal.
+func openSmallOutput(path, role, what string, foreign func(string, fs.FileInfo) string, force bool, note func(string)) (*output, error) {
 	if fd, ok := ownFD(path); ok {
 		return openOwnFD(path, fd)
 	}
@@ -485,14 +496,14 @@ func openRootHashFile(path string, force bool, note func(string)) (*output, erro
 		return nil, errorf(KindIO, "", "%s %s: %w", role, path, unwrapPath(err))
 	case info.Mode().IsRegular():
 		if !force {
-			if why := foreignRootHash(path, info); why != "" {
+			if why := foreign(path, info); why != "" {
 				return nil, errorf(KindRefused, "name another file, or add --force to replace it",
-					"%s %s is not a root hash file (%s): replacing it would destroy it", role, path, why)
+					"%s %s is not %s (%s): replacing it would destroy it", role, path, what, why)
 			}
 		}
 		return openReplacement(path, role, info, 0, note)
 	case isBlockDevice(info):
-		return nil, errorf(KindInput, "name a regular file", "%s %s is a block device: the root hash would overwrite its first bytes", role, path)
+		return nil, errorf(KindInput, "name a regular file", "%s %s is a block device: writing would overwrite its first bytes", role, path)
 	case info.Mode()&fs.ModeSocket != 0:
 		return nil, errorf(KindInput, "name a regular file", "%s %s is a socket", role, path)
 	case info.Mode()&fs.ModeNamedPipe != 0:
@@ -535,7 +546,11 @@ func foreignRootHash(path string, info fs.FileInfo) string {
 
 // writeRootHash writes the root hash into an output from openRootHashFile
 // or openRootHashInPlace and commits it.
-func (o *output) writeRootHash(rootHex string) error {
+func (o *output) writeRootHash(rootHex string) error { return o.writeAll([]byte(rootHex)) }
+
+// writeAll writes data into an output from openSmallOutput (or
+// openRootHashInPlace) and commits it.
+func (o *output) writeAll(data []byte) error {
 	through := o.tmp == "" // a character device or a FIFO
 	if o.f == nil {
 		// A regular file written in place, opened only now: see
@@ -548,9 +563,9 @@ func (o *output) writeRootHash(rootHex string) error {
 	}
 	var err error
 	if through {
-		err = o.writeThrough([]byte(rootHex))
+		err = o.writeThrough(data)
 	} else {
-		_, err = o.f.Write([]byte(rootHex))
+		_, err = o.f.Write(data)
 	}
 	if err != nil {
 		o.abort()

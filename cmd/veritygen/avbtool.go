@@ -25,6 +25,7 @@ import (
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // Exit codes of the avbtool front: avbtool's.
@@ -395,7 +396,15 @@ func (t *avbtool) writeOutput(path string, b []byte) error {
 		_, err := t.stdout.Write(b)
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	// Not os.WriteFile: a mistyped --output must not destroy an image, a
+	// device or a link (see verity.OpenOutputFile).
+	out, err := verity.OpenOutputFile(path, "--output", "an AVB public key",
+		func(head []byte) bool { _, err := avb.DecodePublicKey(head); return err == nil }, false)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	return out.Commit(b)
 }
 
 func (t *avbtool) infoImage(args []string) int {

@@ -271,3 +271,76 @@ func TestAvbtoolFrontVerifyDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestAvbtoolFrontOutputs: the front's small outputs (--output_vbmeta_image,
+// extract_public_key --output) follow veritygen's rules: a symbolic link
+// stays a link (its target gets the bytes), an existing file that is not
+// what the option writes is refused (exit 1) with the image untouched, and
+// one that is is replaced.
+func TestAvbtoolFrontOutputs(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "system.img")
+	data := avbImageBytes(t, "blockbyte:4096:64")
+	key := filepath.Join(avbVectorDir, "keys", "rsa2048.pem")
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	footer := func(out string) avbRun {
+		write("system.img", data)
+		return avbtoolRun(t, "add_hashtree_footer", "--image", img, "--partition_size", "1048576", "--do_not_generate_fec",
+			"--salt", avbSalt, "--output_vbmeta_image", out)
+	}
+
+	// A link: followed, kept.
+	target := write("target.vbmeta", nil)
+	link := filepath.Join(dir, "link.vbmeta")
+	if err := os.Symlink("target.vbmeta", link); err != nil {
+		t.Fatal(err)
+	}
+	if r := footer(link); r.code != 0 {
+		t.Fatalf("vbmeta through a link: exit %d, %s", r.code, r.stderr)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); !bytes.HasPrefix(b, []byte("AVB0")) {
+		t.Errorf("the link's target holds %d bytes, not the vbmeta", len(b))
+	}
+	// Again over the vbmeta it wrote: replaced.
+	if r := footer(link); r.code != 0 {
+		t.Errorf("over its own vbmeta: exit %d, %s", r.code, r.stderr)
+	}
+
+	// A file that is not a vbmeta: refused, nothing changed.
+	other := write("notes.txt", []byte("keep me\n"))
+	if r := footer(other); r.code != 1 || !strings.Contains(r.stderr, "is not a vbmeta image") {
+		t.Errorf("over a text file: exit %d, %q; want 1, refused", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "keep me\n" {
+		t.Error("the text file changed")
+	}
+	if b, _ := os.ReadFile(img); !bytes.Equal(b, data) {
+		t.Error("the image changed though an output was refused")
+	}
+
+	// extract_public_key --output: a foreign file refused, a key replaced.
+	if r := avbtoolRun(t, "extract_public_key", "--key", key, "--output", other); r.code != 1 {
+		t.Errorf("extract_public_key over a text file: exit %d, %q; want 1", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "keep me\n" {
+		t.Error("the text file changed")
+	}
+	pub := filepath.Join(dir, "key.avbpubkey")
+	for range 2 {
+		if r := avbtoolRun(t, "extract_public_key", "--key", key, "--output", pub); r.code != 0 {
+			t.Fatalf("extract_public_key: exit %d, %q", r.code, r.stderr)
+		}
+	}
+	if b, _ := os.ReadFile(pub); len(b) != 8+2*2048/8 {
+		t.Errorf("the key blob is %d bytes", len(b))
+	}
+}

@@ -1,0 +1,64 @@
+package verity
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// maxRecognized is how much of an existing output OpenOutputFile shows
+// its caller's recognizer.
+const maxRecognized = 4096
+
+// OutputFile is a small output (a vbmeta blob, a public key) opened by
+// OpenOutputFile: checked and locked now, written by Commit.
+type OutputFile struct{ o *output }
+
+// OpenOutputFile prepares a small output under the rules Format follows
+// for its root hash file, so that naming the wrong file destroys nothing:
+// an existing regular file (through symbolic links, which stay) will be
+// replaced through a temporary file renamed when complete, and only if it
+// is empty or ours recognizes its first bytes (up to 4 KiB) as something
+// the caller could have written, unless force; a character device, a FIFO
+// with a reader and the process's own descriptors (/dev/stdout,
+// /proc/self/fd/N) are written through; a block device, a socket or a FIFO
+// nobody reads is refused. Open every output before changing anything,
+// then Commit each (or Abort). role names the output in errors (e.g.
+// "--output_vbmeta_image"), what the kind of file it holds ("a vbmeta
+// image").
+func OpenOutputFile(path, role, what string, ours func(head []byte) bool, force bool) (*OutputFile, error) {
+	foreign := func(path string, info fs.FileInfo) string {
+		if info.Size() == 0 {
+			return ""
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err.Error()
+		}
+		defer f.Close()
+		head, err := io.ReadAll(io.LimitReader(f, maxRecognized))
+		if err != nil {
+			return err.Error()
+		}
+		if ours == nil || !ours(head) {
+			return "its content is not recognized"
+		}
+		return ""
+	}
+	o, err := openSmallOutput(path, role, what, foreign, force, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &OutputFile{o: o}, nil
+}
+
+// Commit writes data and puts it in place.
+func (f *OutputFile) Commit(data []byte) error { return f.o.writeAll(data) }
+
+// Abort gives up the output: the file stays as it was. After Commit it
+// does nothing.
+func (f *OutputFile) Abort() {
+	if f != nil {
+		f.o.abort()
+	}
+}
