@@ -59,7 +59,9 @@ type FormatOptions struct {
 	// InPlace writes the outputs in place, as veritysetup format does, for
 	// callers that must behave as it does (veritygen's veritysetup front):
 	// an existing HASH, FEC file or root hash file is written into, never
-	// replaced, whatever it held (Force is implied), so that it keeps its
+	// replaced, whatever it held but a file system or image known by its
+	// magic (refused unless Force: veritysetup would write over it), so
+	// that it keeps its
 	// mode, its links and every byte outside what is written (before
 	// HashOffset, between the superblock and the tree, past the tree or the
 	// parity); a missing one is created with mode 0600, as veritysetup

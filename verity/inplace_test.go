@@ -175,3 +175,31 @@ func TestFormatInPlaceEmptyTreeNoSuperblock(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatInPlaceRefusesImages: written in place, an output keeps its
+// other bytes, so only a file system or image it holds is at stake: an
+// ext4 image named as HASH (DATA and HASH swapped) is refused and left as
+// it is; Force writes anyway.
+func TestFormatInPlaceRefusesImages(t *testing.T) {
+	dir := t.TempDir()
+	dataPath := filepath.Join(dir, "data.img")
+	fmtImage(t, dataPath, 16*4096)
+	ext4 := make([]byte, 64<<10)
+	copy(ext4[1080:], []byte{0x53, 0xEF})
+	copy(ext4[1048:], []byte{2, 0, 0, 0})
+	hashPath := filepath.Join(dir, "rootfs.ext4")
+	if err := os.WriteFile(hashPath, ext4, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := fixedOptions()
+	opts.InPlace = true
+	_, err := Format(context.Background(), dataPath, hashPath, opts)
+	fmtWantError(t, err, KindRefused, "", "(an ext2/3/4 filesystem): replacing it would destroy it")
+	if !bytes.Equal(fmtRead(t, hashPath), ext4) {
+		t.Error("the ext4 image changed")
+	}
+	opts.Force = true
+	if _, err := Format(context.Background(), dataPath, hashPath, opts); err != nil {
+		t.Errorf("InPlace with Force: %v", err)
+	}
+}

@@ -397,8 +397,13 @@ func keptHashEnd(g *merkle.Geometry, hashPath string, hashInfo fs.FileInfo) uint
 // that is not something Format could have written (see foreignOutput).
 // dataFile is DATA, open.
 func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
-	if opts.Force || opts.InPlace {
+	if opts.Force {
 		return nil
+	}
+	if opts.InPlace {
+		// Written in place, an output keeps every byte outside the tree
+		// and parity: only a file system or image it holds would be lost.
+		return l.checkOutputs(dataFile, true)
 	}
 	if l.Append != nil {
 		size, err := fileSize(dataFile)
@@ -409,7 +414,7 @@ func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
 			return err
 		}
 	}
-	return l.checkOutputs(dataFile)
+	return l.checkOutputs(dataFile, false)
 }
 
 // checkAppendTail refuses an Append with an OriginalSize that would cut off
@@ -451,12 +456,12 @@ func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
 // something Format could have written (see foreignOutput): a filesystem or
 // image named as HASH by mistake, e.g. DATA and HASH swapped. A tree in
 // DATA goes where the caller gave it room (HashOffset, Append).
-func (l *Layout) checkOutputs(dataFile *os.File) error {
+func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	// FIFOs, sockets and character devices were refused by planFormat and
 	// planFEC (checkImageType) before anything was opened.
 	g := l.Geometry
 	if !l.TreeInData && l.hashInfo != nil {
-		why, err := foreignOutput(l.HashPath, l.hashInfo, int64(g.HashOffset), g.Superblock, l.HashOutputEnd)
+		why, err := foreignOutput(l.HashPath, l.hashInfo, int64(g.HashOffset), g.Superblock, l.HashOutputEnd, magicOnly)
 		if err != nil {
 			return errorf(KindIO, "", "HASH %s: %w", l.HashPath, unwrapPath(err))
 		}
@@ -474,7 +479,7 @@ func (l *Layout) checkOutputs(dataFile *os.File) error {
 	}
 	// The parity covers the hash output as it will be: the tree, or all of
 	// an existing HASH whose bytes are kept.
-	why, err := foreignOutput(fl.Path, fl.existing, -1, false, fl.Offset+fl.Params.ParitySize())
+	why, err := foreignOutput(fl.Path, fl.existing, -1, false, fl.Offset+fl.Params.ParitySize(), magicOnly)
 	if err != nil {
 		return errorf(KindIO, "", "--fec-device %s: %w", fl.Path, unwrapPath(err))
 	}

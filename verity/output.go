@@ -393,7 +393,9 @@ func (o *output) writeThrough(b []byte) error {
 // format is not, nor a regular file without superblock where needSB says
 // one belongs, nor one longer than maxSize (the bytes veritygen writes
 // there). A device without a known format is written in place, as always.
-func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSize uint64) (string, error) {
+// magicOnly (an output written in place, whose other bytes stay) counts
+// only a known image format.
+func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSize uint64, magicOnly bool) (string, error) {
 	if info.Mode().IsRegular() && info.Size() == 0 {
 		return "", nil
 	}
@@ -418,7 +420,7 @@ func foreignOutput(path string, info fs.FileInfo, sbAt int64, needSB bool, maxSi
 		return kind, nil
 	}
 	switch {
-	case !info.Mode().IsRegular():
+	case magicOnly, !info.Mode().IsRegular():
 		return "", nil
 	case holdsNothing(f, size):
 		// Zeros or holes (a file made with truncate or fallocate for the
