@@ -29,7 +29,7 @@ type attack struct {
 	item  string // the item number
 	name  string
 	setup func(t *testing.T, dir string) // makes the inputs in dir
-	prog  string                         // veritygen or veritycheck
+	prog  string                         // veritygen, veritycheck, veritysetup or avbtool
 	args  []string                       // run in dir
 	exit  []int                          // the exit codes allowed
 	// stderr holds regexps the standard error must all match; notStderr
@@ -366,8 +366,16 @@ var attacks = []attack{
 // FIFO: for the other end in open, for data in read, for room in write.
 var fifoWaits = []string{"wait_for_partner", "pipe_read", "pipe_write", "pipe_wait", "pipe_wait_readable", "pipe_wait_writable"}
 
+// moreAttacks holds the tables of later campaigns, each in its own file,
+// appended by that file's init.
+var moreAttacks [][]attack
+
 func TestAttacks(t *testing.T) {
-	for _, a := range attacks {
+	all := slices.Clone(attacks)
+	for _, more := range moreAttacks {
+		all = append(all, more...)
+	}
+	for _, a := range all {
 		t.Run(fmt.Sprintf("%s/%s", a.item, a.name), func(t *testing.T) {
 			d := t.TempDir()
 			if a.setup != nil {

@@ -64,6 +64,15 @@ func TestMain(m *testing.M) {
 			}
 			bins[name] = out
 		}
+		// The fronts are veritygen under another name, as installed.
+		for _, front := range []string{"veritysetup", "avbtool"} {
+			link := filepath.Join(dir, front)
+			if err := os.Symlink(bins["veritygen"], link); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			bins[front] = link
+		}
 		return m.Run()
 	}()
 	os.Exit(code)
