@@ -215,7 +215,7 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 			return nil, err
 		}
 	}
-	if err := l.checkOverwrites(opts, src.file); err != nil {
+	if err := l.checkOverwrites(ctx, opts, src); err != nil {
 		return nil, err
 	}
 	// Every output is opened (and locked) before anything is hashed.

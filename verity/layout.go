@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,7 +100,7 @@ func PlanFormat(dataPath, hashPath string, opts *FormatOptions) (*Layout, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkOverwrites(opts, src.file); err != nil {
+	if err := l.checkOverwrites(context.Background(), opts, src); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -147,7 +148,7 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	case !hashExists:
 		hashInfo = nil
 	}
-	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
+	inPlace := hashExists && sameDevice(dataInfo, hashInfo)
 	if err := checkRootHashFile(opts.RootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
 		return nil, err
 	}
@@ -175,8 +176,14 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 			return nil, paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
 				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
 		}
-		if p.DataBlocks == 0 {
-			// The tree's own area is not data: cover the blocks before it.
+		switch {
+		case p.DataBlocks == 0 && opts.InPlace:
+			// veritysetup's data is then the whole device: a tree inside
+			// it overlaps it (refused below).
+			p.DataBlocks = uint64(dataSize) / dbs
+		case p.DataBlocks == 0:
+			// The blocks before the tree, if nothing from it on is the
+			// user's (checkWrittenTails).
 			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
 			if p.DataBlocks == 0 && dataSize > 0 && uint64(dataSize) >= dbs {
 				return nil, paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
@@ -340,7 +347,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 		}
 		pl.existing = info
 	}
-	sameAsHash := err == nil && hashInfo != nil && os.SameFile(info, hashInfo) ||
+	sameAsHash := err == nil && sameDevice(info, hashInfo) ||
 		filepath.Clean(opts.FECDevice) == filepath.Clean(hashPath)
 	switch {
 	case sameAsHash:
@@ -349,7 +356,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: --fec-offset=%d", g.HashEnd()),
 				"--fec-offset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
 		}
-	case err == nil && os.SameFile(info, dataInfo):
+	case err == nil && sameDevice(info, dataInfo):
 		pl.InData = true
 		if pl.Offset < g.DataSize() {
 			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: --fec-offset=%d", roundUp(g.DataSize(), bs)),
@@ -394,12 +401,14 @@ func keptHashEnd(g *merkle.Geometry, hashPath string, hashInfo fs.FileInfo) uint
 // into whatever it is given, as veritysetup), what would destroy bytes the
 // caller did not give over to Format: the tail of an Append DATA that is
 // not an earlier tree (see checkAppendTail), an existing HASH or FEC file
-// that is not something Format could have written (see foreignOutput).
-// dataFile is DATA, open.
-func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
+// that is not something Format could have written (see foreignOutput),
+// bytes of DATA or of a kept HASH where the tree or parity would go that
+// are not ours (see checkWrittenTails). src is DATA, open.
+func (l *Layout) checkOverwrites(ctx context.Context, opts *FormatOptions, src *Source) error {
 	if opts.Force {
 		return nil
 	}
+	dataFile := src.file
 	if opts.InPlace {
 		// Written in place, an output keeps every byte outside the tree
 		// and parity: only a file system or image it holds would be lost.
@@ -414,7 +423,10 @@ func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
 			return err
 		}
 	}
-	return l.checkOutputs(dataFile, false)
+	if err := l.checkOutputs(dataFile, false); err != nil {
+		return err
+	}
+	return l.checkWrittenTails(ctx, opts, src)
 }
 
 // checkAppendTail refuses an Append with an OriginalSize that would cut off
@@ -502,9 +514,9 @@ func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath str
 	switch {
 	case err == nil && info.IsDir():
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is a directory", path)
-	case err == nil && dataInfo != nil && os.SameFile(info, dataInfo):
+	case err == nil && dataInfo != nil && sameDevice(info, dataInfo):
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
-	case err == nil && hashInfo != nil && os.SameFile(info, hashInfo),
+	case err == nil && hashInfo != nil && sameDevice(info, hashInfo),
 		filepath.Clean(path) == filepath.Clean(hashPath):
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
 	}

@@ -1,0 +1,352 @@
+package verity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/merkle"
+)
+
+// What Format may write over in a file that also holds bytes of the
+// user's: DATA when the tree (or the parity) goes into it, and an existing
+// HASH whose bytes before --hash-offset are kept. Without --data-blocks
+// the data is, for veritysetup, the whole device; Format keeps its own
+// layout (the data is the blocks before the tree) only where the bytes
+// from the tree on provably are not the user's: zeros or holes, an earlier
+// tree of ours at that very place (its superblock there, or without one a
+// tree that verifies for the parameters given), and the parity of such a
+// tree at the place this run puts its own, or parity that verifies.
+
+// sameDevice reports whether a and b are the same file or block device, as
+// veritysetup's device_is_identical decides it: the same device and inode
+// (a path alias, a hard link), or for two block devices the same device
+// number (two nodes of one device). nil is no file.
+func sameDevice(a, b fs.FileInfo) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if os.SameFile(a, b) {
+		return true
+	}
+	if !isBlockDevice(a) || !isBlockDevice(b) {
+		return false
+	}
+	sa, ok := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok && ok2 && sa.Rdev == sb.Rdev
+}
+
+// extent is the bytes [from, to) of a file.
+type extent struct{ from, to uint64 }
+
+func (e extent) holds(off uint64) bool { return e.from <= off && off < e.to }
+
+// scanChunk is how much firstUserByte reads at a time.
+const scanChunk = 1 << 20
+
+// firstUserByte returns the offset of the first non-zero byte of f in
+// [from, to) outside the extents ours, skipping holes (SEEK_DATA); found
+// is false when there is none. It reads in bounded memory and stops when
+// ctx ends.
+func firstUserByte(ctx context.Context, f *os.File, from, to uint64, ours []extent) (off uint64, found bool, err error) {
+	var buf []byte
+	for off = from; off < to; {
+		if next, skipped := skipExtents(off, ours); skipped {
+			off = next
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		data, end, more := nextData(f, off, to)
+		if !more {
+			return 0, false, nil
+		}
+		if data > off {
+			off = data
+			continue
+		}
+		end = min(end, off+scanChunk, nextExtentStart(off, to, ours))
+		if buf == nil {
+			buf = make([]byte, scanChunk)
+		}
+		n, rerr := f.ReadAt(buf[:end-off], int64(off))
+		if i := firstNonZero(buf[:n]); i >= 0 {
+			return off + uint64(i), true, nil
+		}
+		if rerr == io.EOF || n == 0 && rerr == nil {
+			return 0, false, nil // the file ends sooner than it did
+		}
+		if rerr != nil {
+			return 0, false, rerr
+		}
+		off += uint64(n)
+	}
+	return 0, false, nil
+}
+
+// skipExtents returns the end of the extent of ours holding off, if any.
+func skipExtents(off uint64, ours []extent) (uint64, bool) {
+	for _, e := range ours {
+		if e.holds(off) {
+			return e.to, true
+		}
+	}
+	return off, false
+}
+
+// nextExtentStart returns the first start of an extent of ours past off,
+// or to.
+func nextExtentStart(off, to uint64, ours []extent) uint64 {
+	for _, e := range ours {
+		if e.from > off && e.from < to {
+			to = e.from
+		}
+	}
+	return to
+}
+
+// nextData returns where the next data (not a hole) of f at or after off
+// starts and where it ends (at most to); more is false when there is none
+// before to. Where SEEK_DATA is not supported, everything is data.
+func nextData(f *os.File, off, to uint64) (data, end uint64, more bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return off, to, true
+	}
+	data, end, more = off, to, true
+	rc.Control(func(fd uintptr) {
+		d, err := unix.Seek(int(fd), int64(off), unix.SEEK_DATA)
+		switch {
+		case errors.Is(err, unix.ENXIO):
+			more = false // only holes from off to the end
+			return
+		case err != nil || d < int64(off):
+			return
+		}
+		data = uint64(d)
+		if h, err := unix.Seek(int(fd), d, unix.SEEK_HOLE); err == nil && h > d {
+			end = min(end, uint64(h))
+		}
+	})
+	if data >= to {
+		more = false
+	}
+	return data, end, more
+}
+
+// writtenFile is a file that Format writes into and that may hold the
+// user's bytes where it writes: the tree at the geometry's HashOffset (tree),
+// the parity at the FEC layout's Offset (parity), or both.
+type writtenFile struct {
+	f            *os.File
+	tree, parity bool
+}
+
+// userByteIn returns the first byte in [from, to) of w that Format must not
+// write over: not zero, not in a hole, not in an earlier tree of ours at
+// the offset, nor in the parity that goes with it where this run puts its
+// own. found is false when everything there may be written.
+func (l *Layout) userByteIn(ctx context.Context, w *writtenFile, src *Source, from, to uint64, jobs int) (uint64, bool, error) {
+	g, fl := l.Geometry, l.FEC
+	var ours []extent
+	prove := func(e extent) {
+		ours = append(ours, e)
+		if w.parity {
+			ours = append(ours, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()})
+		}
+	}
+	proven := false
+	if w.tree {
+		if old, ok := superblockTree(w.f, g.HashOffset); ok {
+			// An earlier tree of ours, whatever it covered.
+			prove(old)
+			proven = true
+		}
+	}
+	for {
+		off, found, err := firstUserByte(ctx, w.f, from, to, ours)
+		if err != nil || !found {
+			return 0, false, err
+		}
+		tree := extent{g.HashOffset, g.HashEnd()}
+		if proven || !w.tree || g.Superblock || !tree.holds(off) {
+			return off, true, nil
+		}
+		// Without superblock, only the tree itself says it is ours.
+		if proven = treeVerifies(ctx, g, src, w.f, jobs); !proven {
+			return off, true, nil
+		}
+		prove(tree)
+	}
+}
+
+// superblockTree returns the extent of the tree whose superblock is at
+// offset off of f, if a valid one is.
+func superblockTree(f *os.File, off uint64) (extent, bool) {
+	b := make([]byte, merkle.SuperblockSize)
+	if _, err := f.ReadAt(b, int64(off)); err != nil {
+		return extent{}, false
+	}
+	p, err := merkle.DecodeSuperblock(b)
+	if err != nil {
+		return extent{}, false
+	}
+	p.HashOffset = off
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return extent{}, false
+	}
+	return extent{off, g.HashEnd()}, true
+}
+
+// treeVerifies reports whether hash holds, where g puts it, a tree of the
+// data for g's parameters: every hash block matches its parent (the top
+// block stands for itself), the padding is zeros, and at least one data
+// block matches its digest. Data blocks changed since it was made do not
+// count against it: random bytes match no digest, an earlier tree's
+// upper levels match its level 0 whatever the data became.
+func treeVerifies(ctx context.Context, g *merkle.Geometry, src *Source, hash *os.File, jobs int) bool {
+	if g.Levels == 0 {
+		return false
+	}
+	top := make([]byte, g.HashBlockSize)
+	if _, err := hash.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
+		return false
+	}
+	root := digest(g.Hash, g.Format, g.Salt, top)
+	rep, err := merkle.Verify(ctx, g, src, hash, root, &merkle.VerifyOptions{Jobs: jobs, MaxProblems: 1,
+		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
+	return err == nil && rep.CorruptHashBlocks == 0 && rep.CorruptHeaderBytes == 0 && rep.CorruptDataBlocks < g.DataBlocks
+}
+
+// firstNonZero returns the index of the first non-zero byte of b, or -1.
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkWrittenTails refuses, unless the caller bounded the data or forced
+// it, writes over the user's bytes: the tree (and parity) in DATA without
+// DataBlocks, where every byte from HashOffset to DATA's end must be ours;
+// the parity in DATA without DataBlocks, likewise from FECOffset; the tree
+// (and parity) in an existing HASH whose bytes before HashOffset are kept,
+// where what is written must be ours. src is DATA, open. Force and InPlace
+// (veritysetup's semantics: see planFormat) never get here.
+func (l *Layout) checkWrittenTails(ctx context.Context, opts *FormatOptions, src *Source) error {
+	if l.Append != nil {
+		return nil
+	}
+	g, fl := l.Geometry, l.FEC
+	n := jobs(opts.Jobs)
+	if opts.DataBlocks == 0 && (l.TreeInData || fl != nil && fl.InData) {
+		size, err := fileSize(src.file)
+		if err != nil {
+			return errorf(KindIO, "", "DATA %s: %w", l.DataPath, unwrapPath(err))
+		}
+		w := &writtenFile{f: src.file, tree: l.TreeInData, parity: fl != nil && l.TreeInData && fl.InHash}
+		from := g.HashOffset
+		if !l.TreeInData {
+			from = fl.Offset // the parity alone, which nothing proves ours
+		}
+		off, found, err := l.userByteIn(ctx, w, src, from, uint64(size), n)
+		if err != nil {
+			return readError(err, "DATA", l.DataPath)
+		}
+		if found {
+			info, _ := src.file.Stat()
+			return l.dataTailRefusal(off, uint64(size), info != nil && isBlockDevice(info))
+		}
+	}
+	return l.checkKeptHash(ctx, src, n)
+}
+
+// checkKeptHash refuses to write the tree or the parity over bytes of an
+// existing HASH that are not ours when the bytes before HashOffset are kept
+// (HashOffset > 0): the file is then the user's, and only the bytes where
+// the tree and parity go may be given over. A block device keeps its rule
+// (written in place unless it holds a known format).
+func (l *Layout) checkKeptHash(ctx context.Context, src *Source, jobs int) error {
+	g, fl := l.Geometry, l.FEC
+	if l.TreeInData || l.hashInfo == nil || g.HashOffset == 0 || !l.hashInfo.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(l.HashPath)
+	if err != nil {
+		return errorf(KindIO, "", "cannot open HASH %s: %w", l.HashPath, unwrapPath(err))
+	}
+	defer f.Close()
+	w := &writtenFile{f: f, tree: true, parity: fl != nil && fl.InHash}
+	areas := []extent{{g.HashOffset, g.HashEnd()}}
+	if w.parity {
+		areas = append(areas, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()})
+	}
+	for _, a := range areas {
+		off, found, err := l.userByteIn(ctx, w, src, a.from, a.to, jobs)
+		if err != nil {
+			return readError(err, "HASH", l.HashPath)
+		}
+		if found {
+			what := "the tree"
+			if a.from != g.HashOffset {
+				what = "the error correction"
+			}
+			return errorf(KindRefused, "name another HASH file, or add --force to write there anyway",
+				"HASH %s holds a non-zero byte at %d, where %s would go (from byte %d), and no earlier tree of ours is there: writing would destroy it",
+				l.HashPath, off, what, a.from)
+		}
+	}
+	return nil
+}
+
+// dataTailRefusal is the error for DATA bytes that are the user's where the
+// tree or the parity would go.
+func (l *Layout) dataTailRefusal(off, size uint64, device bool) error {
+	g, fl := l.Geometry, l.FEC
+	bs := uint64(g.DataBlockSize)
+	align := max(uint64(4096), bs)
+	if !g.Superblock {
+		align = max(align, uint64(g.HashBlockSize))
+	}
+	if !l.TreeInData {
+		return errorf(KindRefused, fmt.Sprintf("put the parity past DATA's end: --fec-offset=%d\nto write it there anyway, add --force", roundUp(size, bs)),
+			"DATA %s holds a non-zero byte at %d, at or past --fec-offset %d: writing the error correction there would destroy it",
+			l.DataPath, off, fl.Offset)
+	}
+	hint := fmt.Sprintf("to hash only the %d whole blocks before the offset and write the tree over what follows, add --data-blocks=%d\n", g.DataBlocks, g.DataBlocks)
+	if !device {
+		hint += fmt.Sprintf("to keep all of DATA, put the tree past its end: --hash-offset=%d\n", roundUp(size, align))
+	}
+	hint += "to write the tree there anyway, add --force"
+	return errorf(KindRefused, hint,
+		"DATA %s holds data from --hash-offset %d on (a non-zero byte at %d, in no earlier tree of ours%s): without --data-blocks "+
+			"the data is all of DATA, and the tree would be written over it", l.DataPath, g.HashOffset, off, noSuperblockNote(g))
+}
+
+// readError is the error of a failed check read, or ctx's error as it is.
+func readError(err error, role, path string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return interrupted(err, "", "interrupted; nothing was written")
+	}
+	return errorf(KindIO, "", "reading %s %s: %w", role, path, unwrapPath(err))
+}
+
+// noSuperblockNote says, for a tree without superblock, what makes an
+// earlier one there count as ours.
+func noSuperblockNote(g *merkle.Geometry) string {
+	if g.Superblock {
+		return ""
+	}
+	return "; without a superblock, one counts only if it verifies with the --salt and parameters given"
+}
