@@ -419,7 +419,7 @@ func (l *Layout) checkOverwrites(ctx context.Context, opts *FormatOptions, src *
 		if err != nil {
 			return errorf(KindIO, "", "DATA %s: %w", l.DataPath, unwrapPath(err))
 		}
-		if err := l.checkAppendTail(dataFile, uint64(size)); err != nil {
+		if err := l.checkAppendTail(ctx, src, uint64(size), jobs(opts.Jobs)); err != nil {
 			return err
 		}
 	}
@@ -433,10 +433,12 @@ func (l *Layout) checkOverwrites(ctx context.Context, opts *FormatOptions, src *
 // DATA bytes past the image that are not provably what an earlier Append of
 // the same image wrote: the file may end anywhere from the image's end to
 // the end of a complete tree and parity (an interrupted run stops anywhere
-// in between), and the padding before the tree must be zeros. A block
+// in between), the padding before the tree must be zeros, and what lies
+// past it zeros or a tree of the image (its first level-0 block, which a
+// build writes first, or all of it) with, past it, its parity. A block
 // device keeps its size and is not checked.
-func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
-	ap, g := l.Append, l.Geometry
+func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, jobs int) error {
+	ap, g, f := l.Append, l.Geometry, src.file
 	if size <= ap.OriginalSize {
 		return nil
 	}
@@ -460,6 +462,18 @@ func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
 			return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
 				"they are not an earlier tree, and cutting them off would lose them", l.DataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
 		}
+	}
+	if size <= g.HashOffset {
+		return nil
+	}
+	w := &writtenFile{f: f, tree: true, parity: l.FEC != nil}
+	off, found, err := l.userByteIn(ctx, w, src, g.HashOffset, size, jobs)
+	if err != nil {
+		return readError(err, "DATA", l.DataPath)
+	}
+	if found {
+		return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append of its first %d bytes wrote its tree from byte %d, "+
+			"but no tree of those bytes is there: they are not an earlier tree, and cutting them off would lose them", l.DataPath, off, ap.OriginalSize, ap.OriginalSize, g.HashOffset)
 	}
 	return nil
 }

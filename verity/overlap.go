@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -181,7 +183,7 @@ func (l *Layout) userByteIn(ctx context.Context, w *writtenFile, src *Source, fr
 			return off, true, nil
 		}
 		// Without superblock, only the tree itself says it is ours.
-		if proven = treeVerifies(ctx, g, src, w.f, jobs); !proven {
+		if proven = firstTreeBlockMatches(g, src, w.f) || treeVerifies(ctx, g, src, w.f, jobs); !proven {
 			return off, true, nil
 		}
 		prove(tree)
@@ -205,6 +207,30 @@ func superblockTree(f *os.File, off uint64) (extent, bool) {
 		return extent{}, false
 	}
 	return extent{off, g.HashEnd()}, true
+}
+
+// firstTreeBlockMatches reports whether hash holds, where g puts it, the
+// first block of level 0 of the tree of the data: the first block any
+// build writes, so that even a tree cut short by a killed run has it,
+// unless nothing of it was written (a tree's other blocks are written only
+// after it). Random bytes match no digest.
+func firstTreeBlockMatches(g *merkle.Geometry, src *Source, hash *os.File) bool {
+	if g.Levels == 0 {
+		return false
+	}
+	have := make([]byte, g.HashBlockSize)
+	if _, err := hash.ReadAt(have, int64(g.BlockOffset(0, 0))); err != nil {
+		return false
+	}
+	want := make([]byte, g.HashBlockSize)
+	block := make([]byte, g.DataBlockSize)
+	for i := range min(uint64(g.HashesPerBlock), g.DataBlocks) {
+		if _, err := src.ReadAt(block, int64(i)*int64(g.DataBlockSize)); err != nil {
+			return false
+		}
+		copy(want[i*uint64(g.DigestSlot):], digest(g.Hash, g.Format, g.Salt, block))
+	}
+	return bytes.Equal(have, want)
 }
 
 // treeVerifies reports whether hash holds, where g puts it, a tree of the
@@ -269,7 +295,93 @@ func (l *Layout) checkWrittenTails(ctx context.Context, opts *FormatOptions, src
 			return l.dataTailRefusal(off, uint64(size), info != nil && isBlockDevice(info))
 		}
 	}
-	return l.checkKeptHash(ctx, src, n)
+	if err := l.checkKeptHash(ctx, src, n); err != nil {
+		return err
+	}
+	return l.checkKeptFEC(ctx, src, n)
+}
+
+// checkKeptFEC refuses to write the parity over bytes of an existing FEC
+// file of its own that are not ours when the bytes before FECOffset are
+// kept (FECOffset > 0): only zeros, holes, or parity that matches the data
+// and HASH as they are (at least in part: a round that did not change) may
+// be written over there.
+func (l *Layout) checkKeptFEC(ctx context.Context, src *Source, jobs int) error {
+	fl := l.FEC
+	if fl == nil || fl.InHash || fl.InData || fl.existing == nil || fl.Offset == 0 || !fl.existing.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(fl.Path)
+	if err != nil {
+		return errorf(KindIO, "", "cannot open --fec-device %s: %w", fl.Path, unwrapPath(err))
+	}
+	defer f.Close()
+	off, found, err := firstUserByte(ctx, f, fl.Offset, fl.Offset+fl.Params.ParitySize(), nil)
+	if err == nil && found && l.parityInPlace(ctx, src, f, jobs) {
+		return nil
+	}
+	if err != nil {
+		return readError(err, "--fec-device", fl.Path)
+	}
+	if found {
+		return errorf(KindRefused, "name another file, or add --force to write there anyway (parity made before DATA and HASH changed throughout counts only so)",
+			"--fec-device %s holds a non-zero byte at %d, where the error correction would go (from byte %d), and it is not the parity of DATA and HASH: writing would destroy it",
+			fl.Path, off, fl.Offset)
+	}
+	return nil
+}
+
+// parityInPlace reports whether f holds, at the FEC offset, parity of the
+// data and of HASH as it is now (before this run replaces it): at least one
+// non-zero 512-byte piece of it as computed now, that is a round unchanged
+// since it was made; random bytes match none.
+func (l *Layout) parityInPlace(ctx context.Context, src *Source, f *os.File, jobs int) bool {
+	g, fl := l.Geometry, l.FEC
+	if l.hashInfo == nil {
+		return false
+	}
+	hash, err := os.Open(l.HashPath)
+	if err != nil {
+		return false
+	}
+	defer hash.Close()
+	size, err := fileSize(hash)
+	if err != nil {
+		return false
+	}
+	fp, err := FECParams(g, fl.Roots, uint64(size))
+	if err != nil {
+		return false
+	}
+	c := &parityComparer{f: f}
+	err = fec.Encode(ctx, fp, FECMessage(g, fp, src, hash), c, int64(fl.Offset), jobs)
+	return errors.Is(err, errParityMatch)
+}
+
+// errParityMatch stops the encoding once parity is found in place.
+var errParityMatch = errors.New("parity found in place")
+
+// parityComparer is an io.WriterAt that writes nothing: it compares what
+// it is given with the file, and fails with errParityMatch at the first
+// non-zero 512-byte piece that is already there.
+type parityComparer struct {
+	f   *os.File
+	buf []byte
+}
+
+func (c *parityComparer) WriteAt(b []byte, off int64) (int, error) {
+	if cap(c.buf) < len(b) {
+		c.buf = make([]byte, len(b))
+	}
+	have := c.buf[:len(b)]
+	n, _ := c.f.ReadAt(have, off)
+	const piece = 512
+	for i := 0; i+piece <= n; i += piece {
+		if p := b[i : i+piece]; bytes.Equal(p, have[i:i+piece]) && firstNonZero(p) >= 0 {
+			return 0, errParityMatch
+		}
+	}
+	return len(b), nil
 }
 
 // checkKeptHash refuses to write the tree or the parity over bytes of an

@@ -314,3 +314,41 @@ func TestFormatInPlaceWholeDevice(t *testing.T) {
 		t.Errorf("layout %+v", g.Params)
 	}
 }
+
+// TestFormatKeptFECRefusesUserBytes: an existing FEC file whose bytes
+// before FECOffset are kept is the user's: the parity used to go over what
+// lies at the offset whenever the file was no longer than the parity's
+// end. Now only zeros, holes or parity of the data and HASH as they are
+// (a round of it at least: one data block changed leaves the others) may
+// be written over; the bytes before the offset stay either way.
+func TestFormatKeptFECRefusesUserBytes(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.img")
+	b := randomBytes(64<<10, 8)
+	writeBytes(t, data, b)
+	fecPath := filepath.Join(dir, "disk.img")
+	user := randomBytes(1<<20, 9)
+	writeBytes(t, fecPath, user)
+	opts := fixedOptions()
+	opts.FECDevice, opts.FECOffset = fecPath, 1<<20-8192 // the parity is two blocks: the file's last
+	hash := filepath.Join(dir, "h")
+	_, err := Format(context.Background(), data, hash, opts)
+	fmtWantError(t, err, KindRefused, "", "--fec-device "+fecPath+" holds a non-zero byte at 1040384, where the error correction would go")
+	if !bytes.Equal(fmtRead(t, fecPath), user) {
+		t.Fatal("the FEC file changed")
+	}
+	copy(user[1<<20-8192:], make([]byte, 8192))
+	writeBytes(t, fecPath, user)
+	for i, change := range []bool{false, false, true} {
+		if change { // the parity of the other rounds still matches
+			b[100] ^= 1
+			writeBytes(t, data, b)
+		}
+		if _, err := Format(context.Background(), data, hash, opts); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if got := fmtRead(t, fecPath); !bytes.Equal(got[:1<<20-8192], user[:1<<20-8192]) {
+			t.Fatal("the bytes before the offset changed")
+		}
+	}
+}
