@@ -261,6 +261,9 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	if l.Append != nil && l.FEC == nil {
 		l.Append.ImageSize = l.HashOutputEnd
 	}
+	if err := l.checkLoopOverlap(dataInfo); err != nil {
+		return nil, err
+	}
 	l.KnownRuns = src.Runs(g.DataBlockSize, g.DataBlocks)
 	return l, nil
 }

@@ -462,3 +462,73 @@ func noSuperblockNote(g *merkle.Geometry) string {
 	}
 	return "; without a superblock, one counts only if it verifies with the --salt and parameters given"
 }
+
+// loopMajor is the device major number of loop devices.
+const loopMajor = 7
+
+// loopWindow returns, when dev is a loop device whose backing file is
+// file, the bytes of file it shows: from its offset, for its size.
+func loopWindow(devPath string, dev, file fs.FileInfo) (extent, bool) {
+	st, ok := dev.Sys().(*syscall.Stat_t)
+	fst, fok := file.Sys().(*syscall.Stat_t)
+	if !ok || !fok || !isBlockDevice(dev) || !file.Mode().IsRegular() || unix.Major(uint64(st.Rdev)) != loopMajor {
+		return extent{}, false
+	}
+	f, err := os.Open(devPath)
+	if err != nil {
+		return extent{}, false
+	}
+	defer f.Close()
+	var info *unix.LoopInfo64
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { info, err = unix.IoctlLoopGetStatus64(int(fd)) })
+	}
+	if err != nil || info == nil || info.Device != uint64(fst.Dev) || info.Inode != uint64(fst.Ino) {
+		return extent{}, false
+	}
+	size, err := fileSize(f)
+	if err != nil {
+		return extent{}, false
+	}
+	return extent{info.Offset, info.Offset + uint64(size)}, true
+}
+
+// checkLoopOverlap refuses a tree or parity written into the file behind a
+// loop device that is DATA (or into a loop device over DATA) where it
+// would go over the data as the device shows it: veritysetup sees two
+// devices there, but they are the same bytes.
+func (l *Layout) checkLoopOverlap(dataInfo fs.FileInfo) error {
+	if l.TreeInData {
+		return nil
+	}
+	g, fl := l.Geometry, l.FEC
+	type output struct {
+		role, path string
+		info       fs.FileInfo
+		at         extent // where it is written
+	}
+	outputs := []output{{"HASH", l.HashPath, l.hashInfo, extent{g.HashOffset, l.HashOutputEnd}}}
+	if fl != nil && !fl.InHash && !fl.InData {
+		outputs = append(outputs, output{"--fec-device", fl.Path, fl.existing, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()}})
+	}
+	for _, o := range outputs {
+		if o.info == nil {
+			continue
+		}
+		// Both in the backing file's bytes.
+		written, data := o.at, extent{0, g.DataSize()}
+		how := fmt.Sprintf("DATA %s is a loop device over %s %s", l.DataPath, o.role, o.path)
+		w, ok := loopWindow(l.DataPath, dataInfo, o.info)
+		if ok {
+			data = extent{w.from, min(w.to, w.from+data.to)}
+		} else if w, ok = loopWindow(o.path, o.info, dataInfo); ok {
+			written = extent{w.from + o.at.from, w.from + o.at.to}
+			how = fmt.Sprintf("%s %s is a loop device over DATA %s", o.role, o.path, l.DataPath)
+		}
+		if ok && written.from < data.to && data.from < written.to {
+			return errorf(KindRefused, "put the tree (or the parity) in a file of its own, or past the data",
+				"%s: what would be written there (bytes %d to %d of the file) goes over the data (bytes %d to %d of it)", how, written.from, written.to, data.from, data.to)
+		}
+	}
+	return nil
+}

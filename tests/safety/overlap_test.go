@@ -182,6 +182,12 @@ var overlapAttacks = []attack{
 		after: ovCheck()},
 
 	// The same class elsewhere.
+	{item: "t1", name: "native: DATA a loop device, HASH the file behind it", setup: ovLoop,
+		prog: "veritygen", args: withGen(ovOffset, "L", "d.img"), exit: []int{2},
+		stderr: []string{`DATA L is a loop device over HASH d\.img: what would be written there \(bytes 1433600 to 1458176 of the file\) goes over the data \(bytes 0 to 2097152 of it\)`}},
+	{item: "t1", name: "front: DATA a loop device, HASH the file behind it", setup: ovLoop,
+		prog: "veritysetup", args: []string{ovOffset, "format", "L", "d.img"}, exit: []int{1},
+		stderr: []string{`^DATA L is a loop device over HASH d\.img: .* goes over the data \(bytes 0 to 2097152 of it\)\.\n$`}},
 	{item: "t1", name: "native: parity in DATA over its last, partial block",
 		setup: func(t *testing.T, d string) { randomFile(t, d, "d.img", mib+100, 43) },
 		prog:  "veritygen", args: withGen("--fec-device=d.img", "--fec-offset=1048576", "d.img", "h"), exit: []int{2},
