@@ -61,14 +61,16 @@ func ovLink(t *testing.T, d string) {
 }
 
 // ovLoop attaches d.img to a loop device and makes the nodes L and A of it
-// in d (root, and the loop driver, are needed).
+// in d: root is needed (the row fails in CI without it), and the loop
+// driver (skipped without it).
 func ovLoop(t *testing.T, d string) {
 	needRoot(t, "a loop device")
 	ovData(t, d)
 	losetup := testtool.Require(t, "losetup")
 	out, err := exec.Command(losetup, "--find", "--show", filepath.Join(d, "d.img")).Output()
 	if err != nil {
-		t.Fatalf("losetup: %v", err)
+		// As cmd/veritygen's loop tests: no loop driver here.
+		t.Skipf("cannot attach a loop device here: %v", err)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
