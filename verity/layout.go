@@ -172,23 +172,8 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 			return nil, err
 		}
 	case inPlace:
-		if p.HashOffset == 0 && !opts.HashOffsetSet {
-			return nil, paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
-				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
-		}
-		switch {
-		case p.DataBlocks == 0 && opts.InPlace:
-			// veritysetup's data is then the whole device: a tree inside
-			// it overlaps it (refused below).
-			p.DataBlocks = uint64(dataSize) / dbs
-		case p.DataBlocks == 0:
-			// The blocks before the tree, if nothing from it on is the
-			// user's (checkWrittenTails).
-			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
-			if p.DataBlocks == 0 && dataSize > 0 && uint64(dataSize) >= dbs {
-				return nil, paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
-					"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
-			}
+		if err := planInData(opts, &p, uint64(dataSize), align, dataPath, hashPath); err != nil {
+			return nil, err
 		}
 	case p.DataBlocks == 0:
 		p.DataBlocks = uint64(dataSize) / dbs
@@ -266,6 +251,31 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	}
 	l.KnownRuns = src.Runs(g.DataBlockSize, g.DataBlocks)
 	return l, nil
+}
+
+// planInData fills in the data blocks of a tree inside the data file
+// (size bytes), which needs a HashOffset: without DataBlocks, the whole
+// device with InPlace (veritysetup's: a tree inside it then overlaps it,
+// refused by planFormat), else the blocks before the tree, if nothing from
+// it on is the user's (checkWrittenTails). align is where hints put the
+// tree.
+func planInData(opts *FormatOptions, p *merkle.Params, size, align uint64, dataPath, hashPath string) error {
+	dbs := uint64(p.DataBlockSize)
+	switch {
+	case p.HashOffset == 0 && !opts.HashOffsetSet:
+		return paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(size, align), align),
+			"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
+	case p.DataBlocks != 0:
+	case opts.InPlace:
+		p.DataBlocks = size / dbs
+	default:
+		p.DataBlocks = min(size, p.HashOffset) / dbs
+		if p.DataBlocks == 0 && size >= dbs {
+			return paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(size, align)),
+				"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
+		}
+	}
+	return nil
 }
 
 // planAppend lays out Append: the tree right after the image padded to a

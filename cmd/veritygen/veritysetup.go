@@ -447,6 +447,16 @@ func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vs
 	}
 }
 
+// verifyHooks are verify's checks between tree's: without superblock,
+// veritysetup lays the tree out as format does, with its checks of the
+// areas; with one it checks none.
+func (o *vsOptions) verifyHooks(dataPath, hashPath string) vsHooks {
+	if !o.noSuperblock {
+		return vsHooks{}
+	}
+	return o.vsOverlapHooks(dataPath, hashPath, false)
+}
+
 // vsIdentical is veritysetup's device_is_identical: the same path, or two
 // block devices of the same device number, or two regular files of the
 // same device and inode (links followed).
@@ -655,13 +665,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if rootText == "" && o.rootHashFile == "" {
 		return vsFail(vsEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	// Without superblock, veritysetup lays the tree out as format does,
-	// with its checks of the areas.
-	var hooks vsHooks
-	if o.noSuperblock {
-		hooks = o.vsOverlapHooks(dataPath, hashPath, false)
-	}
-	t, err := o.tree(hashPath, hooks)
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
 	if err != nil {
 		return err
 	}
