@@ -53,11 +53,14 @@ type FormatOptions struct {
 	// through; /dev/stdout and /proc/self/fd/N write to that descriptor.
 	RootHashFile string
 	// Force replaces a hash file, FEC file or root hash file even if it
-	// does not look like something Format wrote, and lets OriginalSize cut
-	// off any bytes.
+	// does not look like something Format wrote, writes the tree or
+	// parity into the data file over any bytes (see Format), and lets
+	// OriginalSize cut off any bytes.
 	Force bool
 	// InPlace writes the outputs in place, as veritysetup format does, for
 	// callers that must behave as it does (veritygen's veritysetup front):
+	// without DataBlocks the data is the whole device, so that a tree
+	// inside it overlaps it (KindParam about HashOffset, nothing written);
 	// an existing HASH, FEC file or root hash file is written into, never
 	// replaced, whatever it held but a file system or image known by its
 	// magic (refused unless Force: veritysetup would write over it), so
@@ -167,8 +170,15 @@ var buildTree = merkle.Build
 // to) and writes it to hashPath, byte for byte as `veritysetup format
 // DATA HASH` does, then the error correction and the root hash file the
 // options ask for. hashPath "" means dataPath+".verity" (and the data file
-// itself with Append); hashPath may be dataPath, with a HashOffset past
-// the data.
+// itself with Append); hashPath may be dataPath (the same file or device:
+// a link, another node of it), with a HashOffset past the data. Without
+// DataBlocks the data is then all of DATA: the tree is written only over
+// bytes from HashOffset on that are zeros, holes, or an earlier tree of
+// ours there (its superblock; without one, a tree that verifies with the
+// parameters given) and its parity, and covers the blocks before the
+// offset; anything else is KindRefused unless opts.Force (InPlace takes
+// the whole device as the data, as veritysetup does, and refuses the
+// overlap as KindParam about HashOffset).
 //
 // Nothing the caller did not name is destroyed, and nothing is left
 // half-written: every output is opened and locked (flock) before anything
@@ -215,7 +225,7 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 			return nil, err
 		}
 	}
-	if err := l.checkOverwrites(opts, src.file); err != nil {
+	if err := l.checkOverwrites(ctx, opts, src); err != nil {
 		return nil, err
 	}
 	// Every output is opened (and locked) before anything is hashed.

@@ -187,8 +187,21 @@ func TestFormatInData(t *testing.T) {
 	if got := fmtRead(t, data); !bytes.Equal(got, b) {
 		t.Fatal("DATA changed")
 	}
+	// The 10 bytes past the 16 blocks are the user's: the superblock
+	// would go over them.
 	opts := fixedOptions()
 	opts.HashOffset = 65536
+	_, err := Format(context.Background(), data, data, opts)
+	e := fmtWantError(t, err, KindRefused, "", "holds data from --hash-offset 65536 on (a non-zero byte at 65536")
+	for _, hint := range []string{"--data-blocks=16", "--hash-offset=69632", "--force"} {
+		if !strings.Contains(e.Hint, hint) {
+			t.Errorf("hint %q, want %q in it", e.Hint, hint)
+		}
+	}
+	if got := fmtRead(t, data); !bytes.Equal(got, b) {
+		t.Fatal("DATA changed")
+	}
+	opts.DataBlocks = 16
 	res, err := Format(context.Background(), data, data, opts)
 	if err != nil {
 		t.Fatal(err)

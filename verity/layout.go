@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,7 +100,7 @@ func PlanFormat(dataPath, hashPath string, opts *FormatOptions) (*Layout, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkOverwrites(opts, src.file); err != nil {
+	if err := l.checkOverwrites(context.Background(), opts, src); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -147,7 +148,7 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	case !hashExists:
 		hashInfo = nil
 	}
-	inPlace := hashExists && os.SameFile(dataInfo, hashInfo)
+	inPlace := hashExists && sameDevice(dataInfo, hashInfo)
 	if err := checkRootHashFile(opts.RootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
 		return nil, err
 	}
@@ -171,17 +172,8 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 			return nil, err
 		}
 	case inPlace:
-		if p.HashOffset == 0 && !opts.HashOffsetSet {
-			return nil, paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(uint64(dataSize), align), align),
-				"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
-		}
-		if p.DataBlocks == 0 {
-			// The tree's own area is not data: cover the blocks before it.
-			p.DataBlocks = min(uint64(dataSize), p.HashOffset) / dbs
-			if p.DataBlocks == 0 && dataSize > 0 && uint64(dataSize) >= dbs {
-				return nil, paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(uint64(dataSize), align)),
-					"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
-			}
+		if err := planInData(opts, &p, uint64(dataSize), align, dataPath, hashPath); err != nil {
+			return nil, err
 		}
 	case p.DataBlocks == 0:
 		p.DataBlocks = uint64(dataSize) / dbs
@@ -254,8 +246,36 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	if l.Append != nil && l.FEC == nil {
 		l.Append.ImageSize = l.HashOutputEnd
 	}
+	if err := l.checkLoopOverlap(dataInfo); err != nil {
+		return nil, err
+	}
 	l.KnownRuns = src.Runs(g.DataBlockSize, g.DataBlocks)
 	return l, nil
+}
+
+// planInData fills in the data blocks of a tree inside the data file
+// (size bytes), which needs a HashOffset: without DataBlocks, the whole
+// device with InPlace (veritysetup's: a tree inside it then overlaps it,
+// refused by planFormat), else the blocks before the tree, if nothing from
+// it on is the user's (checkWrittenTails). align is where hints put the
+// tree.
+func planInData(opts *FormatOptions, p *merkle.Params, size, align uint64, dataPath, hashPath string) error {
+	dbs := uint64(p.DataBlockSize)
+	switch {
+	case p.HashOffset == 0 && !opts.HashOffsetSet:
+		return paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(size, align), align),
+			"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
+	case p.DataBlocks != 0:
+	case opts.InPlace:
+		p.DataBlocks = size / dbs
+	default:
+		p.DataBlocks = min(size, p.HashOffset) / dbs
+		if p.DataBlocks == 0 && size >= dbs {
+			return paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(size, align)),
+				"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
+		}
+	}
+	return nil
 }
 
 // planAppend lays out Append: the tree right after the image padded to a
@@ -340,7 +360,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 		}
 		pl.existing = info
 	}
-	sameAsHash := err == nil && hashInfo != nil && os.SameFile(info, hashInfo) ||
+	sameAsHash := err == nil && sameDevice(info, hashInfo) ||
 		filepath.Clean(opts.FECDevice) == filepath.Clean(hashPath)
 	switch {
 	case sameAsHash:
@@ -349,7 +369,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: --fec-offset=%d", g.HashEnd()),
 				"--fec-offset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
 		}
-	case err == nil && os.SameFile(info, dataInfo):
+	case err == nil && sameDevice(info, dataInfo):
 		pl.InData = true
 		if pl.Offset < g.DataSize() {
 			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: --fec-offset=%d", roundUp(g.DataSize(), bs)),
@@ -394,12 +414,14 @@ func keptHashEnd(g *merkle.Geometry, hashPath string, hashInfo fs.FileInfo) uint
 // into whatever it is given, as veritysetup), what would destroy bytes the
 // caller did not give over to Format: the tail of an Append DATA that is
 // not an earlier tree (see checkAppendTail), an existing HASH or FEC file
-// that is not something Format could have written (see foreignOutput).
-// dataFile is DATA, open.
-func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
+// that is not something Format could have written (see foreignOutput),
+// bytes of DATA or of a kept HASH where the tree or parity would go that
+// are not ours (see checkWrittenTails). src is DATA, open.
+func (l *Layout) checkOverwrites(ctx context.Context, opts *FormatOptions, src *Source) error {
 	if opts.Force {
 		return nil
 	}
+	dataFile := src.file
 	if opts.InPlace {
 		// Written in place, an output keeps every byte outside the tree
 		// and parity: only a file system or image it holds would be lost.
@@ -410,21 +432,26 @@ func (l *Layout) checkOverwrites(opts *FormatOptions, dataFile *os.File) error {
 		if err != nil {
 			return errorf(KindIO, "", "DATA %s: %w", l.DataPath, unwrapPath(err))
 		}
-		if err := l.checkAppendTail(dataFile, uint64(size)); err != nil {
+		if err := l.checkAppendTail(ctx, src, uint64(size), jobs(opts.Jobs)); err != nil {
 			return err
 		}
 	}
-	return l.checkOutputs(dataFile, false)
+	if err := l.checkOutputs(dataFile, false); err != nil {
+		return err
+	}
+	return l.checkWrittenTails(ctx, opts, src)
 }
 
 // checkAppendTail refuses an Append with an OriginalSize that would cut off
 // DATA bytes past the image that are not provably what an earlier Append of
 // the same image wrote: the file may end anywhere from the image's end to
 // the end of a complete tree and parity (an interrupted run stops anywhere
-// in between), and the padding before the tree must be zeros. A block
+// in between), the padding before the tree must be zeros, and what lies
+// past it zeros or a tree of the image (its first level-0 block, which a
+// build writes first, or all of it) with, past it, its parity. A block
 // device keeps its size and is not checked.
-func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
-	ap, g := l.Append, l.Geometry
+func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, jobs int) error {
+	ap, g, f := l.Append, l.Geometry, src.file
 	if size <= ap.OriginalSize {
 		return nil
 	}
@@ -448,6 +475,18 @@ func (l *Layout) checkAppendTail(f *os.File, size uint64) error {
 			return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
 				"they are not an earlier tree, and cutting them off would lose them", l.DataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
 		}
+	}
+	if size <= g.HashOffset {
+		return nil
+	}
+	w := &writtenFile{f: f, tree: true, parity: l.FEC != nil}
+	off, found, err := l.userByteIn(ctx, w, src, g.HashOffset, size, jobs)
+	if err != nil {
+		return readError(err, "DATA", l.DataPath)
+	}
+	if found {
+		return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append of its first %d bytes wrote its tree from byte %d, "+
+			"but no tree of those bytes is there: they are not an earlier tree, and cutting them off would lose them", l.DataPath, off, ap.OriginalSize, ap.OriginalSize, g.HashOffset)
 	}
 	return nil
 }
@@ -502,9 +541,9 @@ func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath str
 	switch {
 	case err == nil && info.IsDir():
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is a directory", path)
-	case err == nil && dataInfo != nil && os.SameFile(info, dataInfo):
+	case err == nil && dataInfo != nil && sameDevice(info, dataInfo):
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
-	case err == nil && hashInfo != nil && os.SameFile(info, hashInfo),
+	case err == nil && hashInfo != nil && sameDevice(info, hashInfo),
 		filepath.Clean(path) == filepath.Clean(hashPath):
 		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
 	}

@@ -83,7 +83,7 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	if err := errors.Join(err1, err2); err != nil {
 		return fail(errorf(KindIO, "", "%v", err))
 	}
-	inPlace := os.SameFile(dataInfo, hashInfo)
+	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
 		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
 	}

@@ -29,8 +29,9 @@ type TreeOptions struct {
 	// to 512 KiB; 0 means 4096.
 	DataBlockSize, HashBlockSize int
 	// DataBlocks is how many data blocks the tree covers; 0 means every
-	// whole block of the data (before the tree, when the tree is inside
-	// the data).
+	// whole block of the data (for Format with the tree inside the data,
+	// those before the tree, if nothing from it on is the user's: see
+	// Format).
 	DataBlocks uint64
 	// HashOffset is the byte offset in the hash device where the
 	// superblock (or, with NoSuperblock, the tree) starts: a multiple of

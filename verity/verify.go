@@ -178,7 +178,7 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	if err != nil {
 		return nil, errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err))
 	}
-	inPlace := os.SameFile(dataInfo, hashInfo)
+	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
 		return nil, paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
 	}
@@ -518,13 +518,13 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	// the parity when the parity is in it, else up to its end.
 	hashEnd := uint64(hashSize)
 	switch {
-	case os.SameFile(info, hashInfo):
+	case sameDevice(info, hashInfo):
 		hashEnd, s.inHash = s.offset, true
 		if s.offset < g.HashEnd() {
 			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the --fec-offset it was written at",
 				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
 		}
-	case os.SameFile(info, dataInfo):
+	case sameDevice(info, dataInfo):
 		s.inData = true
 		if s.offset < g.DataSize() {
 			return fail(paramErrorf("FECOffset", "the parity follows the data: give the --fec-offset it was written at",

@@ -16,6 +16,18 @@ import (
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
+// apndParity is the size of the parity (roots 2) at the end of an
+// appended file of n bytes: its tree and parity end together.
+func apndParity(n int) int {
+	// (n - parity) bytes of message in rounds of 253 blocks, 2 parity
+	// blocks per round: parity = ceil(msg/4096/253)*2*4096.
+	for parity := 0; ; parity += 2 * 4096 {
+		if (n-parity+253*4096-1)/(253*4096)*2*4096 == parity {
+			return parity
+		}
+	}
+}
+
 // apndCopy writes b to a new file in dir and returns its path.
 func apndCopy(t *testing.T, dir, name string, b []byte) string {
 	t.Helper()
@@ -155,27 +167,52 @@ func TestAppendRerun(t *testing.T) {
 	rerun := append(append([]string{}, flags...), fmt.Sprintf("--data-size=%d", size))
 
 	// What an interrupted run may leave: the image, the zero padding (the
-	// first thing written), then anything up to the end of the tree and
-	// parity. More than that is not an earlier --append: refused, unless
-	// --force.
+	// first thing written), then the tree as far as it got (level 0 is
+	// written first, from its first block on, the upper levels, which lie
+	// before it, last; until then a hole), then the parity as far as it
+	// got. Anything else, and more than that, is not an earlier --append:
+	// refused, unless --force.
 	padded := (size + 4095) / 4096 * 4096
-	for _, tail := range []int{0, 1, 4000, 100000, len(want) - size, len(want) - size + 9999} {
-		t.Run(fmt.Sprintf("left %d bytes", tail), func(t *testing.T) {
-			junk := make([]byte, tail)
-			for i := range junk {
-				if size+i >= padded {
-					junk[i] = byte(i*13 + 7)
-				}
-			}
-			left := append(append([]byte{}, img...), junk...)
-			p := apndCopy(t, dir, "left.img", left)
+	level0 := padded + 4096 // one upper level of one block: 6145 data blocks
+	killedAt := func(n int) []byte {
+		left := append([]byte{}, want[:n]...)
+		if n < len(want)-apndParity(len(want)) { // in the tree: no upper level yet
+			clear(left[min(padded, n):min(level0, n)])
+		}
+		return left
+	}
+	junkAt := func(n int) []byte { // bytes no --append writes, where the tree goes
+		left := killedAt(n)
+		for i := level0; i < n; i++ {
+			left[i] = byte(i*13 + 7)
+		}
+		return left
+	}
+	for _, c := range []struct {
+		name  string
+		left  []byte
+		taken bool // without --force
+	}{
+		{"nothing", killedAt(size), true},
+		{"part of the padding", killedAt(size + 1), true},
+		{"the padding", killedAt(padded), true},
+		{"the padding and zeros", append(killedAt(padded), make([]byte, 10000)...), true},
+		{"part of level 0", killedAt(level0 + 100000), true},
+		{"the tree and part of the parity", want[:len(want)-100000], true},
+		{"all", want, true},
+		{"more than all", append(append([]byte{}, want...), make([]byte, 9999)...), false},
+		{"no tree past the padding", junkAt(level0 + 100000), false},
+		{"another tree", append(killedAt(level0), bytes.Repeat([]byte{7}, 8192)...), false},
+	} {
+		t.Run("left "+c.name, func(t *testing.T) {
+			p := apndCopy(t, dir, "left.img", c.left)
 			args := append(rerun, p)
-			if len(left) > len(want) {
+			if !c.taken {
 				res := cliRun(t, context.Background(), args...)
 				if res.code != 2 || !strings.Contains(res.stderr, "cutting them off would lose them") {
 					t.Errorf("exit %d, want 2 and a refusal", res.code)
 				}
-				if !bytes.Equal(cliRead(t, p), left) {
+				if !bytes.Equal(cliRead(t, p), c.left) {
 					t.Error("the refused run changed DATA")
 				}
 				args = append([]string{"--force"}, args...)

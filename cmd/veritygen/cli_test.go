@@ -1033,18 +1033,26 @@ func TestCLIFiles(t *testing.T) {
 			offset uint64
 			extra  []string
 			blocks uint64 // data blocks the tree should cover
+			room   bool   // the bytes from the offset on are zeros
 		}{
 			// Room reserved at the end of the image for the tree.
-			{"past the data", 64 * 4096, 48 * 4096, nil, 48},
+			{"past the data", 64 * 4096, 48 * 4096, nil, 48, true},
 			// The image ends at the offset: the tree extends it.
-			{"at the end", 32 * 4096, 32 * 4096, nil, 32},
-			// --data-blocks covers fewer blocks than lie before the offset.
-			{"data-blocks", 64 * 4096, 48 * 4096, []string{"--data-blocks=40"}, 40},
+			{"at the end", 32 * 4096, 32 * 4096, nil, 32, false},
+			// --data-blocks covers fewer blocks than lie before the offset,
+			// and gives the rest over to the tree.
+			{"data-blocks", 64 * 4096, 48 * 4096, []string{"--data-blocks=40"}, 40, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				dir := t.TempDir()
 				data := filepath.Join(dir, "disk.img")
 				img := cliImage(t, data, tc.size, 7)
+				if tc.room {
+					img = append(img[:tc.offset], make([]byte, tc.size-int64(tc.offset))...)
+					if err := os.WriteFile(data, img, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				args := append([]string{"--json", "--salt=" + cliSalt, "--uuid=" + cliUUID,
 					fmt.Sprintf("--hash-offset=%d", tc.offset)}, tc.extra...)
 				res := cliOK(t, append(args, data, data)...)

@@ -53,8 +53,14 @@ veritycheck on the same files fails at once rather than mixing its writes
 in. Temporary files of a killed run are removed by the next one.
 
 DATA is only read, except:
-  - when HASH is DATA itself: the tree goes into DATA at --hash-offset,
-    past the data;
+  - when HASH is DATA itself (or a link to it, or another node of the
+    same device): the tree goes into DATA at --hash-offset, past the data.
+    Without --data-blocks the data is all of DATA, as for veritysetup, so
+    the tree goes there only over zeros or holes (room left for it) or an
+    earlier tree of ours and its parity, and then covers the blocks before
+    the offset; over anything else it is refused, naming --data-blocks=N
+    (hash only the N whole blocks before the offset, and give the rest
+    over to the tree), a --hash-offset past DATA's end, and --force;
   - with --append: DATA is padded with zeros to a whole block, then the
     tree (no superblock) and, with --fec, the error correction are
     appended to it, as avbtool lays out Android images. The image's own
@@ -62,8 +68,9 @@ DATA is only read, except:
     it was: run the same command again with --data-size=<original size>
     (the error message gives it) and the result is that of an
     uninterrupted run. --data-size cuts off only what an --append could
-    have written (zero padding, then no more than a whole tree and its
-    parity); anything else is refused unless --force.
+    have written (zero padding, then zeros or a tree of the image and its
+    parity, no more than whole ones); anything else is refused unless
+    --force.
 
 veritysetup's command line works too: -h is --hash and -s is --salt, as in
 veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
@@ -130,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
-	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file, and let --data-size cut off any bytes)")
+	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file), write the tree or parity into DATA over any bytes past the offset, and let --data-size cut off any bytes")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
 	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
 	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")

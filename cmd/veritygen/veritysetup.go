@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -314,10 +315,19 @@ func vsNumber(text string) (uint64, error) {
 	return n, nil
 }
 
-// tree checks the tree options as veritysetup does, with its messages, and
-// returns them as the library takes them. hashPath names HASH in the UUID
-// message.
-func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
+// vsHooks are checks veritysetup makes between tree's own, in its order:
+// afterOffsets once the block sizes and offsets are checked (the data
+// device, then the overlap of the data and hash areas), afterHash once the
+// hash algorithm is (the overlaps of the FEC area). Either may be nil.
+type vsHooks struct {
+	afterOffsets, afterHash func(t *verity.TreeOptions) error
+}
+
+// tree checks the tree options as veritysetup does (crypt_format's order:
+// salt, hash type, block sizes, offsets, the hooks' checks, hash
+// algorithm), with its messages, and returns them as the library takes
+// them. hashPath names HASH in the UUID message.
+func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, error) {
 	var t verity.TreeOptions
 	nums := map[string]uint64{}
 	for _, n := range []struct{ name, text string }{{"format", o.format}, {"data-block-size", o.dataBlockSize},
@@ -329,15 +339,7 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 		}
 		nums[n.name] = v
 	}
-	alg, err := hashes.Lookup(o.hash)
-	if err != nil {
-		return t, vsFail(vsEINVAL, "Hash algorithm %s not supported.", o.hash)
-	}
-	t.Hash = alg.Name()
-	if f := nums["format"]; f > 1 {
-		return t, vsFail(vsEINVAL, "Unsupported VERITY hash type %d.", f)
-	}
-	t.LegacyFormat = nums["format"] == 0
+	var err error
 	if o.fs.Changed("salt") {
 		if o.salt == "-" {
 			t.Salt = []byte{}
@@ -345,6 +347,10 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 			return t, vsFail(vsEINVAL, "Invalid salt string specified.")
 		}
 	}
+	if f := nums["format"]; f > 1 {
+		return t, vsFail(vsEINVAL, "Unsupported VERITY hash type %d.", f)
+	}
+	t.LegacyFormat = nums["format"] == 0
 	for _, name := range []string{"data-block-size", "hash-block-size"} {
 		v := nums[name]
 		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
@@ -358,7 +364,25 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 		o.noSuperblock && t.HashOffset%uint64(t.HashBlockSize) != 0 {
 		return t, vsFail(vsEINVAL, "Unsupported VERITY hash offset.")
 	}
+	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+		return t, vsFail(vsEINVAL, "Unsupported VERITY FEC offset.")
+	}
 	t.NoSuperblock = o.noSuperblock
+	if hooks.afterOffsets != nil {
+		if err := hooks.afterOffsets(&t); err != nil {
+			return t, err
+		}
+	}
+	alg, err := hashes.Lookup(o.hash)
+	if err != nil {
+		return t, vsFail(vsEINVAL, "Hash algorithm %s not supported.", o.hash)
+	}
+	t.Hash = alg.Name()
+	if hooks.afterHash != nil {
+		if err := hooks.afterHash(&t); err != nil {
+			return t, err
+		}
+	}
 	if o.fs.Changed("uuid") {
 		u, err := cli.ParseUUID(o.uuid)
 		if err != nil {
@@ -369,6 +393,132 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 		}
 	}
 	return t, nil
+}
+
+// vsOverlapHooks are veritysetup's checks that the areas given do not
+// overlap (crypt_format for VERITY, which format and a verify without
+// superblock go through): HASH the same device as DATA must start its tree
+// past all of the data, which without --data-blocks is the whole device;
+// an FEC device that is HASH or DATA must start its parity past the tree
+// or the data. The tree's size is counted as veritysetup counts it: no
+// superblock, and no tree at all without --data-blocks. Devices are the
+// same as device_is_identical says.
+//
+// verify names its missing devices later, in its own order: with
+// mustExist false, a missing DATA or HASH skips the checks.
+func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vsHooks {
+	var dataBytes uint64
+	skip := false
+	return vsHooks{
+		afterOffsets: func(t *verity.TreeOptions) error {
+			if !mustExist {
+				_, derr := os.Stat(dataPath)
+				_, herr := os.Stat(hashPath)
+				if skip = derr != nil || herr != nil; skip {
+					return nil
+				}
+			} else if err := vsCheckDevice(dataPath); err != nil {
+				return err
+			}
+			dataBytes = t.DataBlocks * uint64(t.DataBlockSize)
+			if t.DataBlocks == 0 {
+				dataBytes = vsDeviceSize(dataPath) / uint64(t.DataBlockSize) * uint64(t.DataBlockSize)
+			}
+			if vsIdentical(hashPath, dataPath) && dataBytes > t.HashOffset {
+				return vsFail(vsEINVAL, "Data area overlaps with hash area.")
+			}
+			return nil
+		},
+		afterHash: func(t *verity.TreeOptions) error {
+			if o.fecDevice == "" || skip {
+				return nil
+			}
+			fecOffset, _ := strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
+			alg, _ := hashes.Lookup(t.Hash)
+			tree := vsHashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
+			if vsIdentical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
+				return vsFail(vsEINVAL, "Hash area overlaps with FEC area.")
+			}
+			if vsIdentical(dataPath, o.fecDevice) && dataBytes > fecOffset {
+				return vsFail(vsEINVAL, "Data area overlaps with FEC area.")
+			}
+			return nil
+		},
+	}
+}
+
+// verifyHooks are verify's checks between tree's: without superblock,
+// veritysetup lays the tree out as format does, with its checks of the
+// areas; with one it checks none.
+func (o *vsOptions) verifyHooks(dataPath, hashPath string) vsHooks {
+	if !o.noSuperblock {
+		return vsHooks{}
+	}
+	return o.vsOverlapHooks(dataPath, hashPath, false)
+}
+
+// vsIdentical is veritysetup's device_is_identical: the same path, or two
+// block devices of the same device number, or two regular files of the
+// same device and inode (links followed).
+func vsIdentical(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var sa, sb syscall.Stat_t
+	if syscall.Stat(a, &sa) != nil || syscall.Stat(b, &sb) != nil {
+		return false
+	}
+	switch ta, tb := sa.Mode&syscall.S_IFMT, sb.Mode&syscall.S_IFMT; {
+	case ta == syscall.S_IFBLK && tb == syscall.S_IFBLK:
+		return sa.Rdev == sb.Rdev
+	case ta == syscall.S_IFREG && tb == syscall.S_IFREG:
+		return sa.Ino == sb.Ino && sa.Dev == sb.Dev
+	}
+	return false
+}
+
+// vsDeviceSize is the size of the file or block device at path; 0 if it
+// cannot be read (the library then says why).
+func vsDeviceSize(path string) uint64 {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Raw: true})
+	if err != nil {
+		return 0
+	}
+	defer src.Close()
+	return uint64(src.Size())
+}
+
+// vsHashBlocks is veritysetup's VERITY_hash_blocks: the hash blocks of a
+// tree of blocks data blocks (0 when its levels cannot be counted, as for
+// 0 blocks: the count then wraps), with digestSize-byte digests.
+func vsHashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
+	bits := 0
+	for u := hashBlockSize / digestSize; u>>bits > 1; {
+		bits++
+	}
+	if bits == 0 {
+		return 0
+	}
+	levels := 0
+	for bits*levels < 64 && (blocks-1)>>(bits*levels) != 0 {
+		levels++
+	}
+	if levels > merkle.MaxLevels {
+		return 0
+	}
+	var pos uint64
+	for i := levels - 1; i >= 0; i-- {
+		shift := (i + 1) * bits
+		if shift > 63 {
+			return 0
+		}
+		s := (blocks + 1<<shift - 1) >> shift
+		if pos+s < pos {
+			return 0
+		}
+		pos += s
+	}
+	return pos
 }
 
 // fec checks the FEC options against the tree's block sizes.
@@ -400,15 +550,12 @@ func vsCheckDevice(path string) error {
 }
 
 func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	t, err := o.tree(hashPath)
+	t, err := o.tree(hashPath, o.vsOverlapHooks(dataPath, hashPath, true))
 	if err != nil {
 		return err
 	}
 	fecOffset, fecRoots, err := o.fecOptions(&t)
 	if err != nil {
-		return err
-	}
-	if err := vsCheckDevice(dataPath); err != nil {
 		return err
 	}
 	if info, err := os.Stat(hashPath); err == nil && info.IsDir() {
@@ -518,7 +665,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if rootText == "" && o.rootHashFile == "" {
 		return vsFail(vsEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	t, err := o.tree(hashPath)
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,11 @@ package main
 //	zeros NAME SIZE           a file of SIZE zeros
 //	poke NAME OFFSET HEX      write the bytes HEX at OFFSET of NAME
 //	fill NAME OFFSET COUNT    write COUNT bytes 0x5a at OFFSET of NAME
+//	link NAME TARGET          a hard link NAME to TARGET
+//	symlink NAME TARGET       a symbolic link NAME to TARGET
+//	loop NAME FILE [ALIAS]    a loop device over FILE, as the block device
+//	                          node NAME (and ALIAS, a second node of it);
+//	                          skips the scenario where none can be attached
 //	run ARGS...               run veritysetup ARGS in both directories; $ROOT
 //	                          is the root hash the last format printed
 //	front ARGS...             run only the front (what veritysetup cannot
@@ -154,6 +159,15 @@ func (s *vsScript) runFile(path string) {
 				_, err = f.WriteAt(b, int64(off))
 				return err
 			})
+		case "link", "symlink":
+			s.each(func(dir string) error {
+				if verb == "link" {
+					return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0]))
+				}
+				return os.Symlink(fields[1], filepath.Join(dir, fields[0]))
+			})
+		case "loop":
+			s.each(func(dir string) error { return s.loop(dir, fields) })
 		case "run", "front":
 			s.finish()
 			s.start(fields, verb == "front")
@@ -191,6 +205,23 @@ func (s *vsScript) runFile(path string) {
 		t.Fatal(err)
 	}
 	s.finish()
+}
+
+// loop attaches dir/FILE to a loop device and makes the block device nodes
+// dir/NAME (and dir/ALIAS) of it: the paths a script names, in its own
+// directory, one device per directory.
+func (s *vsScript) loop(dir string, fields []string) error {
+	dev := bdevLoop(s.t, filepath.Join(dir, fields[1]), false)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return err
+	}
+	for _, name := range append([]string{fields[0]}, fields[2:]...) {
+		if err := syscall.Mknod(filepath.Join(dir, name), syscall.S_IFBLK|0o600, int(st.Rdev)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *vsScript) atoi(text string) int {
