@@ -55,9 +55,11 @@ func hasVBMetaMagic(r io.ReaderAt) bool {
 }
 
 // ReadImage opens path (a partition image, possibly Android sparse, or a
-// vbmeta image) and parses its AVB metadata; see ParseImage.
+// vbmeta image) and parses its AVB metadata; see ParseImage. The file is
+// locked shared while it is read: an image another process is writing is
+// a KindRefused error matching verity.ErrLocked.
 func ReadImage(path string) (*Image, error) {
-	src, err := verity.OpenSource(path, nil)
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openImage opens an image for reading and returns its size (a block
-// device's from the BLKGETSIZE64 ioctl, see Size); role names it in errors
-// ("DATA", "HASH"). Only regular files and block devices are accepted: an
+// openImage opens an image for reading, locked shared (see lockShared),
+// and returns its size (a block device's from the BLKGETSIZE64 ioctl, see
+// Size); role names it in errors ("DATA", "HASH"). Only regular files and block devices are accepted: an
 // image is read at any offset, and a FIFO, socket or character device
 // cannot be, while opening some of them would wait for a writer forever.
 func openImage(role, path string) (*os.File, int64, error) {
@@ -48,6 +48,13 @@ func openImage(role, path string) (*os.File, int64, error) {
 		return nil, 0, errorf(KindIO, "", "%s %s: %v", role, path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
+	// Shared, before anything is read: while a writer holds the file, a
+	// reader fails at once saying so, rather than reading a half-written
+	// file and calling it something else (no footer, no superblock).
+	if err := lockShared(f, role, path); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
 	size, err := fileSize(f)
 	if err != nil {
 		f.Close()

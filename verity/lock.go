@@ -67,6 +67,20 @@ func lock(f *os.File, how int, role, path string) error {
 	return nil
 }
 
+// checkNotLocked fails with lockShared's error when another process holds
+// an exclusive lock on the file at path (it is being written), so that a
+// check about to judge what the file holds says that, rather than what it
+// finds in a half-written file. Another error (the file cannot be opened)
+// is left to the check.
+func checkNotLocked(role, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return lockShared(f, role, path)
+}
+
 type lockedError struct{ role, path string }
 
 func (e *lockedError) Error() string {

@@ -497,6 +497,9 @@ func openSmallOutput(path, role, what string, foreign func(string, fs.FileInfo) 
 	case err != nil:
 		return nil, errorf(KindIO, "", "%s %s: %w", role, path, unwrapPath(err))
 	case info.Mode().IsRegular():
+		if err := checkNotLocked(role, path); err != nil {
+			return nil, err
+		}
 		if !force {
 			if why := foreign(path, info); why != "" {
 				return nil, errorf(KindRefused, "name another file, or add --force to replace it",

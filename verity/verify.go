@@ -160,16 +160,9 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		return nil, err
 	}
 	defer hashFile.Close()
-	// A writer (veritygen, another repair) must not change what is being
-	// checked; a repair converts these to exclusive locks to write.
-	for _, l := range []struct {
-		f          *os.File
-		role, path string
-	}{{src.file, "DATA", dataPath}, {hashFile, "HASH", hashPath}} {
-		if err := lockShared(l.f, l.role, l.path); err != nil {
-			return nil, err
-		}
-	}
+	// Both are locked shared (openImage): a writer (veritygen, another
+	// repair) must not change what is being checked; a repair converts
+	// these locks to exclusive ones to write.
 	dataInfo, err := src.file.Stat()
 	if err != nil {
 		return nil, errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err))
@@ -501,9 +494,6 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	fail := func(err error) (*fecSetup, error) {
 		f.Close()
 		return nil, err
-	}
-	if err := lockShared(f, "FEC device", o.FECDevice); err != nil {
-		return fail(err)
 	}
 	info, err := f.Stat()
 	if err != nil {

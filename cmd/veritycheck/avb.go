@@ -80,22 +80,26 @@ type descriptorJSON struct {
 
 // wantsAVB says whether the command line asks for the AVB check: --avb or
 // --avb-key, or else one argument that ends in an AVB footer and no root
-// hash given.
-func wantsAVB(o *options, args []string) bool {
+// hash given. The error is that of an image another process is writing:
+// whether it will end in a footer cannot be known yet.
+func wantsAVB(o *options, args []string) (bool, error) {
 	if o.avb || o.tree.Changed("avb-key") {
-		return true
+		return true, nil
 	}
 	if len(args) != 1 || o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") || o.rootPositional {
-		return false
+		return false, nil
 	}
 	src, err := verity.OpenSource(args[0], nil)
+	if errors.Is(err, verity.ErrLocked) {
+		return false, err
+	}
 	if err != nil {
-		return false // the plain check says what is wrong with DATA
+		return false, nil // the plain check says what is wrong with DATA
 	}
 	defer src.Close()
 	_, err = avb.ReadFooter(src, src.Size())
 	// A footer that does not parse is still one: it is reported as such.
-	return !errors.Is(err, avb.ErrNoFooter) && (err == nil || errors.Is(err, avb.ErrMalformed))
+	return !errors.Is(err, avb.ErrNoFooter) && (err == nil || errors.Is(err, avb.ErrMalformed)), nil
 }
 
 // readAVBKey reads --avb-key: an RSA key in PEM (public or private) or an
@@ -161,6 +165,13 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 			return cli.ExitError, err
 		}
 	}
+	// Locked shared from the metadata read to the end of the check (the
+	// later opens of the image share this lock): no writer comes between.
+	held, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
+	if err != nil {
+		return cli.ExitError, err
+	}
+	defer held.Close()
 	img, err := avb.ReadImage(path)
 	if err != nil {
 		return cli.ExitError, err

@@ -385,7 +385,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
 	}
-	if wantsAVB(o, args) {
+	if isAVB, err := wantsAVB(o, args); err != nil {
+		return cli.ExitError, err
+	} else if isAVB {
 		return checkAVB(ctx, o, args, stdout, stderr, showProgress)
 	}
 	dataPath := args[0]

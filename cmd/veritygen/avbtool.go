@@ -552,6 +552,13 @@ func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, 
 	} else {
 		fmt.Fprintf(t.stdout, "Verifying image %s using embedded public key\n", path)
 	}
+	// Locked shared from the metadata to the last descriptor's check (the
+	// later opens share this lock): no writer comes between.
+	held, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
+	if err != nil {
+		return err
+	}
+	defer held.Close()
 	img, err := avb.ReadImage(path)
 	if err != nil {
 		return err
