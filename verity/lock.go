@@ -81,9 +81,22 @@ func checkNotLocked(role, path string) error {
 	return lockShared(f, role, path)
 }
 
-type lockedError struct{ role, path string }
+// lockedError: role path is held by another process. via names the
+// temporary file through which another run is writing a path that does not
+// exist yet; appeared says such a run has just put it in place.
+type lockedError struct {
+	role, path string
+	via        string
+	appeared   bool
+}
 
 func (e *lockedError) Error() string {
+	switch {
+	case e.via != "":
+		return e.role + " " + e.path + " is locked by another process, which is writing it (its temporary file " + e.via + " is held); wait for it to finish"
+	case e.appeared:
+		return e.role + " " + e.path + " was created by another process while this run was starting; nothing was written"
+	}
 	return e.role + " " + e.path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
 }
 func (e *lockedError) Unwrap() error { return ErrLocked }

@@ -100,6 +100,7 @@ func TestOutputsLockedByAWriter(t *testing.T) {
 		{"--fec-device", "busy", []string{"--fec-device=busy", "data.img", "h.verity"}, "FEC device"},
 		{"--root-hash-file", "busy.root", []string{"--root-hash-file=busy.root", "data.img", "h.verity"}, "--root-hash-file"},
 		{"veritysetup format HASH", "busy", []string{"format", "data.img", "busy"}, "HASH"},
+		{"veritysetup format --root-hash-file", "busy.root", []string{"format", "--root-hash-file=busy.root", "data.img", "h.verity"}, "--root-hash-file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			holdExclusive(t, c.path)
@@ -117,4 +118,28 @@ func TestOutputsLockedByAWriter(t *testing.T) {
 			cliDiffListing(t, before, cliListing(t, "."))
 		})
 	}
+}
+
+// TestAvbtoolFrontSecondWriterOfANewOutput: an --output_vbmeta_image that
+// does not exist yet, which another run is writing (its temporary file
+// beside it, locked), is refused at once (exit 1), the image untouched.
+func TestAvbtoolFrontSecondWriterOfANewOutput(t *testing.T) {
+	t.Chdir(t.TempDir())
+	img := avbImageBytes(t, "blockbyte:4096:64")
+	if err := os.WriteFile("system.img", img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(".v.img.tmp0123456789ab", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holdExclusive(t, ".v.img.tmp0123456789ab")
+	before := cliListing(t, ".")
+	var stdout, stderr bytes.Buffer
+	code := runAvbtool(context.Background(), "avbtool", []string{"add_hashtree_footer", "--image", "system.img", "--partition_size", "1048576",
+		"--hash_algorithm", "sha256", "--output_vbmeta_image", "v.img"}, &stdout, &stderr)
+	want := "avbtool: error: output vbmeta image v.img is locked by another process, which is writing it (its temporary file .v.img.tmp0123456789ab is held); wait for it to finish\n"
+	if code != 1 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), want)
+	}
+	cliDiffListing(t, before, cliListing(t, "."))
 }
