@@ -36,3 +36,19 @@ func inputErr(hint, format string, args ...any) error {
 func ioErr(format string, args ...any) error {
 	return &verity.Error{Kind: verity.KindIO, Err: fmt.Errorf(format, args...)}
 }
+
+// inputCause returns a KindInput error whose message is ours alone, for a
+// failure of the standard library (x509, hex, strconv) whose own text is
+// Go's, not the user's; the cause stays wrapped for errors.Is and As.
+func inputCause(cause error, hint, format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindInput, Hint: hint, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}}
+}
+
+// causedError is a message that matches its cause without quoting it.
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e *causedError) Error() string { return e.msg }
+func (e *causedError) Unwrap() error { return e.cause }

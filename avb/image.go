@@ -37,8 +37,11 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		return img, nil
 	case errors.Is(err, ErrNoFooter):
+		if size == 0 {
+			return nil, inputErr("", "the file is empty: no AVB footer, no vbmeta blob")
+		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
-			if errors.Is(err, ErrMalformed) && size >= 4 && !hasVBMetaMagic(r) {
+			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
 				return nil, inputErr("", "no AVB footer and no vbmeta blob at the start")
 			}
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -106,26 +107,30 @@ func wantsAVB(o *options, args []string) (bool, error) {
 // AVB public key blob (avbtool extract_public_key), and returns the blob.
 func readAVBKey(path string) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cli.Errorf("", "--avb-key %s does not exist", path)
+	}
 	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
+		return nil, fmt.Errorf("cannot open --avb-key %s: %w", path, unwrapPath(err))
 	}
 	defer f.Close()
 	// An 8192-bit key in PEM is under 7 KiB: a larger file is not a key.
 	b, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
 	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
+		return nil, fmt.Errorf("reading --avb-key %s: %w", path, unwrapPath(err))
 	}
 	if len(b) > 1<<20 {
 		return nil, cli.Errorf("give the key in PEM or as avbtool extract_public_key writes it", "--avb-key %s: larger than 1 MiB, not a key", path)
 	}
 	if bytes.Contains(b, []byte("-----BEGIN")) {
+		// Wrapped: the library's hint says what the key should be.
 		pub, err := avb.ParsePublicKeyPEM(b)
 		if err != nil {
-			return nil, cli.Errorf("", "--avb-key %s: %v", path, err)
+			return nil, fmt.Errorf("--avb-key %s: %w", path, err)
 		}
 		blob, err := avb.EncodePublicKey(pub)
 		if err != nil {
-			return nil, cli.Errorf("", "--avb-key %s: %v", path, err)
+			return nil, fmt.Errorf("--avb-key %s: %w", path, err)
 		}
 		return blob, nil
 	}
@@ -353,4 +358,14 @@ func propertyValue(v []byte) string {
 		}
 	}
 	return "'" + string(v) + "'"
+}
+
+// unwrapPath drops the "op path:" of a *fs.PathError (Go's wording), for
+// messages that name the file themselves.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
