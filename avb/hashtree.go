@@ -832,7 +832,7 @@ func sparseFEC(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFo
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
-			return ioErr("error correction: %v", err)
+			return ioErr("computing the error correction: %v", err)
 		}
 		if o.Progress != nil {
 			o.Progress(verity.StageFEC, size, size)

@@ -8,8 +8,12 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/pem"
+	"errors"
+	"io/fs"
 	"math/big"
 	"os"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // maxKeyBits bounds the public key blobs decoded: libavb knows keys up to
@@ -176,11 +180,14 @@ func readSmall(path, what string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// unwrapPathErr drops the "op path:" of a *fs.PathError, for messages
+// that name the file themselves (see verity.Cause).
 func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return verity.Cause(pe)
 	}
-	return err
+	return verity.Cause(err)
 }
 
 // LoadPrivateKey reads an RSA private key from a PEM file (PKCS#1 or

@@ -78,10 +78,13 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 		r.Close()
 		return nil, err
 	}
-	dataInfo, err1 := data.Stat()
-	hashInfo, err2 := hash.Stat()
-	if err := errors.Join(err1, err2); err != nil {
-		return fail(errorf(KindIO, "", "%v", err))
+	dataInfo, err := data.Stat()
+	if err != nil {
+		return fail(errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err)))
+	}
+	hashInfo, err := hash.Stat()
+	if err != nil {
+		return fail(errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err)))
 	}
 	inPlace := os.SameFile(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {

@@ -563,7 +563,7 @@ func foreignRootHash(path string, info fs.FileInfo) string {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err.Error()
+		return "it cannot be read: " + unwrapPath(err).Error()
 	}
 	for _, c := range strings.TrimSpace(string(b)) {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {

@@ -182,7 +182,7 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	// The hash device as it is read: with HASH the same sparse file as
 	// DATA, the tree (and HashOffset) is in the expansion, read through
 	// the sparse reader as the data is.
-	var hash io.ReaderAt = hashFile
+	var hash io.ReaderAt = guardShrink(hashFile, "HASH", hashPath, hashSize)
 	if inPlace && src.sparse != nil {
 		hash, hashSize = src, src.Size()
 	}
@@ -500,7 +500,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 		return fail(errorf(KindIO, "", "FEC device %s: %v", o.FECDevice, unwrapPath(err)))
 	}
 	// In a sparse DATA, the parity is in its expansion, as the data is.
-	var r io.ReaderAt = f
+	var r io.ReaderAt = guardShrink(f, "FEC device", o.FECDevice, size)
 	if src.sparse != nil && os.SameFile(info, dataInfo) {
 		r, size = src, src.Size()
 	}

@@ -385,12 +385,12 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 func readSmallFile(path, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, errors.Unwrap(err))
+		return nil, fmt.Errorf("%s %s: %w", what, path, verity.Cause(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, 16<<20+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		return nil, fmt.Errorf("reading %s %s: %w", what, path, verity.Cause(err))
 	}
 	if len(b) > 16<<20 {
 		return nil, fmt.Errorf("%s %s is larger than 16 MiB", what, path)
