@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
-		err = cli.WithHint(err, "see veritycheck --help")
+		err = cli.WithHint(cli.FlagError(err), "see veritycheck --help")
 		cli.Report(stderr, prog, err)
 		if o.json || cli.WantsJSON(args) {
 			cli.ReportJSON(stdout, err)

@@ -78,6 +78,11 @@ func TestMessagesInOurWords(t *testing.T) {
 			"partition size 18446744073709551615 is too large", "at most 4611686018427387904 (2^62)"},
 		{"partition size 2^62-1", "avbtool", []string{"add_hashtree_footer", "--image=x.img", "--partition_size=4611686018427387903"}, 1,
 			"partition size of 4611686018427387903 is not a multiple of the image block size 4096", "round it up: 4611686018427387904"},
+		// pflag says "must be an integer" of one too large for its flag.
+		{"--data-block-size past 2^64", "", []string{"--data-block-size=99999999999999999999", "x.img"}, 2,
+			"--data-block-size 99999999999999999999 is out of range", "see veritygen --help"},
+		{"--data-block-size not a number", "", []string{"--data-block-size=4k", "x.img"}, 2,
+			`invalid argument "4k" for "--data-block-size" flag: must be an integer`, "see veritygen --help"},
 		{"partition size 2^63-1, native", "", []string{"--append", "--avb", "--partition-size=9223372036854775807", "x.img"}, 2,
 			"partition size 9223372036854775807 is too large", "at most 4611686018427387904 (2^62)"},
 	} {

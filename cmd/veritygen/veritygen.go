@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	}
 	if err := fs.Parse(args); err != nil {
 		o.json = o.json || cli.WantsJSON(args)
-		return fail(cli.WithHint(err, "see veritygen --help"))
+		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
 	}
 	if *help {
 		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
