@@ -54,7 +54,9 @@ func (r *Reader) Close() error {
 // checked against root. The tree's parameters come from its superblock (or
 // from opts with NoSuperblock). The data is read as it is: an Android
 // sparse image must be expanded first. Nothing is hashed until the first
-// read. The caller closes the Reader.
+// read. Both files are locked shared until the Reader is closed: a file
+// another process writes is a KindRefused error matching ErrLocked, and a
+// writer of either fails until the Reader is closed. The caller closes it.
 func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, error) {
 	if opts == nil {
 		opts = &OpenOptions{}
