@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/veritytree/veritytree/hashes"
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -49,17 +48,17 @@ func CheckHashtreeData(ctx context.Context, path string, ht *HashtreeDescriptor,
 		return nil, inputErr("", "hashtree descriptor: unknown hash algorithm %q", ht.HashAlgorithm)
 	}
 	bs := uint64(ht.DataBlockSize)
-	if ht.DataBlockSize != ht.HashBlockSize || merkle.CheckBlockSize(int(bs)) != nil {
-		return nil, malformed("hashtree descriptor: block sizes %d and %d", ht.DataBlockSize, ht.HashBlockSize)
+	if err := checkBlockSizes(ht); err != nil {
+		return nil, prefixErr(path, err)
 	}
-	src, err := verity.OpenSource(path, nil)
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
 	size := uint64(src.Size())
-	if ht.ImageSize == 0 || ht.ImageSize%bs != 0 || ht.ImageSize > size {
-		return nil, inputErr("", "%s: hashtree descriptor: image size %d (block size %d) does not fit the file's %d bytes", path, ht.ImageSize, bs, size)
+	if err := checkImageSize(ht, size, "the file's %d bytes"); err != nil {
+		return nil, prefixErr(path, err)
 	}
 	res := &HashtreeDataCheck{}
 	want := treeSize(ht.ImageSize, bs, digestSlot(alg.Size()))

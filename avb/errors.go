@@ -22,17 +22,46 @@ var (
 )
 
 func malformed(format string, args ...any) error {
-	return &verity.Error{Kind: verity.KindInput, Err: fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)}
+	return &verity.Error{Kind: verity.KindInput, Err: fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, causes(args)...)...)}
 }
 
 func paramErr(field, hint, format string, args ...any) error {
-	return &verity.Error{Kind: verity.KindParam, Field: field, Hint: hint, Err: fmt.Errorf(format, args...)}
+	return &verity.Error{Kind: verity.KindParam, Field: field, Hint: hint, Err: fmt.Errorf(format, causes(args)...)}
 }
 
 func inputErr(hint, format string, args ...any) error {
-	return &verity.Error{Kind: verity.KindInput, Hint: hint, Err: fmt.Errorf(format, args...)}
+	return &verity.Error{Kind: verity.KindInput, Hint: hint, Err: fmt.Errorf(format, causes(args)...)}
 }
 
 func ioErr(format string, args ...any) error {
-	return &verity.Error{Kind: verity.KindIO, Err: fmt.Errorf(format, args...)}
+	return &verity.Error{Kind: verity.KindIO, Err: fmt.Errorf(format, causes(args)...)}
 }
+
+// causes returns args with each error in it as verity.Cause words it: no
+// Go "op path:" prefix, an early end of the file in our words.
+func causes(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			a = verity.Cause(err)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// inputCause returns a KindInput error whose message is ours alone, for a
+// failure of the standard library (x509, hex, strconv) whose own text is
+// Go's, not the user's; the cause stays wrapped for errors.Is and As.
+func inputCause(cause error, hint, format string, args ...any) error {
+	return &verity.Error{Kind: verity.KindInput, Hint: hint, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}}
+}
+
+// causedError is a message that matches its cause without quoting it.
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e *causedError) Error() string { return e.msg }
+func (e *causedError) Unwrap() error { return e.cause }

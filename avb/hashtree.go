@@ -227,7 +227,7 @@ func (o *HashtreeFooterOptions) checkTree() (*hashes.Algorithm, error) {
 		return nil, paramErr("HashAlgorithm", "one of "+strings.Join(hashes.Names(), ", "), "unknown hash algorithm %q", o.hashName())
 	}
 	if err := merkle.CheckBlockSize(o.blockSize()); err != nil {
-		return nil, paramErr("BlockSize", "a power of two from 512 to 524288", "block size %d: %v", o.blockSize(), err)
+		return nil, paramErr("BlockSize", "e.g. 4096", "%v", err) // it names the size
 	}
 	if o.FEC {
 		if r := o.fecRoots(); r < fec.MinRoots || r > fec.MaxRoots {
@@ -277,8 +277,8 @@ func MaxImageSize(o *HashtreeFooterOptions) (int64, error) {
 	if o.PartitionSize == 0 {
 		return 0, nil
 	}
-	if o.PartitionSize > 1<<62 {
-		return 0, paramErr("PartitionSize", "", "partition size %d is too large", o.PartitionSize)
+	if err := checkPartitionSizeLimit(o.PartitionSize); err != nil {
+		return 0, err
 	}
 	var tree, parity uint64
 	if !o.NoHashtree {
@@ -288,6 +288,37 @@ func MaxImageSize(o *HashtreeFooterOptions) (int64, error) {
 		}
 	}
 	return int64(o.PartitionSize) - int64(parity+tree+maxVBMetaReserve+maxFooterReserve), nil
+}
+
+// maxPartitionSize bounds the partition sizes taken, so that every offset
+// in the partition fits in 63 bits with room to spare.
+const maxPartitionSize = 1 << 62
+
+// checkPartitionSize refuses a partition size beyond maxPartitionSize, or
+// one that is not a multiple of the image block size ib, with a hint that
+// names one that would do.
+func checkPartitionSize(size, ib uint64) error {
+	if err := checkPartitionSizeLimit(size); err != nil {
+		return err
+	}
+	if size%ib != 0 {
+		hint := fmt.Sprintf("round it up: %d", roundUp(size, ib))
+		if roundUp(size, ib) > maxPartitionSize {
+			hint = fmt.Sprintf("round it down: %d", size-size%ib)
+		}
+		return paramErr("PartitionSize", hint, "partition size of %d is not a multiple of the image block size %d", size, ib)
+	}
+	return nil
+}
+
+// checkPartitionSizeLimit refuses a partition size beyond
+// maxPartitionSize.
+func checkPartitionSizeLimit(size uint64) error {
+	if size > maxPartitionSize {
+		return paramErr("PartitionSize", fmt.Sprintf("at most %d (2^62)", uint64(maxPartitionSize)),
+			"partition size %d is too large", size)
+	}
+	return nil
 }
 
 // prepared is what AddHashtreeFooter reads and checks before it touches the
@@ -502,9 +533,8 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	} else {
 		size = uint64(fi.Size())
 	}
-	if o.PartitionSize > 0 && o.PartitionSize%ib != 0 {
-		return nil, paramErr("PartitionSize", fmt.Sprintf("round it up: %d", roundUp(o.PartitionSize, ib)),
-			"partition size of %d is not a multiple of the image block size %d", o.PartitionSize, ib)
+	if err := checkPartitionSize(o.PartitionSize, ib); err != nil {
+		return nil, err
 	}
 	if o.PartitionSize == 0 && size%ib != 0 {
 		return nil, inputErr(fmt.Sprintf("give a partition size, or pad the image to a multiple of %d bytes", ib),
@@ -539,8 +569,12 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 		if err != nil {
 			return nil, err
 		}
+		if maxSize <= 0 {
+			return nil, inputErr("give a larger partition size",
+				"a partition size of %d leaves no room for any image: the tree, FEC and metadata reserved for it take %d bytes or more", o.PartitionSize, uint64(int64(o.PartitionSize)-maxSize))
+		}
 		if int64(rounded) > maxSize {
-			return nil, inputErr(fmt.Sprintf("a partition of %d bytes takes an image of at most %d bytes", o.PartitionSize, max(maxSize, 0)),
+			return nil, inputErr(fmt.Sprintf("a partition of %d bytes takes an image of at most %d bytes", o.PartitionSize, maxSize),
 				"image size of %d exceeds maximum image size of %d in order to fit in a partition size of %d", rounded, maxSize, o.PartitionSize)
 		}
 	}
@@ -798,7 +832,7 @@ func sparseFEC(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFo
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
-			return ioErr("error correction: %v", err)
+			return ioErr("computing the error correction: %v", err)
 		}
 		if o.Progress != nil {
 			o.Progress(verity.StageFEC, size, size)

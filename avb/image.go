@@ -37,8 +37,11 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		return img, nil
 	case errors.Is(err, ErrNoFooter):
+		if size == 0 {
+			return nil, inputErr("", "the file is empty: no AVB footer, no vbmeta blob")
+		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
-			if errors.Is(err, ErrMalformed) && size >= 4 && !hasVBMetaMagic(r) {
+			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
 				return nil, inputErr("", "no AVB footer and no vbmeta blob at the start")
 			}
 			return nil, err
@@ -55,9 +58,11 @@ func hasVBMetaMagic(r io.ReaderAt) bool {
 }
 
 // ReadImage opens path (a partition image, possibly Android sparse, or a
-// vbmeta image) and parses its AVB metadata; see ParseImage.
+// vbmeta image) and parses its AVB metadata; see ParseImage. The file is
+// locked shared while it is read: an image another process is writing is
+// a KindRefused error matching verity.ErrLocked.
 func ReadImage(path string) (*Image, error) {
-	src, err := verity.OpenSource(path, nil)
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,19 @@
 package avb
 
 import (
+	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/pem"
+	"errors"
+	"io/fs"
 	"math/big"
 	"os"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // maxKeyBits bounds the public key blobs decoded: libavb knows keys up to
@@ -68,58 +75,75 @@ func DecodePublicKey(b []byte) (*rsa.PublicKey, error) {
 	return &rsa.PublicKey{N: n, E: 65537}, nil
 }
 
+// keyHint is what a key that does not parse should be.
+const keyHint = "give an RSA private key in PEM, e.g. made by openssl genrsa -out key.pem 4096"
+
 // ParsePrivateKeyPEM decodes an RSA private key in PEM: PKCS#1 (BEGIN RSA
 // PRIVATE KEY) or PKCS#8 (BEGIN PRIVATE KEY), unencrypted.
 func ParsePrivateKeyPEM(data []byte) (*rsa.PrivateKey, error) {
 	blk, _ := pem.Decode(data)
 	if blk == nil {
-		return nil, inputErr("give an RSA private key in PEM, e.g. made by openssl genrsa", "no PEM block in the key")
+		return nil, inputErr(keyHint, "no PEM block in the key")
 	}
 	switch blk.Type {
 	case "RSA PRIVATE KEY":
 		k, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
 		if err != nil {
-			return nil, inputErr("", "RSA private key: %v", err)
+			return nil, inputCause(err, keyHint, "its %q block does not hold a valid PKCS#1 RSA private key", blk.Type)
 		}
 		return k, nil
 	case "PRIVATE KEY":
 		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 		if err != nil {
-			return nil, inputErr("", "private key: %v", err)
+			return nil, inputCause(err, keyHint, "its %q block does not hold a valid PKCS#8 private key", blk.Type)
 		}
 		rk, ok := k.(*rsa.PrivateKey)
 		if !ok {
-			return nil, inputErr("", "private key is %T, not RSA", k)
+			return nil, inputErr(keyHint, "the private key is %s: AVB signs with RSA", keyKind(k))
 		}
 		return rk, nil
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, inputErr("decrypt it first: openssl pkcs8 -in KEY -out PLAIN.pem", "the private key is encrypted")
 	}
-	return nil, inputErr("", "PEM block %q is not an RSA private key", blk.Type)
+	return nil, inputErr(keyHint, "PEM block %q is not an RSA private key", blk.Type)
+}
+
+// keyKind names the kind of a key that is not RSA.
+func keyKind(k any) string {
+	switch k.(type) {
+	case *ecdsa.PrivateKey, *ecdsa.PublicKey:
+		return "an ECDSA key, not an RSA one"
+	case ed25519.PrivateKey, ed25519.PublicKey:
+		return "an Ed25519 key, not an RSA one"
+	case *ecdh.PrivateKey, *ecdh.PublicKey:
+		return "an X25519 (ECDH) key, not an RSA one"
+	}
+	return "not an RSA key"
 }
 
 // ParsePublicKeyPEM decodes an RSA key in PEM, public (BEGIN PUBLIC KEY,
 // BEGIN RSA PUBLIC KEY) or private, and returns its public part.
 func ParsePublicKeyPEM(data []byte) (*rsa.PublicKey, error) {
+	const hint = "give an RSA key in PEM, public (openssl rsa -pubout) or private"
 	blk, _ := pem.Decode(data)
 	if blk == nil {
-		return nil, inputErr("", "no PEM block in the key")
+		return nil, inputErr(hint, "no PEM block in the key")
 	}
 	switch blk.Type {
 	case "PUBLIC KEY":
 		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
 		if err != nil {
-			return nil, inputErr("", "public key: %v", err)
+			return nil, inputCause(err, hint, "its %q block does not hold a valid public key (SubjectPublicKeyInfo)", blk.Type)
 		}
 		rk, ok := k.(*rsa.PublicKey)
 		if !ok {
-			return nil, inputErr("", "public key is %T, not RSA", k)
+			return nil, inputErr(hint, "the public key is %s: AVB signs with RSA", keyKind(k))
 		}
 		return rk, nil
 	case "RSA PUBLIC KEY":
 		k, err := x509.ParsePKCS1PublicKey(blk.Bytes)
 		if err != nil {
-			return nil, inputErr("", "RSA public key: %v", err)
+			return nil, inputCause(err, hint, "its %q block does not hold a valid PKCS#1 RSA public key", blk.Type)
 		}
 		return k, nil
 	}
@@ -156,11 +180,14 @@ func readSmall(path, what string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// unwrapPathErr drops the "op path:" of a *fs.PathError, for messages
+// that name the file themselves (see verity.Cause).
 func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return verity.Cause(pe)
 	}
-	return err
+	return verity.Cause(err)
 }
 
 // LoadPrivateKey reads an RSA private key from a PEM file (PKCS#1 or
@@ -172,7 +199,7 @@ func LoadPrivateKey(path string) (*rsa.PrivateKey, error) {
 	}
 	k, err := ParsePrivateKeyPEM(b)
 	if err != nil {
-		return nil, inputErr("", "key %s: %v", path, err)
+		return nil, prefixErr("key "+path, err)
 	}
 	return k, nil
 }
@@ -186,7 +213,7 @@ func LoadPublicKey(path string) (*rsa.PublicKey, error) {
 	}
 	k, err := ParsePublicKeyPEM(b)
 	if err != nil {
-		return nil, inputErr("", "key %s: %v", path, err)
+		return nil, prefixErr("key "+path, err)
 	}
 	return k, nil
 }

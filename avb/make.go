@@ -3,6 +3,9 @@ package avb
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // VBMetaOptions are what a vbmeta blob holds besides its descriptors.
@@ -88,7 +91,8 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 		// openssl rsautl -sign -raw over its padding and the digest.
 		sig, err := rsa.SignPKCS1v15(rand.Reader, o.Key, alg.Hash, digest)
 		if err != nil {
-			return nil, paramErr("Key", "", "signing with %s: %v", alg.Name, err)
+			return nil, &verity.Error{Kind: verity.KindParam, Field: "Key", Hint: "check that the key is a whole RSA private key, e.g. with openssl rsa -check -in KEY",
+				Err: &causedError{msg: fmt.Sprintf("the key cannot sign with %s", alg.Name), cause: err}}
 		}
 		auth := blob[HeaderSize:]
 		copy(auth, digest)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/veritytree/veritytree/verity"
@@ -119,5 +120,24 @@ func TestFooterRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseFooter(make([]byte, FooterSize)); !errors.Is(err, ErrNoFooter) {
 		t.Fatal(err)
+	}
+}
+
+// TestParseImageTooShort: an empty file, or one too short for a footer or
+// a vbmeta header, says so in its own words (an empty file was "vbmeta of
+// 0 bytes is shorter than its header").
+func TestParseImageTooShort(t *testing.T) {
+	for _, c := range []struct {
+		b    string
+		want string
+	}{
+		{"", "the file is empty: no AVB footer, no vbmeta blob"},
+		{"AV", "no AVB footer and no vbmeta blob at the start"},
+		{"xyzzy", "no AVB footer and no vbmeta blob at the start"},
+	} {
+		_, err := ParseImage(strings.NewReader(c.b), int64(len(c.b)))
+		if err == nil || err.Error() != c.want || !errors.Is(err, verity.ErrInput) {
+			t.Errorf("%q: %v, want %q", c.b, err, c.want)
+		}
 	}
 }

@@ -60,7 +60,7 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 	w.end = end
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, ioErr("%v", err)
+		return nil, ioErr("reading the sparse image: %v", err)
 	}
 	if fi.Size() != end {
 		return nil, inputErr("", "%d bytes after the last chunk of the sparse image", fi.Size()-end)
@@ -158,7 +158,7 @@ func (w *sparseWriter) appendRawFrom(n uint64, fill func(io.WriterAt) error) err
 	}
 	base := w.end + chunkHeaderSize
 	if err := w.f.Truncate(base + int64(n)); err != nil {
-		return ioErr("%v", err)
+		return ioErr("writing the sparse image: %v", err)
 	}
 	if err := fill(io.NewOffsetWriter(w.f, base)); err != nil {
 		return err
@@ -218,7 +218,7 @@ func (w *sparseWriter) truncate(size uint64) error {
 		binary.LittleEndian.PutUint32(h[4:], uint32(keep/w.blk))
 		binary.LittleEndian.PutUint32(h[8:], uint32(chunkHeaderSize+data))
 		if _, err := w.f.WriteAt(h, c.offset); err != nil {
-			return ioErr("%v", err)
+			return ioErr("writing the sparse image: %v", err)
 		}
 		cutAt = c.offset + chunkHeaderSize + int64(data)
 		w.totalChunks = idx + 1
@@ -228,7 +228,7 @@ func (w *sparseWriter) truncate(size uint64) error {
 		return err
 	}
 	if err := w.f.Truncate(cutAt); err != nil {
-		return ioErr("%v", err)
+		return ioErr("writing the sparse image: %v", err)
 	}
 	w.end = cutAt
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
@@ -32,16 +33,19 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	if err != nil {
 		return nil, nil, inputErr("", "hashtree descriptor: unknown hash algorithm %q", ht.HashAlgorithm)
 	}
-	if ht.DataBlockSize != ht.HashBlockSize || merkle.CheckBlockSize(int(ht.DataBlockSize)) != nil {
-		return nil, nil, malformed("hashtree descriptor: block sizes %d and %d", ht.DataBlockSize, ht.HashBlockSize)
+	if err := checkBlockSizes(ht); err != nil {
+		return nil, nil, err
 	}
 	bs := uint64(ht.DataBlockSize)
-	limit := img.Size
+	limit, where := img.Size, "the image's %d bytes"
 	if img.Footer != nil {
-		limit = img.Footer.VBMetaOffset
+		limit, where = img.Footer.VBMetaOffset, "the %d bytes before the vbmeta"
 	}
-	if ht.ImageSize == 0 || ht.ImageSize%bs != 0 || ht.ImageSize > limit {
-		return nil, nil, malformed("hashtree descriptor: image size %d (block size %d) does not fit the %d bytes before the vbmeta", ht.ImageSize, bs, limit)
+	if err := checkImageSize(ht, limit, where); err != nil {
+		return nil, nil, err
+	}
+	if len(ht.Salt) > merkle.MaxSaltSize {
+		return nil, nil, malformed("hashtree descriptor: a salt of %d bytes, more than the %d dm-verity tables take", len(ht.Salt), merkle.MaxSaltSize)
 	}
 	want := treeSize(ht.ImageSize, bs, digestSlot(alg.Size()))
 	if ht.TreeSize != want {
@@ -58,6 +62,10 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset, NoSuperblock: true,
 	}}
 	if ht.FECNumRoots > 0 && ht.FECSize > 0 {
+		// A property of the image, not a flag: dm-verity takes 2 to 24.
+		if ht.FECNumRoots < fec.MinRoots || ht.FECNumRoots > fec.MaxRoots {
+			return nil, nil, malformed("hashtree descriptor: FEC with %d roots, where dm-verity takes %d to %d", ht.FECNumRoots, fec.MinRoots, fec.MaxRoots)
+		}
 		if ht.FECOffset < ht.TreeOffset+ht.TreeSize || ht.FECOffset > limit || ht.FECSize > limit-ht.FECOffset || ht.FECOffset%bs != 0 {
 			return nil, nil, malformed("hashtree descriptor: parity at %d, %d bytes, is not between the tree and the vbmeta at %d", ht.FECOffset, ht.FECSize, limit)
 		}
@@ -68,6 +76,35 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 		root = append([]byte{}, ht.RootDigest...)
 	}
 	return root, o, nil
+}
+
+// checkBlockSizes refuses a descriptor whose block sizes dm-verity (as
+// avbtool lays trees out) cannot take: equal powers of two from 512 to
+// 524288.
+func checkBlockSizes(ht *HashtreeDescriptor) error {
+	if err := merkle.CheckBlockSize(int(min(ht.DataBlockSize, 1<<30))); err != nil {
+		return malformed("hashtree descriptor: data %v", err)
+	}
+	if ht.DataBlockSize != ht.HashBlockSize {
+		return malformed("hashtree descriptor: data block size %d and hash block size %d differ, which avbtool never writes", ht.DataBlockSize, ht.HashBlockSize)
+	}
+	return nil
+}
+
+// checkImageSize refuses a descriptor whose image size is not a whole
+// number of blocks within the limit bytes of the file (where says which,
+// with a %d for limit).
+func checkImageSize(ht *HashtreeDescriptor, limit uint64, where string) error {
+	bs := uint64(ht.DataBlockSize)
+	switch {
+	case ht.ImageSize == 0:
+		return malformed("hashtree descriptor: an image size of 0 bytes: there is no data for a tree")
+	case ht.ImageSize%bs != 0:
+		return malformed("hashtree descriptor: an image size of %d bytes, not a multiple of its block size %d", ht.ImageSize, bs)
+	case ht.ImageSize > limit:
+		return malformed("hashtree descriptor: an image size of %d bytes, more than "+where, ht.ImageSize, limit)
+	}
+	return nil
 }
 
 // VerifyHashtree checks the image at path against its vbmeta's first

@@ -27,7 +27,10 @@ func resolveLink(path string) string {
 // after it (.BASE.tmpXXXXXXXXXXXX), to be renamed over path once complete.
 // perm is filtered by the umask, as for any new file (os.CreateTemp would
 // force 0600). The file holds an exclusive lock while it is open, so that
-// removeStaleTemps can tell a live run's file from a dead one's.
+// sweepTemps can tell a live run's file from a dead one's: it is returned
+// only once locked and still under its name (between the create and the
+// lock, another run's sweep may take it for a dead run's and remove it;
+// then another name is drawn).
 func createTempBeside(path string, perm fs.FileMode) (*os.File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -41,52 +44,92 @@ func createTempBeside(path string, perm fs.FileMode) (*os.File, error) {
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		if err == nil {
-			// A new name nobody else knows yet: the lock cannot be held.
-			tryLockExclusive(f)
+		if err != nil {
+			return nil, err
 		}
-		return f, err
+		if tryLockExclusive(f) && stillNamed(f, name) {
+			return f, nil
+		}
+		// Held by another run's sweep, or removed by it: that sweep
+		// removes the name, if it has not.
+		f.Close()
 	}
 	return nil, errors.New("cannot find a free temporary name")
 }
 
+// stillNamed reports whether name still refers to the open file f.
+func stillNamed(f *os.File, name string) bool {
+	now, err := os.Lstat(name)
+	if err != nil {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && os.SameFile(now, info)
+}
+
 const tempRandBytes = 6
 
-// removeStaleTemps removes the temporary files createTempBeside made for
-// path that no live process holds: those left by a run that was killed
-// before it could remove them (its lock died with it). It returns their
-// names. Only names of createTempBeside's exact pattern are considered, and
-// only regular files.
-func removeStaleTemps(path string) []string {
+// sweepTemps looks at the temporary files createTempBeside made for path,
+// other than own (this run's, "" for none): it removes those no live
+// process holds, left by a run that was killed before it could remove
+// them (its lock died with it), and returns their names; live is the name
+// of one a live process holds (another run writing path), or "". Only
+// names of createTempBeside's exact pattern are considered, and only
+// regular files.
+func sweepTemps(path, own string) (removed []string, live string) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	prefix := "." + base + ".tmp"
-	var removed []string
 	for _, e := range entries {
 		name := e.Name()
 		suffix, ok := strings.CutPrefix(name, prefix)
-		if !ok || !isLowerHex(suffix, 2*tempRandBytes) || !e.Type().IsRegular() {
+		if !ok || !isLowerHex(suffix, 2*tempRandBytes) || !e.Type().IsRegular() || name == filepath.Base(own) {
 			continue
 		}
-		full := filepath.Join(dir, name)
-		f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			continue
+		switch sweepTemp(filepath.Join(dir, name)) {
+		case tempRemoved:
+			removed = append(removed, name)
+		case tempLive:
+			live = name
 		}
-		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && tryLockExclusive(f) {
-			if os.Remove(full) == nil {
-				removed = append(removed, name)
-			}
-		}
-		f.Close()
 	}
-	return removed
+	return removed, live
+}
+
+type tempState int
+
+const (
+	tempGone tempState = iota // not there (any more), or not a regular file
+	tempRemoved
+	tempLive
+)
+
+// sweepTemp removes the temporary file at full unless a live process
+// holds its lock.
+func sweepTemp(full string) tempState {
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return tempGone
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return tempGone
+	}
+	if !tryLockExclusive(f) {
+		return tempLive
+	}
+	// Locked: its run is dead, or renamed it over its target and has just
+	// closed it (then the name is gone, or another file's).
+	if stillNamed(f, full) && os.Remove(full) == nil {
+		return tempRemoved
+	}
+	return tempGone
 }
 
 func isLowerHex(s string, n int) bool {

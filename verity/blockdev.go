@@ -30,7 +30,7 @@ func blockDeviceSize(f *os.File) (uint64, error) {
 		return 0, err
 	}
 	if ierr != nil {
-		return 0, fmt.Errorf("BLKGETSIZE64: %w", ierr)
+		return 0, fmt.Errorf("its size cannot be read (the BLKGETSIZE64 ioctl fails: %w)", ierr)
 	}
 	return size, nil
 }

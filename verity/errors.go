@@ -83,9 +83,22 @@ func (e *Error) Is(target error) bool {
 	return s != nil && target == s
 }
 
-// errorf returns an *Error of kind k with a hint ("" for none).
+// errorf returns an *Error of kind k with a hint ("" for none). Errors of
+// the standard library among args are worded as Cause words them.
 func errorf(k Kind, hint, format string, args ...any) *Error {
-	return &Error{Kind: k, Err: fmt.Errorf(format, args...), Hint: hint}
+	return &Error{Kind: k, Err: fmt.Errorf(format, causes(args)...), Hint: hint}
+}
+
+// causes returns args with each error in it as Cause words it.
+func causes(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			a = Cause(err)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // paramErrorf returns a KindParam *Error about field.

@@ -39,10 +39,17 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 	if opts.Progress != nil {
 		opts.Progress(StageFEC, 0, size)
 	}
-	msg := FECMessage(g, fp, data, hashOut.f)
-	var w io.WriterAt = out.f
+	hashRole, fecRole := "HASH", "FEC device"
+	if hashOut.tmp == "" && hashOut.path == data.path {
+		hashRole = "DATA"
+	}
+	if out == hashOut {
+		fecRole = hashRole
+	}
+	msg := FECMessage(g, fp, data, hashOut.io(hashRole))
+	var w io.WriterAt = out.io(fecRole)
 	if opts.Progress != nil {
-		w = &progressWriter{w: out.f, total: size, progress: opts.Progress}
+		w = &progressWriter{w: w, total: size, progress: opts.Progress}
 	}
 	if err := fec.Encode(ctx, fp, msg, w, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
 		return nil, asError(KindIO, fmt.Errorf("writing error correction to %s: %w", pl.Path, err))

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openImage opens an image for reading and returns its size (a block
-// device's from the BLKGETSIZE64 ioctl, see Size); role names it in errors
-// ("DATA", "HASH"). Only regular files and block devices are accepted: an
+// openImage opens an image for reading, locked shared (see lockShared),
+// and returns its size (a block device's from the BLKGETSIZE64 ioctl, see
+// Size); role names it in errors ("DATA", "HASH"). Only regular files and block devices are accepted: an
 // image is read at any offset, and a FIFO, socket or character device
 // cannot be, while opening some of them would wait for a writer forever.
 func openImage(role, path string) (*os.File, int64, error) {
@@ -48,6 +48,13 @@ func openImage(role, path string) (*os.File, int64, error) {
 		return nil, 0, errorf(KindIO, "", "%s %s: %v", role, path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
+	// Shared, before anything is read: while a writer holds the file, a
+	// reader fails at once saying so, rather than reading a half-written
+	// file and calling it something else (no footer, no superblock).
+	if err := lockShared(f, role, path); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
 	size, err := fileSize(f)
 	if err != nil {
 		f.Close()
@@ -111,11 +118,37 @@ func fileMode(m uint32) fs.FileMode {
 }
 
 // unwrapPath drops the "op path:" prefix of a *fs.PathError, for messages
-// that name the path themselves.
+// that name the path themselves, and words what is left as Cause does.
 func unwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err
+		return Cause(pe)
+	}
+	return Cause(err)
+}
+
+// Cause returns err, an error of the standard library's file operations,
+// as the cause of a message of ours that names the file and says what was
+// being done: without Go's "op path:" (*fs.PathError) or "syscall:"
+// (*os.SyscallError) prefix, the system's own text (e.g. "no space left on
+// device") kept, and an early end of the file or an offset past 2^63 in
+// our words. errors.Is and As still find the original. Other errors (ours)
+// are returned as they are.
+func Cause(err error) error {
+	orig := err
+	var se *os.SyscallError
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err
+	} else if errors.As(err, &se) && se == err {
+		err = se.Err
+	}
+	switch {
+	case err == io.EOF, err == io.ErrUnexpectedEOF:
+		return &causedError{msg: "the file ends before the bytes to read", cause: orig}
+	case err != nil && err.Error() == "negative offset":
+		return &causedError{msg: "an offset past 2^63, beyond any file", cause: orig}
+	case err != orig:
+		return &causedError{msg: err.Error(), cause: orig}
 	}
 	return err
 }
@@ -186,6 +219,11 @@ func guardShrink(f *os.File, role, path string, size int64) io.ReaderAt {
 
 func (g *shrinkGuard) ReadAt(p []byte, off int64) (int, error) {
 	n, err := g.f.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		// A failing disk, say: named as the user named the file, not as
+		// Go's "read PATH:".
+		return n, errorf(KindIO, "", "reading %s %s at byte %d: %w", g.role, g.path, off, unwrapPath(err))
+	}
 	if n < len(p) && (err == nil || err == io.EOF) && off+int64(n) < g.size {
 		now, serr := fileSize(g.f)
 		if serr != nil || now >= g.size {
@@ -195,6 +233,32 @@ func (g *shrinkGuard) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return n, errorf(KindInput, "", "%s %s shrank to %d bytes while being read (it was %d bytes): is another program writing it?",
 			g.role, g.path, now, g.size)
+	}
+	return n, err
+}
+
+// fileIO reads and writes an output's file, its errors naming the file as
+// the user named it (not a temporary file's name, nor Go's "write PATH:"),
+// with the offset. An early end of a read is io.EOF, as for the file.
+type fileIO struct {
+	f          *os.File
+	role, path string
+}
+
+func (o *output) io(role string) *fileIO { return &fileIO{f: o.f, role: role, path: o.path} }
+
+func (w *fileIO) WriteAt(p []byte, off int64) (int, error) {
+	n, err := w.f.WriteAt(p, off)
+	if err != nil {
+		err = errorf(KindIO, "", "writing %s %s at byte %d: %w", w.role, w.path, off, unwrapPath(err))
+	}
+	return n, err
+}
+
+func (w *fileIO) ReadAt(p []byte, off int64) (int, error) {
+	n, err := w.f.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		err = errorf(KindIO, "", "reading %s %s at byte %d: %w", w.role, w.path, off, unwrapPath(err))
 	}
 	return n, err
 }

@@ -3,6 +3,8 @@ package verity
 import (
 	"context"
 	"errors"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -232,4 +234,56 @@ func fmtErr(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestCause: the standard library's file errors as the cause of a message
+// of ours: no "op path:", an early end and an offset past 2^63 in words,
+// the system's own text kept, and errors.Is still finding the original.
+func TestCause(t *testing.T) {
+	ours := errorf(KindInput, "", "ours")
+	for _, c := range []struct {
+		err  error
+		want string
+		is   error
+	}{
+		{&fs.PathError{Op: "write", Path: "/x/.h.tmp0123456789ab", Err: syscall.ENOSPC}, "no space left on device", syscall.ENOSPC},
+		{&fs.PathError{Op: "open", Path: "k.pem", Err: syscall.ENOENT}, "no such file or directory", fs.ErrNotExist},
+		{os.NewSyscallError("flock", syscall.EBADF), "bad file descriptor", syscall.EBADF},
+		{io.EOF, "the file ends before the bytes to read", io.EOF},
+		{io.ErrUnexpectedEOF, "the file ends before the bytes to read", io.ErrUnexpectedEOF},
+		{&fs.PathError{Op: "readat", Path: "h", Err: errors.New("negative offset")}, "an offset past 2^63, beyond any file", nil},
+		{ours, "ours", ErrInput},
+	} {
+		got := Cause(c.err)
+		if got.Error() != c.want || c.is != nil && !errors.Is(got, c.is) {
+			t.Errorf("Cause(%q) = %q (errors.Is %v: %v), want %q", c.err, got, c.is, errors.Is(got, c.is), c.want)
+		}
+	}
+	if Cause(ours) != error(ours) {
+		t.Error("an error of ours was rewrapped")
+	}
+	// errorf words every error among its arguments so.
+	if got := errorf(KindIO, "", "writing HASH h: %v", &fs.PathError{Op: "write", Path: "/x/.h.tmp0", Err: syscall.EIO}).Error(); got != "writing HASH h: input/output error" {
+		t.Errorf("errorf: %q", got)
+	}
+}
+
+// TestOutputIOErrors: an output's write or read fails with the file named
+// as the user named it and the offset, not Go's "write PATH:" with a
+// temporary file's name.
+func TestOutputIOErrors(t *testing.T) {
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	o := &output{path: "small/h", f: f, tmp: "small/.h.tmp0123456789ab"}
+	_, err = o.io("HASH").WriteAt(make([]byte, 4096), 8192)
+	if want := "writing HASH small/h at byte 8192: no space left on device"; err == nil || err.Error() != want || !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, ErrIO) {
+		t.Errorf("got %v, want %q (ENOSPC, ErrIO)", err, want)
+	}
+	_, err = o.io("HASH").ReadAt(make([]byte, 16), 0)
+	if want := "reading HASH small/h at byte 0: bad file descriptor"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
 }

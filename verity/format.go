@@ -340,7 +340,11 @@ func (l *Layout) build(ctx context.Context, src *Source, hashOut *output, opts *
 		p(StageHashing, 0, total)
 		bo.Progress = func(done uint64) { p(StageHashing, done, total) }
 	}
-	root, err := buildTree(ctx, g, src, hashOut.f, bo)
+	role := "HASH"
+	if l.TreeInData {
+		role = "DATA"
+	}
+	root, err := buildTree(ctx, g, src, hashOut.io(role), bo)
 	if err != nil {
 		return nil, asError(KindIO, err)
 	}

@@ -14,28 +14,50 @@ import (
 
 // openCreatedInPlace creates path (mode 0600, as veritysetup creates its
 // outputs) to be written in place, locked; it is added to created, so that
-// a run that fails removes it again.
+// a run that fails removes it again. A path another run created meanwhile
+// is that run's: reported as locked, and left alone.
 func openCreatedInPlace(path, role string, created *[]string) (*output, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, &Error{Kind: KindRefused, Hint: "run again to replace it, if it is to be replaced",
+			Err: &lockedError{role: role, path: path, appeared: true}}
+	}
 	if err != nil {
 		return nil, errorf(KindIO, "", "cannot create %s %s: %w", role, path, unwrapPath(err))
 	}
+	o, err := lockInPlace(f, role, path)
+	if err != nil {
+		// Another run has it already: its file now, not ours to remove.
+		return nil, err
+	}
 	*created = append(*created, path)
-	return lockInPlace(f, role, path)
+	return o, nil
 }
 
 // openRootHashInPlace prepares the root hash file as veritysetup writes it:
-// a regular file (or a new one, mode 0600) is truncated and written once
-// the root hash is known (writeRootHash opens it); anything else (a FIFO, a
-// character device, the process's own stdout) is written through as
-// openRootHashFile does, whatever it is.
-func openRootHashInPlace(path string, note func(string)) (*output, error) {
+// a regular file is opened and locked now, and truncated and written once
+// the root hash is known (truncating it now would lose the old one if the
+// run fails); a new one is created now (see openCreatedInPlace), so that a
+// second run finds it locked; anything else (a FIFO, a character device,
+// the process's own stdout) is written through as openRootHashFile does,
+// whatever it is.
+func openRootHashInPlace(path string, created *[]string, note func(string)) (*output, error) {
+	const role = "--root-hash-file"
 	if _, own := ownFD(path); !own {
 		info, err := os.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) || err == nil && info.Mode().IsRegular() {
-			// Opened when the root hash is known: truncating it now would
-			// lose the old one if the run fails.
-			return &output{path: path}, nil
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			o, err := openCreatedInPlace(path, role, created)
+			if o != nil {
+				o.rewrite = true
+			}
+			return o, err
+		case err == nil && info.Mode().IsRegular():
+			o, err := openInPlace(path, role)
+			if o != nil {
+				o.rewrite = true
+			}
+			return o, err
 		}
 	}
 	return openRootHashFile(path, true, note)

@@ -500,6 +500,9 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	// planFEC (checkImageType) before anything was opened.
 	g := l.Geometry
 	if !l.TreeInData && l.hashInfo != nil {
+		if err := checkNotLocked("HASH", l.HashPath); err != nil {
+			return err
+		}
 		why, err := foreignOutput(l.HashPath, l.hashInfo, int64(g.HashOffset), g.Superblock, l.HashOutputEnd, magicOnly)
 		if err != nil {
 			return errorf(KindIO, "", "HASH %s: %w", l.HashPath, unwrapPath(err))
@@ -515,6 +518,9 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	fl := l.FEC
 	if fl == nil || fl.InHash || fl.InData || fl.existing == nil {
 		return nil
+	}
+	if err := checkNotLocked("FEC device", fl.Path); err != nil {
+		return err
 	}
 	// The parity covers the hash output as it will be: the tree, or all of
 	// an existing HASH whose bytes are kept.

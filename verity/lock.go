@@ -67,9 +67,36 @@ func lock(f *os.File, how int, role, path string) error {
 	return nil
 }
 
-type lockedError struct{ role, path string }
+// checkNotLocked fails with lockShared's error when another process holds
+// an exclusive lock on the file at path (it is being written), so that a
+// check about to judge what the file holds says that, rather than what it
+// finds in a half-written file. Another error (the file cannot be opened)
+// is left to the check.
+func checkNotLocked(role, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return lockShared(f, role, path)
+}
+
+// lockedError: role path is held by another process. via names the
+// temporary file through which another run is writing a path that does not
+// exist yet; appeared says such a run has just put it in place.
+type lockedError struct {
+	role, path string
+	via        string
+	appeared   bool
+}
 
 func (e *lockedError) Error() string {
+	switch {
+	case e.via != "":
+		return e.role + " " + e.path + " is locked by another process, which is writing it (its temporary file " + e.via + " is held); wait for it to finish"
+	case e.appeared:
+		return e.role + " " + e.path + " was created by another process while this run was starting; nothing was written"
+	}
 	return e.role + " " + e.path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
 }
 func (e *lockedError) Unwrap() error { return ErrLocked }

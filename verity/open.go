@@ -54,7 +54,9 @@ func (r *Reader) Close() error {
 // checked against root. The tree's parameters come from its superblock (or
 // from opts with NoSuperblock). The data is read as it is: an Android
 // sparse image must be expanded first. Nothing is hashed until the first
-// read. The caller closes the Reader.
+// read. Both files are locked shared until the Reader is closed: a file
+// another process writes is a KindRefused error matching ErrLocked, and a
+// writer of either fails until the Reader is closed. The caller closes it.
 func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, error) {
 	if opts == nil {
 		opts = &OpenOptions{}
@@ -78,10 +80,13 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 		r.Close()
 		return nil, err
 	}
-	dataInfo, err1 := data.Stat()
-	hashInfo, err2 := hash.Stat()
-	if err := errors.Join(err1, err2); err != nil {
-		return fail(errorf(KindIO, "", "%v", err))
+	dataInfo, err := data.Stat()
+	if err != nil {
+		return fail(errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err)))
+	}
+	hashInfo, err := hash.Stat()
+	if err != nil {
+		return fail(errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err)))
 	}
 	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {

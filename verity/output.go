@@ -31,6 +31,7 @@ type output struct {
 	mode    fs.FileMode
 	setMode bool // restore the replaced file's mode, whatever the umask
 	noSync  bool // someone else's file descriptor: the caller's to sync
+	rewrite bool // a regular file written in place by writeAll: truncated, then written from its start
 	done    bool
 }
 
@@ -88,21 +89,24 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, n
 		}
 		o.old = old
 	}
-	if stale := removeStaleTemps(target); len(stale) > 0 {
-		s := "s"
-		if len(stale) == 1 {
-			s = ""
-		}
-		if note != nil {
-			note(fmt.Sprintf("removed %d stale temporary file%s left by an interrupted run: %s", len(stale), s, strings.Join(stale, ", ")))
-		}
-	}
 	f, err := createTempBeside(target, o.mode)
 	if err != nil {
 		o.abort()
 		return nil, errorf(KindIO, "", "cannot create %s %s: %w", role, path, unwrapPath(err))
 	}
 	o.f, o.tmp = f, f.Name()
+	stale, live := sweepTemps(target, o.tmp)
+	if len(stale) > 0 && note != nil {
+		s := "s"
+		if len(stale) == 1 {
+			s = ""
+		}
+		note(fmt.Sprintf("removed %d stale temporary file%s left by an interrupted run: %s", len(stale), s, strings.Join(stale, ", ")))
+	}
+	if err := checkNoOtherWriter(target, role, path, existing, live); err != nil {
+		o.abort()
+		return nil, err
+	}
 	if o.old != nil && keepFrom > 0 {
 		_, err := io.Copy(f, io.NewSectionReader(o.old, 0, 1<<62))
 		if err != nil {
@@ -111,6 +115,26 @@ func openReplacement(path, role string, existing fs.FileInfo, keepFrom uint64, n
 		}
 	}
 	return o, nil
+}
+
+// checkNoOtherWriter fails when another run is writing a new file at target
+// (path as the user named it): with no file to lock yet, it is known by its
+// temporary file, live (locked) beside target; or it has just put its file
+// in place. Each run creates its own temporary file before it looks for
+// others', so of two runs starting together at most one goes on. An
+// existing target is locked instead (see openReplacement).
+func checkNoOtherWriter(target, role, path string, existing fs.FileInfo, live string) error {
+	if existing != nil {
+		return nil
+	}
+	if live != "" {
+		return &Error{Kind: KindRefused, Err: &lockedError{role: role, path: path, via: live}}
+	}
+	if _, err := os.Stat(target); err == nil {
+		return &Error{Kind: KindRefused, Hint: "run again to replace it, if it is to be replaced",
+			Err: &lockedError{role: role, path: path, appeared: true}}
+	}
+	return nil
 }
 
 // formatOutputs are the files Format writes: all opened and locked before
@@ -168,7 +192,7 @@ func (w *formatOutputs) open(l *Layout, opts *FormatOptions) error {
 	switch {
 	case opts.RootHashFile == "":
 	case w.inPlace:
-		w.root, err = openRootHashInPlace(opts.RootHashFile, opts.Note)
+		w.root, err = openRootHashInPlace(opts.RootHashFile, &w.created, opts.Note)
 	default:
 		w.root, err = openRootHashFile(opts.RootHashFile, opts.Force, opts.Note)
 	}
@@ -497,6 +521,9 @@ func openSmallOutput(path, role, what string, foreign func(string, fs.FileInfo) 
 	case err != nil:
 		return nil, errorf(KindIO, "", "%s %s: %w", role, path, unwrapPath(err))
 	case info.Mode().IsRegular():
+		if err := checkNotLocked(role, path); err != nil {
+			return nil, err
+		}
 		if !force {
 			if why := foreign(path, info); why != "" {
 				return nil, errorf(KindRefused, "name another file, or add --force to replace it",
@@ -536,7 +563,7 @@ func foreignRootHash(path string, info fs.FileInfo) string {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err.Error()
+		return "it cannot be read: " + unwrapPath(err).Error()
 	}
 	for _, c := range strings.TrimSpace(string(b)) {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
@@ -553,20 +580,15 @@ func (o *output) writeRootHash(rootHex string) error { return o.writeAll([]byte(
 // writeAll writes data into an output from openSmallOutput (or
 // openRootHashInPlace) and commits it.
 func (o *output) writeAll(data []byte) error {
-	through := o.tmp == "" // a character device or a FIFO
-	if o.f == nil {
-		// A regular file written in place, opened only now: see
-		// openRootHashInPlace.
-		f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return errorf(KindIO, "", "cannot create root hash file %s for writing: %w", o.path, unwrapPath(err))
-		}
-		o.f, through = f, false
-	}
 	var err error
-	if through {
+	switch {
+	case o.rewrite:
+		if err = o.f.Truncate(0); err == nil {
+			_, err = o.f.WriteAt(data, 0)
+		}
+	case o.tmp == "": // a character device or a FIFO
 		err = o.writeThrough(data)
-	} else {
+	default:
 		_, err = o.f.Write(data)
 	}
 	if err != nil {

@@ -33,12 +33,12 @@ func OpenOutputFile(path, role, what string, ours func(head []byte) bool, force 
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return err.Error()
+			return "it cannot be read: " + unwrapPath(err).Error()
 		}
 		defer f.Close()
 		head, err := io.ReadAll(io.LimitReader(f, maxRecognized))
 		if err != nil {
-			return err.Error()
+			return "it cannot be read: " + unwrapPath(err).Error()
 		}
 		if ours == nil || !ours(head) {
 			return "its content is not recognized"

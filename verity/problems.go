@@ -6,7 +6,6 @@ package verity
 import (
 	"bufio"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"os"
 
@@ -65,7 +64,7 @@ func (sp *problemSpool) add(p *merkle.CorruptionError) {
 	n += binary.PutUvarint(rec[n:], uint64(len(p.Reason)))
 	sp.w.Write(rec[:n])
 	if _, err := sp.w.WriteString(p.Reason); err != nil {
-		sp.err = fmt.Errorf("keeping the list of corrupted blocks in a temporary file: %w", err)
+		sp.err = errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with --max-problems", "keeping the list of corrupted blocks in a temporary file: %w", err)
 	}
 }
 
@@ -79,7 +78,7 @@ func (sp *problemSpool) reader() (func() (*merkle.CorruptionError, error), error
 	var r *bufio.Reader
 	if sp.file != nil {
 		if err := sp.w.Flush(); err != nil {
-			return nil, fmt.Errorf("keeping the list of corrupted blocks in a temporary file: %w", err)
+			return nil, errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with --max-problems", "keeping the list of corrupted blocks in a temporary file: %w", err)
 		}
 		r = bufio.NewReaderSize(io.NewSectionReader(sp.file, 0, 1<<62), 64<<10)
 	}
@@ -112,7 +111,7 @@ func (sp *problemSpool) reader() (func() (*merkle.CorruptionError, error), error
 			p.Reason = string(b)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the list of corrupted blocks back from a temporary file: %w", err)
+			return nil, errorf(KindIO, "", "reading the list of corrupted blocks back from a temporary file: %w", err)
 		}
 		return p, nil
 	}, nil

@@ -1021,7 +1021,7 @@ func (st *blockStore) put(m uint64, b []byte) error {
 		st.spill = f
 	}
 	if _, err := st.spill.WriteAt(b, int64(m)*int64(st.bs)); err != nil {
-		return fmt.Errorf("keeping rebuilt blocks in a temporary file: %w", err)
+		return errorf(KindIO, "set TMPDIR to a directory with room", "keeping rebuilt blocks in a temporary file: %w", err)
 	}
 	return nil
 }
@@ -1041,7 +1041,7 @@ func (st *blockStore) read(m uint64, b []byte) error {
 		return fmt.Errorf("internal error: block %d was not rebuilt", m)
 	}
 	if err := readFull(st.spill, b, int64(m)*int64(st.bs)); err != nil {
-		return fmt.Errorf("reading rebuilt blocks back from a temporary file: %w", err)
+		return errorf(KindIO, "", "reading rebuilt blocks back from a temporary file: %w", err)
 	}
 	return nil
 }
@@ -1060,7 +1060,7 @@ func readFull(r io.ReaderAt, b []byte, off int64) error {
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, err)
+	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, Cause(err))
 }
 
 // writeRepair opens DATA and HASH for writing, locked exclusively, and

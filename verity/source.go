@@ -37,24 +37,33 @@ type SourceOptions struct {
 	// Warn, if set, is given warnings that do not stop the operation (e.g.
 	// bytes after a sparse image's last chunk).
 	Warn func(msg string)
+	// Role names the file in errors: "DATA" if empty (e.g. "image").
+	Role string
 }
 
 // OpenSource opens path (a regular file or a block device) for reading as
 // the data of a tree; a file starting with the Android sparse magic is
 // read as the image it expands to, after its CRC32 checksums (if any) are
 // checked, unless opts.Raw. FIFOs, sockets and character devices are
-// refused: an image is read at any offset. The caller closes the Source.
+// refused: an image is read at any offset. The file is locked shared until
+// the Source is closed: a file another process writes (holding its
+// exclusive lock) is a KindRefused error matching ErrLocked. The caller
+// closes the Source.
 func OpenSource(path string, opts *SourceOptions) (*Source, error) {
 	if opts == nil {
 		opts = &SourceOptions{}
 	}
-	f, size, err := openImage("DATA", path)
+	role := opts.Role
+	if role == "" {
+		role = "DATA"
+	}
+	f, size, err := openImage(role, path)
 	if err != nil {
 		return nil, err
 	}
 	// Reads that end early say what DATA shrank to, also through the
 	// sparse reader.
-	guarded := guardShrink(f, "DATA", path, size)
+	guarded := guardShrink(f, role, path, size)
 	s := &Source{path: path, file: f, r: guarded, size: size, fileSize: size}
 	if opts.Raw || !sparse.IsSparse(f) {
 		return s, nil
@@ -69,7 +78,7 @@ func OpenSource(path string, opts *SourceOptions) (*Source, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, sparseError(path, err)
+		return nil, sparseError(role, path, err)
 	}
 	if n := im.Trailing(); n > 0 && opts.Warn != nil {
 		opts.Warn(fmt.Sprintf("DATA %s has %d bytes after its last sparse chunk; they are ignored, as simg2img ignores them", path, n))
@@ -84,17 +93,17 @@ func NewSource(r io.ReaderAt, size int64) *Source {
 }
 
 // sparseError is the user's message for an error of the sparse reader.
-func sparseError(path string, err error) error {
+func sparseError(role, path string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "sparse: ")
 	switch {
 	case errors.Is(err, sparse.ErrFormat):
-		return errorf(KindInput, "if DATA is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
-			"DATA %s is a malformed Android sparse image: %s", path, msg)
+		return errorf(KindInput, "if "+role+" is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
+			"%s %s is a malformed Android sparse image: %s", role, path, msg)
 	case errors.Is(err, sparse.ErrChecksum):
 		return errorf(KindInput, "the sparse image is damaged; make it again (img2simg) or fetch it again",
-			"DATA %s is an Android sparse image whose checksum does not match: %s", path, msg)
+			"%s %s is an Android sparse image whose checksum does not match: %s", role, path, msg)
 	}
-	return errorf(KindIO, "", "reading the Android sparse image DATA %s: %s", path, msg)
+	return errorf(KindIO, "", "reading the Android sparse image %s %s: %s", role, path, msg)
 }
 
 // ReadAt reads the image the tree covers (io.ReaderAt).

@@ -10,7 +10,8 @@ import (
 // ReadSuperblock reads the verity superblock at byte offset of hashPath (a
 // regular file or a block device), as veritysetup dump does, and returns
 // the tree it describes. offset is veritysetup's --hash-offset: a multiple
-// of 512.
+// of 512. A file another process writes (holding its exclusive lock) is a
+// KindRefused error matching ErrLocked, not read.
 func ReadSuperblock(hashPath string, offset uint64) (*merkle.Geometry, error) {
 	if err := checkSuperblockOffset(offset); err != nil {
 		return nil, err

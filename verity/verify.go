@@ -160,16 +160,9 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 		return nil, err
 	}
 	defer hashFile.Close()
-	// A writer (veritygen, another repair) must not change what is being
-	// checked; a repair converts these to exclusive locks to write.
-	for _, l := range []struct {
-		f          *os.File
-		role, path string
-	}{{src.file, "DATA", dataPath}, {hashFile, "HASH", hashPath}} {
-		if err := lockShared(l.f, l.role, l.path); err != nil {
-			return nil, err
-		}
-	}
+	// Both are locked shared (openImage): a writer (veritygen, another
+	// repair) must not change what is being checked; a repair converts
+	// these locks to exclusive ones to write.
 	dataInfo, err := src.file.Stat()
 	if err != nil {
 		return nil, errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err))
@@ -189,7 +182,7 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	// The hash device as it is read: with HASH the same sparse file as
 	// DATA, the tree (and HashOffset) is in the expansion, read through
 	// the sparse reader as the data is.
-	var hash io.ReaderAt = hashFile
+	var hash io.ReaderAt = guardShrink(hashFile, "HASH", hashPath, hashSize)
 	if inPlace && src.sparse != nil {
 		hash, hashSize = src, src.Size()
 	}
@@ -502,15 +495,12 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 		f.Close()
 		return nil, err
 	}
-	if err := lockShared(f, "FEC device", o.FECDevice); err != nil {
-		return fail(err)
-	}
 	info, err := f.Stat()
 	if err != nil {
 		return fail(errorf(KindIO, "", "FEC device %s: %v", o.FECDevice, unwrapPath(err)))
 	}
 	// In a sparse DATA, the parity is in its expansion, as the data is.
-	var r io.ReaderAt = f
+	var r io.ReaderAt = guardShrink(f, "FEC device", o.FECDevice, size)
 	if src.sparse != nil && os.SameFile(info, dataInfo) {
 		r, size = src, src.Size()
 	}

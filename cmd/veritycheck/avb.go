@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -80,48 +81,56 @@ type descriptorJSON struct {
 
 // wantsAVB says whether the command line asks for the AVB check: --avb or
 // --avb-key, or else one argument that ends in an AVB footer and no root
-// hash given.
-func wantsAVB(o *options, args []string) bool {
+// hash given. The error is that of an image another process is writing:
+// whether it will end in a footer cannot be known yet.
+func wantsAVB(o *options, args []string) (bool, error) {
 	if o.avb || o.tree.Changed("avb-key") {
-		return true
+		return true, nil
 	}
 	if len(args) != 1 || o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") || o.rootPositional {
-		return false
+		return false, nil
 	}
 	src, err := verity.OpenSource(args[0], nil)
+	if errors.Is(err, verity.ErrLocked) {
+		return false, err
+	}
 	if err != nil {
-		return false // the plain check says what is wrong with DATA
+		return false, nil // the plain check says what is wrong with DATA
 	}
 	defer src.Close()
 	_, err = avb.ReadFooter(src, src.Size())
 	// A footer that does not parse is still one: it is reported as such.
-	return !errors.Is(err, avb.ErrNoFooter) && (err == nil || errors.Is(err, avb.ErrMalformed))
+	return !errors.Is(err, avb.ErrNoFooter) && (err == nil || errors.Is(err, avb.ErrMalformed)), nil
 }
 
 // readAVBKey reads --avb-key: an RSA key in PEM (public or private) or an
 // AVB public key blob (avbtool extract_public_key), and returns the blob.
 func readAVBKey(path string) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cli.Errorf("", "--avb-key %s does not exist", path)
+	}
 	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
+		return nil, fmt.Errorf("cannot open --avb-key %s: %w", path, unwrapPath(err))
 	}
 	defer f.Close()
 	// An 8192-bit key in PEM is under 7 KiB: a larger file is not a key.
 	b, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
 	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
+		return nil, fmt.Errorf("reading --avb-key %s: %w", path, unwrapPath(err))
 	}
 	if len(b) > 1<<20 {
 		return nil, cli.Errorf("give the key in PEM or as avbtool extract_public_key writes it", "--avb-key %s: larger than 1 MiB, not a key", path)
 	}
 	if bytes.Contains(b, []byte("-----BEGIN")) {
+		// Wrapped: the library's hint says what the key should be.
 		pub, err := avb.ParsePublicKeyPEM(b)
 		if err != nil {
-			return nil, cli.Errorf("", "--avb-key %s: %v", path, err)
+			return nil, fmt.Errorf("--avb-key %s: %w", path, err)
 		}
 		blob, err := avb.EncodePublicKey(pub)
 		if err != nil {
-			return nil, cli.Errorf("", "--avb-key %s: %v", path, err)
+			return nil, fmt.Errorf("--avb-key %s: %w", path, err)
 		}
 		return blob, nil
 	}
@@ -161,6 +170,13 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 			return cli.ExitError, err
 		}
 	}
+	// Locked shared from the metadata read to the end of the check (the
+	// later opens of the image share this lock): no writer comes between.
+	held, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
+	if err != nil {
+		return cli.ExitError, err
+	}
+	defer held.Close()
 	img, err := avb.ReadImage(path)
 	if err != nil {
 		return cli.ExitError, err
@@ -342,4 +358,14 @@ func propertyValue(v []byte) string {
 		}
 	}
 	return "'" + string(v) + "'"
+}
+
+// unwrapPath drops the "op path:" of a *fs.PathError (Go's wording), for
+// messages that name the file themselves.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
-		err = cli.WithHint(err, "see veritycheck --help")
+		err = cli.WithHint(cli.FlagError(err), "see veritycheck --help")
 		cli.Report(stderr, prog, err)
 		if o.json || cli.WantsJSON(args) {
 			cli.ReportJSON(stdout, err)
@@ -385,7 +385,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
 	}
-	if wantsAVB(o, args) {
+	if isAVB, err := wantsAVB(o, args); err != nil {
+		return cli.ExitError, err
+	} else if isAVB {
 		return checkAVB(ctx, o, args, stdout, stderr, showProgress)
 	}
 	dataPath := args[0]

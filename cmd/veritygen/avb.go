@@ -178,13 +178,15 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	if err != nil {
 		return fail(err)
 	}
+	out := &reportWriter{w: stdout}
 	if o.json {
-		if err := cli.WriteJSON(stdout, res); err != nil {
-			return fail(fmt.Errorf("writing the report: %w", err))
-		}
-		return cli.ExitOK
+		cli.WriteJSON(out, res) // its error is out.err
+	} else {
+		res.print(out)
 	}
-	res.print(stdout)
+	if out.err != nil {
+		return fail(reportFailed(data, res.RootHash, out.err))
+	}
 	return cli.ExitOK
 }
 

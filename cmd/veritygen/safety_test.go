@@ -410,7 +410,8 @@ func TestSafetyLocks(t *testing.T) {
 
 // TestSafetyStaleTemporaryFiles: temporary files of a killed run (no lock)
 // are removed by the next run writing the same file; a live run's (locked)
-// and other names are left (item 12).
+// and other names are left (item 12). A live run's, beside a HASH that
+// does not exist yet, is another run writing it: this one fails at once.
 func TestSafetyStaleTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
@@ -430,21 +431,33 @@ func TestSafetyStaleTemporaryFiles(t *testing.T) {
 	if err := unix.Flock(int(live.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	res := cliOK(t, data)
-	want := "veritygen: removed 1 stale temporary file left by an interrupted run: .data.img.verity.tmp0123456789ab\n"
-	if res.stderr != want {
-		t.Errorf("stderr:\n%s\nwant\n%s", res.stderr, want)
+	res := cliRun(t, context.Background(), data)
+	want := "veritygen: removed 1 stale temporary file left by an interrupted run: .data.img.verity.tmp0123456789ab\n" +
+		"veritygen: error: HASH " + data + ".verity is locked by another process, which is writing it (its temporary file .data.img.verity.tmpabcdef012345 is held); wait for it to finish\n"
+	if res.code != 2 || res.stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant 2 and\n%s", res.code, res.stderr, want)
 	}
-	for name, want := range map[string]bool{
+	exist := func(names map[string]bool) {
+		t.Helper()
+		for name, want := range names {
+			if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+				t.Errorf("%s: exists %v, want %v", name, err == nil, want)
+			}
+		}
+	}
+	exist(map[string]bool{
 		".data.img.verity.tmp0123456789ab":  false,
 		".data.img.verity.tmp0123456789abc": true,
 		".other.tmp0123456789ab":            true,
 		".data.img.verity.tmpabcdef012345":  true,
-	} {
-		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
-			t.Errorf("%s: exists %v, want %v", name, err == nil, want)
-		}
+		"data.img.verity":                   false,
+	})
+	live.Close() // that run dies: its file is stale now
+	res = cliOK(t, data)
+	if want := "veritygen: removed 1 stale temporary file left by an interrupted run: .data.img.verity.tmpabcdef012345\n"; res.stderr != want {
+		t.Errorf("stderr:\n%s\nwant\n%s", res.stderr, want)
 	}
+	exist(map[string]bool{".data.img.verity.tmpabcdef012345": false, "data.img.verity": true, ".data.img.verity.tmp0123456789abc": true})
 }
 
 // TestSafetyBlockDeviceHash: a block device named as HASH carrying a

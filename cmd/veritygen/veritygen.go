@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	}
 	if err := fs.Parse(args); err != nil {
 		o.json = o.json || cli.WantsJSON(args)
-		return fail(cli.WithHint(err, "see veritygen --help"))
+		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
 	}
 	if *help {
 		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
@@ -203,10 +203,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	if err != nil {
 		return fail(err)
 	}
+	out := &reportWriter{w: stdout}
+	stdout = out
 	if o.json {
-		if err := cli.WriteJSON(stdout, res); err != nil {
-			return fail(fmt.Errorf("writing the report: %w", err))
-		}
+		cli.WriteJSON(stdout, res) // its error is out.err
 	} else {
 		h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
 			DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
@@ -239,7 +239,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
 		}
 	}
+	if out.err != nil {
+		return fail(reportFailed(res.HashFile, res.RootHash, out.err))
+	}
 	return cli.ExitOK
+}
+
+// reportWriter is stdout for the report, remembering its first failed
+// write (stdout full, a closed pipe): the tree is written then, and the
+// report may be the only place the root hash was going to.
+type reportWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *reportWriter) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.w.Write(p)
+	r.err = err
+	return n, err
+}
+
+// reportFailed is the error of a report that could not be written, with
+// what it was to say first.
+func reportFailed(hashFile, rootHash string, err error) error {
+	return cli.Errorf("", "the new tree is in %s, root hash %s; writing the report on stdout: %v", hashFile, rootHash, verity.Cause(err))
 }
 
 // nativeArgs returns the positional arguments pos of the command line args

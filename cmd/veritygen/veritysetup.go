@@ -777,12 +777,12 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
 	f, err := os.Open(hashPath)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, vsReadError("HASH", hashPath, err)
 	}
 	defer f.Close()
 	top := make([]byte, g.HashBlockSize)
 	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
-		return nil, 0, err
+		return nil, 0, vsReadError("HASH", hashPath, err)
 	}
 	own := *vo
 	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
@@ -804,15 +804,17 @@ func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geomet
 func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
 	hash, err := os.Open(hashPath)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, vsReadError("HASH", hashPath, err)
 	}
 	defer hash.Close()
 	children, size := hash, g.HashBlockSize
+	childRole, childPath := "HASH", hashPath
 	count := uint64(0)
 	if level == 0 {
+		childRole, childPath = "DATA", dataPath
 		data, err := os.Open(dataPath)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, false, vsReadError("DATA", dataPath, err)
 		}
 		defer data.Close()
 		children, size, count = data, g.DataBlockSize, g.DataBlocks
@@ -821,7 +823,7 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 	}
 	block := make([]byte, g.HashBlockSize)
 	if _, err := hash.ReadAt(block, int64(g.BlockOffset(level, index))); err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, vsReadError("HASH", hashPath, err)
 	}
 	child := make([]byte, size)
 	hpb := uint64(g.HashesPerBlock)
@@ -832,7 +834,7 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 			off = g.BlockOffset(level-1, c)
 		}
 		if _, err := children.ReadAt(child, int64(off)); err != nil {
-			return 0, 0, false, err
+			return 0, 0, false, vsReadError(childRole, childPath, err)
 		}
 		slot := block[i*uint64(g.DigestSlot):][:g.DigestSize]
 		if !bytes.Equal(vsDigest(g, child), slot) {
@@ -840,6 +842,12 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 		}
 	}
 	return 0, 0, false, nil
+}
+
+// vsReadError is a failed read of the front's own, in our words (not Go's
+// "open PATH:" or "EOF").
+func vsReadError(role, path string, err error) error {
+	return fmt.Errorf("reading %s %s: %w", role, path, verity.Cause(err))
 }
 
 // vsDigest is the salted digest of a block, as the tree stores it.
@@ -976,12 +984,12 @@ func vsSpareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) 
 func vsRepairableBytes(rp *verity.RepairPlan, dataPath, hashPath string) (uint64, error) {
 	data, err := os.Open(dataPath)
 	if err != nil {
-		return 0, err
+		return 0, vsReadError("DATA", dataPath, err)
 	}
 	defer data.Close()
 	hash, err := os.Open(hashPath)
 	if err != nil {
-		return 0, err
+		return 0, vsReadError("HASH", hashPath, err)
 	}
 	defer hash.Close()
 	c := &vsCounter{blocks: rp.RebuiltCount()}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/veritytree/veritytree/verity"
@@ -141,4 +142,26 @@ func FormatSalt(s []byte) string {
 // IsTerminal reports whether f is a terminal.
 func IsTerminal(f *os.File) bool {
 	return isTerminal(int(f.Fd()))
+}
+
+// pflagNumber matches pflag's error for a number flag's value it cannot
+// parse, which it says "must be an integer" also when the value is one,
+// too large for the flag.
+var pflagNumber = regexp.MustCompile(`^invalid argument "([^"]*)" for "([^"]*)" flag: must be (?:an integer|a non-negative integer)$`)
+
+// integerSyntax matches what strconv.ParseInt/ParseUint with base 0 take.
+var integerSyntax = regexp.MustCompile(`^[+-]?(?:0[xX][0-9a-fA-F_]+|0[oO]?[0-7_]+|0[bB][01_]+|[0-9_]+)$`)
+
+// FlagError words an error of pflag's Parse: a number that is one, but
+// out of range for its flag, is said to be so (pflag says "must be an
+// integer"); other errors are returned as they are.
+func FlagError(err error) error {
+	m := pflagNumber.FindStringSubmatch(err.Error())
+	if m == nil || !integerSyntax.MatchString(m[1]) {
+		return err
+	}
+	if strings.HasPrefix(m[1], "-") && strings.HasSuffix(err.Error(), "non-negative integer") {
+		return err
+	}
+	return &Error{Err: fmt.Errorf("%s %s is out of range", m[2], m[1])}
 }
