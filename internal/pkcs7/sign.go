@@ -154,6 +154,13 @@ func signatureAlgorithm(pub crypto.PublicKey, d digestAlgorithm) ([]byte, error)
 	return nil, fmt.Errorf("a %T key cannot sign a root hash: use an RSA or ECDSA (P-256, P-384) key", pub)
 }
 
+// CheckKey fails for a key that cannot make a root hash signature the
+// kernel checks: one not RSA, nor ECDSA on P-256 or P-384.
+func CheckKey(pub crypto.PublicKey) error {
+	_, err := signatureAlgorithm(pub, digestAlgorithms[2])
+	return err
+}
+
 // checkCurve refuses the curves the kernel's ECDSA does not check (P-521
 // only from Linux 6.10, P-224 never).
 func checkCurve(k *ecdsa.PublicKey) error {
