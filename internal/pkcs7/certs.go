@@ -159,8 +159,15 @@ func (c *certInfo) checkSelfSigned() error {
 // public_key_verify_signature(issuer->pub, c->sig).
 func (c *certInfo) checkIssuedBy(issuer *certInfo) error {
 	cert := c.cert
-	if err := issuer.cert.CheckSignature(cert.SignatureAlgorithm, cert.RawTBSCertificate, cert.Signature); err != nil {
-		return errorf(Invalid, "certificate %s: its signature does not verify with the key of %s: %v", cert.Subject, issuer.cert.Subject, err)
+	err := issuer.cert.CheckSignature(cert.SignatureAlgorithm, cert.RawTBSCertificate, cert.Signature)
+	var insecure x509.InsecureAlgorithmError
+	switch {
+	case errors.As(err, &insecure):
+		return errorf(Unsupported, "certificate %s is signed with %s, which this check does not take", cert.Subject, cert.SignatureAlgorithm)
+	case errors.Is(err, x509.ErrUnsupportedAlgorithm):
+		return errorf(Unsupported, "certificate %s is signed with an algorithm this check does not do", cert.Subject)
+	case err != nil:
+		return errorf(Invalid, "certificate %s: its signature does not verify with the key of %s", cert.Subject, issuer.cert.Subject)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/x509"
+	"fmt"
 	"time"
 )
 
@@ -149,7 +150,7 @@ func (si *signerInfo) verifyWith(cert *x509.Certificate, sum []byte) error {
 		return errorf(Unsupported, "the certificate's key is %T, not RSA or ECDSA", cert.PublicKey)
 	}
 	if err := verifyDigest(cert.PublicKey, si.digest, sum, si.signature); err != nil {
-		return errorf(Invalid, "the signature is not the key's")
+		return errorf(Invalid, "it is not that key's signature of this content")
 	}
 	return nil
 }
@@ -204,6 +205,16 @@ func (s *SignedData) verifyChain(si *signerInfo) error {
 // certificate's in its chain.
 type check func(key *certInfo) error
 
+// checkWith is the check of the signer's own signature over sum.
+func (si *signerInfo) checkWith(sum []byte) check {
+	return func(k *certInfo) error {
+		if err := si.verifyWith(k.cert, sum); err != nil {
+			return fmt.Errorf("the trusted certificate %s does not verify its signature: %v", k.cert.Subject, err)
+		}
+		return nil
+	}
+}
+
 // validateTrust is pkcs7_validate_trust_one: it returns the signer if a
 // trusted key vouches for it, nil if none does, or an error if a trusted
 // key was found whose signature check fails.
@@ -213,7 +224,7 @@ func (s *SignedData) validateTrust(si *signerInfo, sum []byte, ring keyring, ver
 	if si.signer != nil {
 		out.Certificate = si.signer.cert
 	}
-	verify := check(func(k *certInfo) error { return si.verifyWith(k.cert, sum) })
+	verify := si.checkWith(sum)
 	var last *certInfo
 	for x := si.signer; x != nil; x = x.signer {
 		if x.seen {
@@ -247,7 +258,7 @@ func (s *SignedData) validateTrust(si *signerInfo, sum []byte, ring keyring, ver
 			return nil, err
 		}
 		out.Certificate = k.cert
-		return s.matched(out, k, func(k *certInfo) error { return si.verifyWith(k.cert, sum) }, nil, si, verified)
+		return s.matched(out, k, si.checkWith(sum), nil, si, verified)
 	}
 	return nil, nil
 }
@@ -257,7 +268,7 @@ func (s *SignedData) validateTrust(si *signerInfo, sum []byte, ring keyring, ver
 // certificates below it are then verified.
 func (s *SignedData) matched(out *Signer, k *certInfo, verify check, x *certInfo, si *signerInfo, verified map[*certInfo]*x509.Certificate) (*Signer, error) {
 	if err := verify(k); err != nil {
-		return nil, errorf(Invalid, "signer %d: the trusted certificate %s does not verify the signature it should vouch for: %v", si.index, k.cert.Subject, err)
+		return nil, errorf(Invalid, "signer %d: %v", si.index, err)
 	}
 	out.Trusted = k.cert
 	if x != nil {

@@ -79,7 +79,7 @@ func TestVerifyOpenSSLMade(t *testing.T) {
 	}{
 		{"v-smime-noattr.der", []*x509.Certificate{rsa}, root256, &want{signer: rsa, trusted: rsa}, 0, ""},
 		{"v-smime-noattr.der", []*x509.Certificate{ec256, ca}, root256, nil, Untrusted, `not one of the trusted certificates`},
-		{"v-smime-noattr.der", []*x509.Certificate{rsa}, root256 + "\n", nil, Invalid, `signature is not the key's`},
+		{"v-smime-noattr.der", []*x509.Certificate{rsa}, root256 + "\n", nil, Invalid, `trusted certificate CN=rsa2048,O=veritytree tests does not verify its signature: it is not that key's signature of this content`},
 		{"v-smime-noattr.der", nil, root256, nil, Untrusted, `issuer "CN=rsa2048,O=veritytree tests", serial 01`},
 		{"v-smime-noattr-certs.der", []*x509.Certificate{ec256, rsa}, root256, &want{signer: rsa, trusted: rsa}, 0, ""},
 		{"v-smime-noattr-certs.der", []*x509.Certificate{ec256}, root256, nil, Untrusted, ``},
@@ -98,7 +98,7 @@ func TestVerifyOpenSSLMade(t *testing.T) {
 		{"v-leaf-nocerts.der", []*x509.Certificate{ca}, root256, nil, Untrusted, ``},
 		{"v-leaf-nocerts.der", []*x509.Certificate{leaf}, root256, &want{signer: leaf, trusted: leaf}, 0, ""},
 		{"v-nodetach.der", []*x509.Certificate{rsa}, root256, nil, Invalid, `holds the signed content itself: the kernel takes a detached signature only`},
-		{"v-newline.der", []*x509.Certificate{rsa}, root256, nil, Invalid, `signature is not the key's`},
+		{"v-newline.der", []*x509.Certificate{rsa}, root256, nil, Invalid, `trusted certificate CN=rsa2048,O=veritytree tests does not verify its signature: it is not that key's signature of this content`},
 		{"v-newline.der", []*x509.Certificate{rsa}, root256 + "\n", &want{signer: rsa, trusted: rsa}, 0, ""},
 		{"v-newline-attrs.der", []*x509.Certificate{ec256}, root256, nil, Invalid, `does not match its messageDigest`},
 		{"v-pss.der", []*x509.Certificate{rsa}, root256, nil, Unsupported, `RSASSA-PSS: the kernel takes rsaEncryption`},
@@ -199,7 +199,7 @@ func TestVerifyRefusesCrafted(t *testing.T) {
 		kind Kind
 		err  string
 	}{
-		{"signature bit flipped", flipped, Invalid, `signature is not the key's`},
+		{"signature bit flipped", flipped, Invalid, `trusted certificate CN=rsa2048,O=veritytree tests does not verify its signature: it is not that key's signature of this content`},
 		{"trailing byte", append(append([]byte{}, good...), 0), Malformed, `1 bytes follow its end`},
 		{"truncated", good[:len(good)-1], Malformed, `not a DER PKCS#7`},
 		{"empty", nil, Malformed, `not a DER PKCS#7`},
