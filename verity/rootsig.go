@@ -261,8 +261,11 @@ func ReadRootHashSignatureFile(ctx context.Context, role, path string) (*RootHas
 // bytes.
 func readSigningInput(ctx context.Context, role, path string, limit int) ([]byte, error) {
 	b, err := readSmallFile(ctx, role, path, limit)
-	if errors.Is(err, errTooLarge) {
+	switch {
+	case errors.Is(err, errTooLarge):
 		return nil, errorf(KindInput, "is it the right file?", "%s %s is larger than %d bytes", role, path, limit)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return nil, interrupted(err, "", "interrupted while waiting for %s %s; nothing was written", role, path)
 	}
 	return b, err
 }
