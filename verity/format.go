@@ -326,14 +326,9 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 			return nil, afterCommit("the error correction", err)
 		}
 	}
-	if out.root != nil {
-		if err := out.root.writeRootHash(rootHex); err != nil {
-			return nil, afterCommit("--root-hash-file", err)
-		}
-	}
-	sig, err := out.writeSignatures(opts.Sign, root)
+	sig, what, err := out.writeRootOutputs(root, opts.Sign)
 	if err != nil {
-		return nil, afterCommit("the root hash signature", err)
+		return nil, afterCommit(what, err)
 	}
 	return &FormatResult{Layout: l, RootHash: root, FEC: fecInfo, RootHashSignature: sig}, nil
 }

@@ -369,25 +369,30 @@ func foreignUnlessSized(ours func([]byte) bool, max int64) func(string, fs.FileI
 	}
 }
 
-// writeSignatures signs root as s asks and writes the signature files;
-// it returns the signature (nil when s is nil).
-func (w *formatOutputs) writeSignatures(s *RootHashSigning, root []byte) ([]byte, error) {
-	if s == nil {
-		return nil, nil
+// writeRootOutputs writes what follows from the root hash once the tree
+// is committed: the root hash file, then the signature s asks for (nil:
+// none) and its files. It returns the signature, or what failed.
+func (w *formatOutputs) writeRootOutputs(root []byte, s *RootHashSigning) (sig []byte, what string, err error) {
+	if w.root != nil {
+		if err := w.root.writeRootHash(hex.EncodeToString(root)); err != nil {
+			return nil, "--root-hash-file", err
+		}
 	}
-	sig, err := SignRootHash(root, s.Signer, s.Certificate, &s.SignOptions)
-	if err != nil {
-		return nil, err
+	if s == nil {
+		return nil, "", nil
+	}
+	if sig, err = SignRootHash(root, s.Signer, s.Certificate, &s.SignOptions); err != nil {
+		return nil, "signing the root hash", err
 	}
 	if w.sig != nil {
 		if err := w.sig.writeAll(sig); err != nil {
-			return nil, err
+			return nil, "--root-hash-signature", err
 		}
 	}
 	if w.sigJSON != nil {
 		if err := w.sigJSON.writeAll(RootHashSignatureJSON(root, sig, s.Certificate)); err != nil {
-			return nil, err
+			return nil, "--root-hash-signature-json", err
 		}
 	}
-	return sig, nil
+	return sig, "", nil
 }

@@ -61,6 +61,15 @@ func (s *signFlags) wanted() bool {
 	return false
 }
 
+// notWithAVB refuses the flags on an --avb command line.
+func (s *signFlags) notWithAVB() error {
+	if s.wanted() {
+		return cli.Errorf("sign the vbmeta with --avb-key, or sign a tree made without --avb",
+			"the root hash signature flags do not go with --avb: AVB signs the vbmeta, which holds the root digest")
+	}
+	return nil
+}
+
 // signing checks the flags, reads the key and its certificate and
 // returns what Format is to sign; nil without the flags.
 func (s *signFlags) signing(ctx context.Context) (*verity.RootHashSigning, error) {

@@ -158,10 +158,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitOK
 	}
 	if o.avb.wanted() {
-		if o.sign.wanted() {
-			return fail(cli.Errorf("sign the vbmeta with --avb-key, or sign a tree made without --avb",
-				"the root hash signature flags do not go with --avb: AVB signs the vbmeta, which holds the root digest"))
-		}
 		return runAVB(ctx, &o, fs.Args(), stdout, stderr, tty)
 	}
 	pos, err := nativeArgs(args, fs.Args())
