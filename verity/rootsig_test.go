@@ -338,6 +338,9 @@ func TestFormatSignChecksFirst(t *testing.T) {
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, JSONFile: p}, "", "--root-hash-signature and --root-hash-signature-json are both"},
 		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: p}, p, "--root-hash-signature-json " + p + " is also --root-hash-file"},
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, SignOptions: SignOptions{Hash: crypto.SHA224}}, "", "digest \"sha224\" is not one of"},
+		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: filepath.Join(d, "h")}, "", "--root-hash-signature " + filepath.Join(d, "h") + " is HASH: the signature would replace the tree"},
+		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: data}, "", "--root-hash-signature-json " + data + " is DATA: the signature JSON would replace the image"},
+		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: filepath.Join(d, "no", "s")}, "", "its directory " + filepath.Join(d, "no") + " does not exist"},
 	} {
 		opts := fixedOptions()
 		opts.Sign, opts.RootHashFile = c.sign, c.root
@@ -347,4 +350,9 @@ func TestFormatSignChecksFirst(t *testing.T) {
 			t.Errorf("files: %s", l)
 		}
 	}
+	opts := fixedOptions()
+	opts.FECDevice = filepath.Join(d, "s")
+	opts.Sign = &RootHashSigning{Signer: key, Certificate: cert, SignatureFile: opts.FECDevice}
+	_, err := Format(context.Background(), data, filepath.Join(d, "h"), opts)
+	fmtWantError(t, err, KindParam, "FECDevice", "--fec-device and --root-hash-signature are the same file")
 }
