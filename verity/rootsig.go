@@ -176,7 +176,8 @@ func ParseSigningHash(name string) (crypto.Hash, error) {
 	return h, nil
 }
 
-// Is a root hash signature file DER PKCS#7 or systemd's JSON?
+// The formats of a root hash signature file (RootHashSignatureFile.Format):
+// DER PKCS#7, or systemd's verity signature JSON.
 const (
 	SignatureFormatPKCS7 = "pkcs7"
 	SignatureFormatJSON  = "systemd-json"
