@@ -21,6 +21,15 @@
 //     block device, or an Android sparse image as the image it expands to.
 //   - PlanRepair and RepairPlan.Apply do error correction on any
 //     io.ReaderAt and io.WriterAt, for callers that keep images elsewhere.
+//   - SignRootHash makes the PKCS#7 signature of a root hash that the
+//     kernel checks when a device is opened with root_hash_sig_key_desc
+//     (`veritysetup open --root-hash-signature`), byte for byte as openssl
+//     smime makes it, with any crypto.Signer (FormatOptions.Sign makes it
+//     with the tree); VerifyRootHashSignature checks one as the kernel
+//     would against trusted certificates; RootHashSignatureJSON and
+//     ParseRootHashSignatureFile write and read systemd's verity signature
+//     JSON; LoadSigningKey and LoadCertificates read PEM keys and
+//     certificates.
 //
 // Nothing a caller did not name for writing is destroyed: every output is
 // opened and locked before anything is hashed, a new tree appears under
@@ -32,8 +41,10 @@
 // Errors are *Error values whose Kind tells a caller's mistake (KindParam,
 // with the option in Field) from unusable input (KindInput), corruption
 // (KindCorrupt), a refusal to destroy something or a lock held by another
-// process (KindRefused) and I/O trouble (KindIO); errors.Is works with the
-// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused and ErrIO. A
+// process (KindRefused), I/O trouble (KindIO) and a root hash signature
+// that does not verify (KindUntrusted); errors.Is works with the
+// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused, ErrIO and
+// ErrUntrusted. A
 // verification that finds corruption is not an error: VerifyResult says
 // what it found.
 //

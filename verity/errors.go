@@ -26,6 +26,9 @@ const (
 	// to write (an output that does not look like one of ours), or a file
 	// is locked by another process.
 	KindRefused
+	// KindUntrusted: a root hash signature does not verify, or not with a
+	// trusted certificate.
+	KindUntrusted
 )
 
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
@@ -35,6 +38,8 @@ var (
 	ErrCorrupt = merkle.ErrCorrupt
 	ErrIO      = errors.New("verity: I/O error")
 	ErrRefused = errors.New("verity: refused")
+	// ErrUntrusted matches KindUntrusted errors.
+	ErrUntrusted = errors.New("verity: root hash signature not trusted")
 	// ErrLocked is a KindRefused error's cause when another process holds
 	// a lock on a file the operation reads or writes.
 	ErrLocked = errors.New("locked by another process")
@@ -52,6 +57,8 @@ func (k Kind) sentinel() error {
 		return ErrIO
 	case KindRefused:
 		return ErrRefused
+	case KindUntrusted:
+		return ErrUntrusted
 	}
 	return nil
 }

@@ -52,10 +52,16 @@ type FormatOptions struct {
 	// Force); a character device or FIFO (with a reader) is written
 	// through; /dev/stdout and /proc/self/fd/N write to that descriptor.
 	RootHashFile string
-	// Force replaces a hash file, FEC file or root hash file even if it
-	// does not look like something Format wrote, writes the tree or
-	// parity into the data file over any bytes (see Format), and lets
-	// OriginalSize cut off any bytes.
+	// Sign, if set, signs the root hash once the tree and the root hash
+	// file are written, and writes the signature to its files, which
+	// follow RootHashFile's rules (opened before anything is hashed; an
+	// existing regular file replaced only if it holds such a signature, or
+	// nothing, or with Force).
+	Sign *RootHashSigning
+	// Force replaces a hash file, FEC file, root hash file or signature
+	// file even if it does not look like something Format wrote, writes
+	// the tree or parity into the data file over any bytes (see Format),
+	// and lets OriginalSize cut off any bytes.
 	Force bool
 	// InPlace writes the outputs in place, as veritysetup format does, for
 	// callers that must behave as it does (veritygen's veritysetup front):
@@ -138,6 +144,9 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 			}
 		}
 	}
+	if err := o.Sign.check(o.RootHashFile); err != nil {
+		return p, err
+	}
 	if o.FECDevice == "" && !o.AppendFEC && o.FECOffset != 0 {
 		return p, paramErrorf("FECOffset", "e.g. --fec-device=HASH.fec (or --append --fec to append it to DATA)", "--fec-offset needs --fec-device")
 	}
@@ -154,6 +163,9 @@ type FormatResult struct {
 	// Layout.FEC, the plan, which stays reachable as r.Layout.FEC); nil
 	// without error correction.
 	FEC *FECInfo
+	// RootHashSignature is the signature of the root hash (DER PKCS#7)
+	// when FormatOptions.Sign asked for one.
+	RootHashSignature []byte
 }
 
 // Table returns the kernel table and boot arguments of the tree written;
@@ -188,8 +200,8 @@ var buildTree = merkle.Build
 // place); an existing one that does not look like a tree or parity is
 // refused (KindRefused) unless opts.Force. opts.InPlace writes them in place
 // instead, as veritysetup does. The outputs are committed in the order
-// tree, parity, root hash file: an error after the tree is committed says
-// where the new tree is and its root hash.
+// tree, parity, root hash file, root hash signatures: an error after the
+// tree is committed says where the new tree is and its root hash.
 //
 // Errors are *Error: KindParam for bad options (Field names the option),
 // KindInput for unusable files, KindRefused, KindIO. A canceled ctx stops
@@ -324,12 +336,11 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 			return nil, afterCommit("the error correction", err)
 		}
 	}
-	if out.root != nil {
-		if err := out.root.writeRootHash(rootHex); err != nil {
-			return nil, afterCommit("--root-hash-file", err)
-		}
+	sig, what, err := out.writeRootOutputs(root, opts.Sign)
+	if err != nil {
+		return nil, afterCommit(what, err)
 	}
-	return &FormatResult{Layout: l, RootHash: root, FEC: fecInfo}, nil
+	return &FormatResult{Layout: l, RootHash: root, FEC: fecInfo, RootHashSignature: sig}, nil
 }
 
 // build hashes the data into hashOut, reporting progress.

@@ -149,7 +149,7 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 		hashInfo = nil
 	}
 	inPlace := hashExists && sameDevice(dataInfo, hashInfo)
-	if err := checkRootHashFile(opts.RootHashFile, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+	if err := checkSmallOutputs(opts, dataPath, dataInfo, hashPath, hashInfo); err != nil {
 		return nil, err
 	}
 	if src.sparse != nil && (inPlace || opts.Append) {
@@ -376,8 +376,8 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 				"--fec-offset %d would overwrite the data, which ends at byte %d of DATA", pl.Offset, g.DataSize())
 		}
 	}
-	if filepath.Clean(opts.FECDevice) == filepath.Clean(opts.RootHashFile) {
-		return nil, paramErrorf("FECDevice", "", "--fec-device and --root-hash-file are the same file")
+	if flag := sameAsSmallOutput(opts, opts.FECDevice); flag != "" {
+		return nil, paramErrorf("FECDevice", "", "--fec-device and %s are the same file", flag)
 	}
 	// The parity must end before 2^63, checked now, before anything is
 	// written. In HASH it covers HASH up to itself; elsewhere what HASH
@@ -535,27 +535,63 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	return nil
 }
 
-// checkRootHashFile refuses a root hash file that would replace DATA or
-// HASH (written over by the root hash after the tree) or is a directory.
+// checkSmallOutputs refuses a root hash file or signature file that would
+// replace DATA or HASH (written over after the tree) or is a directory.
 // hashInfo is nil when HASH does not exist yet.
-func checkRootHashFile(path, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
+func checkSmallOutputs(opts *FormatOptions, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
+	for _, o := range smallOutputs(opts) {
+		if err := checkSmallOutput(o, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// smallOutput is an output written after the tree: the root hash file,
+// the signature files.
+type smallOutput struct {
+	field, flag, path, suffix, what string
+}
+
+func smallOutputs(opts *FormatOptions) []smallOutput {
+	out := []smallOutput{{"RootHashFile", "--root-hash-file", opts.RootHashFile, ".roothash", "the root hash"}}
+	if s := opts.Sign; s != nil {
+		out = append(out, smallOutput{"Sign", "--root-hash-signature", s.SignatureFile, ".roothash.p7s", "the signature"},
+			smallOutput{"Sign", "--root-hash-signature-json", s.JSONFile, ".verity-sig", "the signature JSON"})
+	}
+	return out
+}
+
+// sameAsSmallOutput returns the flag of the root hash or signature file
+// that is path, or "".
+func sameAsSmallOutput(opts *FormatOptions, path string) string {
+	for _, o := range smallOutputs(opts) {
+		if o.path != "" && filepath.Clean(o.path) == filepath.Clean(path) {
+			return o.flag
+		}
+	}
+	return ""
+}
+
+func checkSmallOutput(o smallOutput, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) error {
+	path := o.path
 	if path == "" {
 		return nil
 	}
-	hint := "name another file, e.g. --root-hash-file=" + dataPath + ".roothash"
+	hint := "name another file, e.g. " + o.flag + "=" + dataPath + o.suffix
 	info, err := os.Stat(path)
 	switch {
 	case err == nil && info.IsDir():
-		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is a directory", path)
+		return paramErrorf(o.field, hint, "%s %s is a directory", o.flag, path)
 	case err == nil && dataInfo != nil && sameDevice(info, dataInfo):
-		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is DATA: the root hash would replace the image", path)
+		return paramErrorf(o.field, hint, "%s %s is DATA: %s would replace the image", o.flag, path, o.what)
 	case err == nil && hashInfo != nil && sameDevice(info, hashInfo),
 		filepath.Clean(path) == filepath.Clean(hashPath):
-		return paramErrorf("RootHashFile", hint, "--root-hash-file %s is HASH: the root hash would replace the tree", path)
+		return paramErrorf(o.field, hint, "%s %s is HASH: %s would replace the tree", o.flag, path, o.what)
 	}
 	// Fail before the build, not after it.
 	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
-		return paramErrorf("RootHashFile", "", "--root-hash-file %s: its directory %s does not exist", path, filepath.Dir(path))
+		return paramErrorf(o.field, "", "%s %s: its directory %s does not exist", o.flag, path, filepath.Dir(path))
 	}
 	return nil
 }

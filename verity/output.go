@@ -144,6 +144,8 @@ type formatOutputs struct {
 	hash *output // the tree, and the parity when it goes there too
 	fec  *output // the parity when it goes elsewhere; nil otherwise
 	root *output // the root hash file; nil without one
+	// The root hash signature files (FormatOptions.Sign); nil without.
+	sig, sigJSON *output
 
 	inPlace bool     // FormatOptions.InPlace
 	created []string // files created in place, removed unless the run completes
@@ -196,6 +198,9 @@ func (w *formatOutputs) open(l *Layout, opts *FormatOptions) error {
 	default:
 		w.root, err = openRootHashFile(opts.RootHashFile, opts.Force, opts.Note)
 	}
+	if err == nil {
+		w.sig, w.sigJSON, err = opts.Sign.openOutputs(opts.Force, opts.Note)
+	}
 	return err
 }
 
@@ -231,7 +236,7 @@ func (w *formatOutputs) commitTree() error {
 // abort drops what was not committed: temporary files, and files created
 // in place.
 func (w *formatOutputs) abort() {
-	for _, o := range []*output{w.hash, w.fec, w.root} {
+	for _, o := range []*output{w.hash, w.fec, w.root, w.sig, w.sigJSON} {
 		if o != nil {
 			o.abort()
 		}

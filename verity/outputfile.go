@@ -27,7 +27,17 @@ type OutputFile struct{ o *output }
 // "--output_vbmeta_image"), what the kind of file it holds ("a vbmeta
 // image").
 func OpenOutputFile(path, role, what string, ours func(head []byte) bool, force bool) (*OutputFile, error) {
-	foreign := func(path string, info fs.FileInfo) string {
+	o, err := openSmallOutput(path, role, what, foreignUnless(ours), force, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &OutputFile{o: o}, nil
+}
+
+// foreignUnless returns an openSmallOutput check that takes an existing
+// file for ours if it is empty or ours recognizes its first 4 KiB.
+func foreignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string {
+	return func(path string, info fs.FileInfo) string {
 		if info.Size() == 0 {
 			return ""
 		}
@@ -45,11 +55,6 @@ func OpenOutputFile(path, role, what string, ours func(head []byte) bool, force 
 		}
 		return ""
 	}
-	o, err := openSmallOutput(path, role, what, foreign, force, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &OutputFile{o: o}, nil
 }
 
 // Commit writes data and puts it in place.

@@ -42,7 +42,7 @@ AVB check explicitly (an error without a footer).`
 // avbFlagConflicts are the flags that give what an AVB image's vbmeta
 // says itself.
 var avbFlagConflicts = append([]string{"root-hash", "root-hash-file", "hash-offset", "no-superblock",
-	"fec-device", "fec-offset", "fec-roots", "raw", "dump"}, treeFlagNames...)
+	"fec-device", "fec-offset", "fec-roots", "raw", "dump", "root-hash-signature", "sign-cert"}, treeFlagNames...)
 
 // avbJSON is the "avb" part of the JSON report.
 type avbJSON struct {
@@ -87,7 +87,7 @@ func wantsAVB(o *options, args []string) (bool, error) {
 	if o.avb || o.tree.Changed("avb-key") {
 		return true, nil
 	}
-	if len(args) != 1 || o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") || o.rootPositional {
+	if len(args) != 1 || o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") || o.rootPositional || o.sign.wanted() {
 		return false, nil
 	}
 	src, err := verity.OpenSource(args[0], nil)

@@ -95,7 +95,8 @@ Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
      (with --repair: are so again after the repair)
   1  corruption found (and not repaired), or the root hash is not this tree's,
-     or an AVB image's vbmeta signature does not verify (or not with --avb-key)
+     or an AVB image's vbmeta signature does not verify (or not with --avb-key),
+     or the root hash signature does not (or not with --sign-cert)
   2  anything else: bad usage, unreadable or malformed input, I/O error
 `
 
@@ -120,6 +121,9 @@ type options struct {
 	avb       bool
 	avbKey    string
 	avbReport *avbJSON
+	// The root hash signature check (sign.go), and what it found.
+	sign      signCheck
+	sigReport *signatureJSON
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
@@ -129,6 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.SortFlags = false
 	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
+	o.sign.register(fs)
 	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
 	o.tree.RegisterForCheck(fs)
 	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
@@ -144,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -156,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitError
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
 		return cli.ExitOK
 	}
 	code := cli.ExitOK
@@ -262,7 +267,7 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
 	}
-	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair", "avb", "avb-key") {
+	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair", "avb", "avb-key", "root-hash-signature", "sign-cert") {
 		if o.tree.Changed(name) {
 			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
 		}
@@ -323,6 +328,8 @@ type result struct {
 	ProblemsTruncated   bool            `json:"problems_truncated"`
 	// AVB: what the vbmeta of an AVB image says (the AVB check only).
 	AVB *avbJSON `json:"avb,omitempty"`
+	// RootHashSignature: who signed the root hash (--root-hash-signature).
+	RootHashSignature *signatureJSON `json:"root_hash_signature,omitempty"`
 	*repairJSON
 }
 
@@ -401,9 +408,19 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return cli.ExitError, err
 	}
-	root, err := rootHash(ctx, o, &o.tree)
+	sigFile, trusted, err := o.sign.load(ctx)
 	if err != nil {
 		return cli.ExitError, err
+	}
+	root, err := signatureRoot(ctx, o, sigFile)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	if sigFile != nil {
+		var code int
+		if o.sigReport, code, err = checkSignature(o, sigFile, trusted, root, stdout); err != nil {
+			return code, err
+		}
 	}
 	finish := reportTo(vo, stderr, showProgress)
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
@@ -455,7 +472,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 	out := &result{Verified: res.Verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
-		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport}
+		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport}
 	if d := res.RootDiagnosis; d != nil {
 		out.RootHint = d.Hint
 	}

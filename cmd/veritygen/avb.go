@@ -119,6 +119,9 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		return cli.ExitError
 	}
 	a := &o.avb
+	if err := o.sign.notWithAVB(); err != nil {
+		return fail(err)
+	}
 	if !a.on {
 		for _, name := range avbOnlyFlags {
 			if a.fs.Changed(name) {

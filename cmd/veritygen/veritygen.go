@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -116,6 +117,7 @@ type options struct {
 	force        bool
 	boot         bootFlags
 	avb          avbFlags
+	sign         signFlags
 }
 
 func (o *options) changed(name string) bool { return o.tree.Changed(name) }
@@ -143,6 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
 	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
 	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
+	o.sign.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
@@ -150,7 +153,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	o.avb.register(fs)
 	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -158,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+avbUsage+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
 		return cli.ExitOK
 	}
 	if o.avb.wanted() {
@@ -225,6 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 			}
 		}
 		h.Print(stdout)
+		res.RootHashSignature.print(stdout)
 		if a := res.appendResult; a != nil {
 			fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
 			fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
@@ -345,7 +349,8 @@ type result struct {
 	*fecResult
 	*appendResult
 	*verity.BootParams
-	separate bool
+	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
+	separate          bool
 }
 
 // fecResult is what the report says of the parity.
@@ -382,7 +387,12 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err := o.boot.check(); err != nil {
 		return nil, err
 	}
+	sign, err := o.sign.signing(ctx)
+	if err != nil {
+		return nil, err
+	}
 	opts := o.formatOptions(p, stderr)
+	opts.Sign = sign
 	var bar *cli.Progress
 	opts.OnLayout = func(l *verity.Layout) {
 		if line := cli.Expansion(l.DataPath, l.SourceFormat, l.SourceFileSize, l.SourceSize, l.TreeSize()); line != "" {
@@ -412,6 +422,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		TreeSize:       l.TreeSize(),
 		separate:       !l.TreeInData,
 	}
+	res.RootHashSignature = newSignResult(sign, strings.ToLower(o.sign.digest))
 	if l.SourceFormat == "android-sparse" {
 		res.ExpandedSize = uint64(l.SourceSize)
 	}
