@@ -1,24 +1,15 @@
 package avb
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
-
-// VerifyVBMeta checks the image's vbmeta signature with its embedded key
-// and, if key is not nil (an AVB public key blob), that the embedded key is
-// that one. A signature that does not verify is verity.KindCorrupt with
-// ErrSignature.
-func (img *Image) VerifyVBMeta(key []byte) error {
-	if key != nil {
-		return img.VBMeta.VerifyWith(key)
-	}
-	return img.VBMeta.Verify()
-}
 
 // HashtreeCheck returns what verity.Verify needs to check an image's data
 // and tree against a hashtree descriptor of its vbmeta: the root digest
@@ -70,8 +61,8 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	return root, o, nil
 }
 
-// VerifyHashtree checks the image at path against its vbmeta's first
-// hashtree descriptor with verity.Verify (every corrupted block listed in
+// VerifyHashtree checks the image at path against the first hashtree
+// descriptor of its partition (VBMeta.Partition) with verity.Verify (every corrupted block listed in
 // the result; with FEC in the descriptor, what the parity can repair). An
 // Android sparse image (img.Sparse) is checked as the image it expands
 // to, its tree and parity read from the expansion; Repair is refused for
@@ -79,13 +70,14 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 // Without a root digest in the descriptor (a persistent digest) the root
 // is computed from the data first, so that what is checked is that the
 // tree is the data's, as avbtool verify_image checks it.
+// The partition's other descriptors are CheckPartitionDescriptors'.
 // opts, if not nil, gives verity.Verify's other options (Repair,
 // Progress, ...); its tree and FEC fields are set from the descriptor. The
 // caller closes the result.
 func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.VerifyOptions) (*verity.VerifyResult, error) {
-	hts := img.VBMeta.HashtreeDescriptors()
+	hts := img.VBMeta.Partition().Hashtrees
 	if len(hts) == 0 {
-		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor", path)
+		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor for the image's partition", path)
 	}
 	root, o, err := img.HashtreeCheck(hts[0])
 	if err != nil {
@@ -117,4 +109,98 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 		}
 	}
 	return verity.Verify(ctx, path, path, root, o)
+}
+
+// DescriptorCheck is what CheckPartitionDescriptors found about one
+// descriptor of the image's partition.
+type DescriptorCheck struct {
+	// Descriptor is a *HashtreeDescriptor or a *HashDescriptor; Index is
+	// its place among the vbmeta's descriptors, from 1.
+	Descriptor Descriptor
+	Index      int
+	// Matches: the image is as the descriptor says. Problem says what is
+	// not ("" when it matches); Note what could not be checked (a
+	// persistent digest is the device's).
+	Matches       bool
+	Problem, Note string
+}
+
+// CheckPartitionDescriptors checks the image at path against every
+// descriptor of its partition (VBMeta.Partition) but the first hashtree
+// descriptor, which VerifyHashtree checks block by block: each further
+// hashtree descriptor (its root against the data hashed with its
+// parameters, and the tree stored where it says: avbtool verify_image's
+// check; one encoded as the first shares its verdict) and each hash
+// descriptor (the digest of its salt and image_size bytes, as libavb's
+// load_and_verify_hash_partition computes it). libavb checks every hash
+// descriptor of a partition it loads; of several hashtree descriptors,
+// any may be the one set up, so every one must match. Memory stays
+// bounded: each further descriptor is one pass over the image. An error
+// means a check could not be made (malformed descriptor, I/O).
+func CheckPartitionDescriptors(ctx context.Context, path string, img *Image, jobs int) ([]DescriptorCheck, error) {
+	p := img.VBMeta.Partition()
+	var out []DescriptorCheck
+	for i, d := range img.VBMeta.Descriptors {
+		var c DescriptorCheck
+		var err error
+		switch d := d.(type) {
+		case *HashtreeDescriptor:
+			if d.PartitionName != p.Name || d == p.Hashtrees[0] {
+				continue
+			}
+			c, err = checkOtherHashtree(ctx, path, img, p.Hashtrees[0], d, jobs)
+		case *HashDescriptor:
+			if d.PartitionName != p.Name {
+				continue
+			}
+			c, err = checkHash(path, d)
+		default:
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				err = prefixErr(path, err)
+			}
+			return nil, err
+		}
+		c.Descriptor, c.Index = d, i+1
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func checkOtherHashtree(ctx context.Context, path string, img *Image, first, d *HashtreeDescriptor, jobs int) (DescriptorCheck, error) {
+	if bytes.Equal(d.Encode(), first.Encode()) {
+		return DescriptorCheck{Matches: true, Note: "the same as the first hashtree descriptor"}, nil
+	}
+	if _, _, err := img.HashtreeCheck(d); err != nil {
+		return DescriptorCheck{}, err
+	}
+	r, err := CheckHashtreeData(ctx, path, d, jobs)
+	if err != nil {
+		return DescriptorCheck{}, err
+	}
+	switch {
+	case !r.RootMatches:
+		return DescriptorCheck{Problem: fmt.Sprintf("its root digest is %x, the data hashed with its parameters gives %x", d.RootDigest, r.Root)}, nil
+	case !r.TreeMatches:
+		return DescriptorCheck{Problem: fmt.Sprintf("the tree at byte %d (%d bytes) is not the tree of the data hashed with its parameters", d.TreeOffset, d.TreeSize)}, nil
+	}
+	return DescriptorCheck{Matches: true}, nil
+}
+
+// checkHash is libavb's check of a hash descriptor (CheckMetadata has
+// checked its algorithm and digest size).
+func checkHash(path string, d *HashDescriptor) (DescriptorCheck, error) {
+	got, err := hashDigest(path, d)
+	if err != nil {
+		return DescriptorCheck{}, err
+	}
+	switch {
+	case len(d.Digest) == 0:
+		return DescriptorCheck{Matches: true, Note: fmt.Sprintf("persistent digest: the device holds it (the image's %s is %x)", d.HashAlgorithm, got)}, nil
+	case !bytes.Equal(got, d.Digest):
+		return DescriptorCheck{Problem: fmt.Sprintf("its %s digest is %x, the image's %d bytes give %x", d.HashAlgorithm, d.Digest, d.ImageSize, got)}, nil
+	}
+	return DescriptorCheck{Matches: true}, nil
 }
