@@ -450,7 +450,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 		}
 		return nil
 	}
-	out := &result{Verified: res.Verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
+	out := &result{Verified: res.Verified && o.avbReport.accepted(), TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport}
