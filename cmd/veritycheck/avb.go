@@ -21,22 +21,29 @@ import (
 )
 
 const avbUsage = `
-An Android Verified Boot image (from 'avbtool add_hashtree_footer') is
-checked from the image alone: 'veritycheck IMAGE'. veritycheck reads the
-AVB footer at its end and the vbmeta blob it points to, checks the
-vbmeta's signature (with --avb-key: also that it is made with that key;
-the key's SHA-1 is always shown, as 'avbtool info_image' shows it), then
-the data and the tree against the hashtree descriptor's root digest,
-listing every corrupted block as above; --repair rebuilds them from the FEC
-parity the descriptor points at (no --fec-device needed). An Android sparse
-image is checked as the image it expands to, tree and parity included;
---repair is refused for it (expand it first with simg2img). A vbmeta that
-does not verify is exit 1, and the tree is then not checked: nothing in it
-can be trusted. A malformed footer or vbmeta is exit 2. This AVB check is
-chosen when DATA ends in an AVB footer and neither HASH nor a root hash is
-given: without a root hash there is nothing else to check against. With a
-root hash (or HASH) the tree is checked as any other; --avb asks for the
-AVB check explicitly (an error without a footer).`
+An Android Verified Boot image (from 'avbtool add_hashtree_footer' or
+add_hash_footer) is checked from the image alone: 'veritycheck IMAGE'. It
+decides as libavb (the bootloader) does: the vbmeta must be signed, and
+with --avb-key signed with that key (the key's SHA-1 is always shown, as
+'avbtool info_image' shows it); a vbmeta a bootloader refuses outright (a
+newer libavb required, a malformed header) is refused. Then the footer,
+which no signature covers, must agree with the partition's descriptors,
+the data and the tree must match the hashtree descriptor (every corrupted
+block listed as above), and every other hashtree or hash descriptor of the
+partition must match; --repair rebuilds corrupted blocks from the FEC
+parity the descriptor points at (no --fec-device needed). An Android
+sparse image is checked as the image it expands to; --repair is refused
+for it (expand it first with simg2img). A signature that does not verify
+(or not with --avb-key) is exit 1, and the tree is then not checked:
+nothing in it can be trusted. An unsigned vbmeta is checked through and is
+exit 1 too: libavb's OK_NOT_SIGNED is a verification error, which a locked
+device does not boot. What no bootloader boots (malformed or inconsistent
+metadata, a libavb version it lacks) is exit 2. avb/LIBAVB.md lists every
+decision. This AVB check is chosen when DATA ends in an AVB footer and
+neither HASH nor a root hash is given: without a root hash there is nothing
+else to check against. With a root hash (or HASH) the tree is checked as
+any other; --avb asks for the AVB check explicitly (an error without a
+footer).`
 
 // avbFlagConflicts are the flags that give what an AVB image's vbmeta
 // says itself.
@@ -492,6 +499,12 @@ func printAVB(w io.Writer, path string, img *avb.Image, aj *avbJSON, keyPath str
 	}
 	if aj.Flags&avb.FlagVerificationDisabled != 0 {
 		fmt.Fprintf(w, "avb: note: the vbmeta flags disable verification (libavb then checks no descriptor; this check still does)\n")
+	}
+	for _, d := range img.VBMeta.Partition().Hashtrees {
+		if d.DataBlockSize > 4096 {
+			fmt.Fprintf(w, "avb: note: blocks of %d bytes: the kernel's dm-verity takes blocks up to its page size (4096 bytes on most machines)\n", d.DataBlockSize)
+			break
+		}
 	}
 	if aj.Flags != 0 {
 		fmt.Fprintf(w, "avb: note: libavb refuses a chained vbmeta with flags set: this one is good only as the top-level vbmeta\n")

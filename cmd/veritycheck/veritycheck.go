@@ -95,8 +95,11 @@ Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
      (with --repair: are so again after the repair)
   1  corruption found (and not repaired), or the root hash is not this tree's,
-     or an AVB image's vbmeta signature does not verify (or not with --avb-key)
-  2  anything else: bad usage, unreadable or malformed input, I/O error
+     or an AVB image's vbmeta is not signed, or its signature does not verify
+     (or not with --avb-key), or a descriptor of its partition does not match
+  2  anything else: bad usage, unreadable, malformed or inconsistent input
+     (an AVB footer that disagrees with the vbmeta, a vbmeta for a newer
+     libavb), I/O error
 `
 
 type options struct {
