@@ -283,3 +283,25 @@ func TestCheckPartitionDescriptors(t *testing.T) {
 		t.Fatalf("%v %+v", err, checks)
 	}
 }
+
+// The descriptor's dm-verity version is the kernel table's format: 0 lays
+// the tree out with the salt after the data, above 1 is no format.
+func TestHashtreeCheckVersion(t *testing.T) {
+	path := crafted(t, "signed")
+	img, err := avb.ReadImage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht := *img.VBMeta.HashtreeDescriptors()[0]
+	for v, legacy := range map[uint32]bool{0: true, 1: false} {
+		ht.DMVerityVersion = v
+		_, o, err := img.HashtreeCheck(&ht)
+		if err != nil || o.LegacyFormat != legacy {
+			t.Errorf("version %d: %v, legacy format %v", v, err, o != nil && o.LegacyFormat)
+		}
+	}
+	ht.DMVerityVersion = 2
+	if _, _, err := img.HashtreeCheck(&ht); !errors.Is(err, avb.ErrMalformed) {
+		t.Errorf("version 2: %v, want ErrMalformed", err)
+	}
+}

@@ -3,6 +3,7 @@ package avb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,7 +18,8 @@ import (
 // image as data, hash and (when the descriptor has it) FEC device. The
 // descriptor is checked against the image first: the data, tree and parity
 // inside the image, before the vbmeta, not overlapping, and the tree's size
-// the one its parameters give.
+// the one its parameters give. The tree is the kernel's of the descriptor's
+// dm-verity version (the table's format; avbtool writes 1).
 func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyOptions, error) {
 	alg, err := hashes.Lookup(ht.HashAlgorithm)
 	if err != nil {
@@ -25,6 +27,11 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	}
 	if ht.DataBlockSize != ht.HashBlockSize || merkle.CheckBlockSize(int(ht.DataBlockSize)) != nil {
 		return nil, nil, malformed("hashtree descriptor: block sizes %d and %d", ht.DataBlockSize, ht.HashBlockSize)
+	}
+	// The version is the table's hash type, the kernel's format: 1, or
+	// 0 (the salt after the data).
+	if ht.DMVerityVersion > 1 {
+		return nil, nil, malformed("hashtree descriptor: dm-verity version %d (the kernel's verity target has 0 and 1)", ht.DMVerityVersion)
 	}
 	bs := uint64(ht.DataBlockSize)
 	limit := img.Size
@@ -46,7 +53,7 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	}
 	o := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{
 		Hash: alg.Name(), Salt: append([]byte{}, ht.Salt...), DataBlockSize: int(bs), HashBlockSize: int(bs),
-		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset, NoSuperblock: true,
+		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset, NoSuperblock: true, LegacyFormat: ht.DMVerityVersion == 0,
 	}}
 	if ht.FECNumRoots > 0 && ht.FECSize > 0 {
 		if ht.FECOffset < ht.TreeOffset+ht.TreeSize || ht.FECOffset > limit || ht.FECSize > limit-ht.FECOffset || ht.FECOffset%bs != 0 {
@@ -102,13 +109,37 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 			return nil, err
 		}
 		defer src.Close()
-		h, _ := hashes.Lookup(o.Hash)
-		ho := &HashtreeFooterOptions{BlockSize: o.DataBlockSize, Jobs: o.Jobs}
-		if root, err = rootOnly(ctx, src, hts[0].ImageSize, uint64(o.DataBlockSize), h, o.Salt, ho, discard{}); err != nil {
+		if root, err = ownRoot(ctx, src, o); err != nil {
 			return nil, err
 		}
 	}
 	return verity.Verify(ctx, path, path, root, o)
+}
+
+// ownRoot is the root of the tree of the data as o lays it out (its
+// format too), for a persistent digest.
+func ownRoot(ctx context.Context, src *verity.Source, o *verity.VerifyOptions) ([]byte, error) {
+	h, err := hashes.Lookup(o.Hash)
+	if err != nil {
+		return nil, inputErr("", "%v", err)
+	}
+	format := 1
+	if o.LegacyFormat {
+		format = 0
+	}
+	bs := o.DataBlockSize
+	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: format, Salt: o.Salt, DataBlockSize: bs, HashBlockSize: bs, DataBlocks: o.DataBlocks})
+	if err != nil {
+		return nil, paramErr("", "", "%v", err)
+	}
+	root, err := merkle.Build(ctx, g, src, discard{}, &merkle.BuildOptions{Jobs: o.Jobs, Runs: src.Runs(bs, o.DataBlocks)})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, ioErr("hashing: %v", err)
+	}
+	return root, nil
 }
 
 // DescriptorCheck is what CheckPartitionDescriptors found about one

@@ -382,7 +382,13 @@ func avbVerdict(o *options, res *verity.VerifyResult, p *avb.Partition, aj *avbJ
 			return cli.ExitError, err
 		}
 		if !res.Verified {
-			return verdict(o, res, root, stdout)
+			code, err := verdict(o, res, root, stdout)
+			if d := res.RootDiagnosis; d != nil && d.Match != nil && len(d.Changed) > 0 {
+				// The parameters are the signed descriptor's, not flags.
+				err = cli.Errorf("the image was made with other parameters than its signed descriptor says: the kernel, which sets the tree up from the descriptor, would refuse it",
+					"verification failed: the tree is not the one the hashtree descriptor's parameters give: its top block matches the root digest with %s", strings.Join(d.Changed, " "))
+			}
+			return code, err
 		}
 	}
 	err := avbFailure(aj, path)

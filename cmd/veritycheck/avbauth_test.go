@@ -49,6 +49,8 @@ func TestAVBCrafted(t *testing.T) {
 		{"second-hashtree-wrong-root", 1, 1, []string{`hashtree descriptor 2 of partition "system" does not match the image: its root digest is `,
 			"avb: check: hashtree descriptor 2: DOES NOT MATCH"}, nil},
 		{"second-hashtree-same", 0, 0, []string{"avb: check: hashtree descriptor 2: matches (the same as the first", "the partition's 1 other hashtree descriptors match too"}, nil},
+		{"dm-verity-0", 1, 1, []string{"the tree is not the one the hashtree descriptor's parameters give: its top block matches the root digest with --format=1",
+			"the kernel, which sets the tree up from the descriptor, would refuse it"}, nil},
 		{"required-2.0", 2, 2, []string{"requires libavb 2.0, libavb 1.3 (whose rules this check follows) refuses it"}, nil},
 		{"required-1.99", 2, 2, []string{"requires libavb 1.99"}, nil},
 		{"release-no-nul", 2, 2, []string{"release string does not end with a NUL byte"}, nil},
@@ -85,9 +87,10 @@ var veritycheckLibavb = map[string]int{"OK": 0, "ERROR_VERIFICATION": 1, "ERROR_
 // stricterThanLibavb are the images veritycheck fails where libavb's
 // avb_slot_verify passes: libavb reads neither the footer's original size
 // nor the hashtree descriptors (the kernel checks the tree at run time,
-// from the descriptor it is given), and veritycheck checks them all.
+// from the descriptor it is given: its dm-verity version is the table's
+// format), and veritycheck checks them all.
 var stricterThanLibavb = map[string]int{"footer-orig-4096": 2, "footer-orig-minus-100": 2, "hash-orig-small": 2,
-	"second-hashtree-wrong-root": 1}
+	"second-hashtree-wrong-root": 1, "dm-verity-0": 1}
 
 // TestAVBCraftedIsLibavbs: on every crafted image, with the key or
 // trusting the embedded one, veritycheck's exit code is libavb's verdict

@@ -94,6 +94,15 @@ var Cases = []*Case{
 		make: func(p, k string) error {
 			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) { b.descs = append(b.descs, v.HashtreeDescriptors()[0]) })
 		}},
+	{Name: "dm-verity-0", Partition: "system",
+		Doc: "signed; the hashtree descriptor says dm-verity version 0 (the kernel's format 0: salt after the data) of a tree made in format 1",
+		make: func(p, k string) error {
+			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) {
+				ht := *v.HashtreeDescriptors()[0]
+				ht.DMVerityVersion = 0
+				b.descs = append([]avb.Descriptor{&ht}, b.descs[1:]...)
+			})
+		}},
 	{Name: "required-2.0", Partition: "system", Doc: "signed; the vbmeta requires libavb 2.0",
 		make: func(p, k string) error {
 			return hashtreeImage(p, k, mib, 1, func(_ *avb.VBMeta, b *blob) { b.h.RequiredLibavbMajor, b.h.RequiredLibavbMinor = 2, 0 })
