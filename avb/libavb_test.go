@@ -8,6 +8,7 @@ package avb_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/veritytree/veritytree/avb"
@@ -47,5 +48,32 @@ func TestVerifyVBMetaBlobIsLibavbs(t *testing.T) {
 		if seen[r] == 0 {
 			t.Errorf("no blob where libavb says %s", r)
 		}
+	}
+}
+
+// TestParseVBMetaTakesWhatLibavbTakes: a blob libavb verifies (signed or
+// not) parses, but where the descriptors area is wrong: libavb reads it
+// only later, and ParseVBMeta refuses it (LIBAVB.md, S11).
+func TestParseVBMetaTakesWhatLibavbTakes(t *testing.T) {
+	rows, err := avbvectors.ReadTSV("testdata/libavb/blobs.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := avbcraft.Blobs("testdata/vectors/keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, b := range blobs {
+		if r := rows[i][2]; r != "OK" && r != "OK_NOT_SIGNED" || strings.Contains(b.Name, "/descriptors-") {
+			continue
+		}
+		n++
+		if _, err := avb.ParseVBMeta(b.Data); err != nil {
+			t.Errorf("%s: libavb says %s, ParseVBMeta: %v", b.Name, rows[i][2], err)
+		}
+	}
+	if n < 100 {
+		t.Fatalf("%d blobs libavb takes", n)
 	}
 }

@@ -172,6 +172,11 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 		{"public key metadata", h.PublicKeyMetadataOffset, h.PublicKeyMetadataSize, aux},
 		{"descriptors", h.DescriptorsOffset, h.DescriptorsSize, aux},
 	} {
+		// An empty public key metadata may point anywhere (libavb and
+		// avbtool read nothing there).
+		if c.size == 0 && c.what == "public key metadata" {
+			continue
+		}
 		if err := within(c.what, c.off, c.size, uint64(len(c.block))); err != nil {
 			return nil, err
 		}
@@ -180,7 +185,9 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 	v.Hash = clone(auth[h.HashOffset : h.HashOffset+h.HashSize])
 	v.Signature = clone(auth[h.SignatureOffset : h.SignatureOffset+h.SignatureSize])
 	v.PublicKey = clone(aux[h.PublicKeyOffset : h.PublicKeyOffset+h.PublicKeySize])
-	v.PublicKeyMetadata = clone(aux[h.PublicKeyMetadataOffset : h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize])
+	if h.PublicKeyMetadataSize > 0 {
+		v.PublicKeyMetadata = clone(aux[h.PublicKeyMetadataOffset : h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize])
+	}
 	if v.Descriptors, err = ParseDescriptors(aux[h.DescriptorsOffset : h.DescriptorsOffset+h.DescriptorsSize]); err != nil {
 		return nil, err
 	}
