@@ -420,8 +420,11 @@ func avbVerdict(o *options, res *verity.VerifyResult, p *avb.Partition, aj *avbJ
 func avbFailure(aj *avbJSON, path string) error {
 	for _, c := range aj.DescriptorChecks {
 		if !c.Matches {
-			return cli.Errorf("the image is not what every descriptor of its partition says: a bootloader or the kernel may use either",
-				"%s: %s descriptor %d of partition %q does not match the image: %s", path, c.Type, c.Index, aj.PartitionName, c.Problem)
+			hint := "libavb checks every hash descriptor of a partition it loads: a locked device does not boot this image"
+			if c.Type == "hashtree" {
+				hint = "any hashtree descriptor of the partition may be the one the device sets dm-verity up with: each must be the image's"
+			}
+			return cli.Errorf(hint, "%s: %s descriptor %d of partition %q does not match the image: %s", path, c.Type, c.Index, aj.PartitionName, c.Problem)
 		}
 	}
 	if !aj.SignatureVerified {
