@@ -305,3 +305,26 @@ func TestHashtreeCheckVersion(t *testing.T) {
 		t.Errorf("version 2: %v, want ErrMalformed", err)
 	}
 }
+
+// A vbmeta image (no footer) whose blob is larger than libavb loads is
+// refused too: libavb reads at most 64 KiB of a vbmeta partition.
+func TestVerifyVBMetaLargeVBMetaImage(t *testing.T) {
+	key, err := avb.LoadPrivateKey(filepath.Join(craftKeys, avbcraft.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size, ok := range map[int]bool{60 << 10: true, 70 << 10: false} {
+		blob, err := avb.MakeVBMeta(&avb.VBMetaOptions{Algorithm: avbcraft.Algorithm, Key: key,
+			Descriptors: []avb.Descriptor{&avb.PropertyDescriptor{Key: "pad", Value: make([]byte, size)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := avb.ParseImage(bytes.NewReader(blob), int64(len(blob)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := img.VerifyVBMeta(nil); (err == nil) != ok || !ok && !errors.Is(err, avb.ErrMalformed) {
+			t.Errorf("blob of %d bytes: %v", len(blob), err)
+		}
+	}
+}

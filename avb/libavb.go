@@ -227,7 +227,8 @@ func libavbRSAVerify(key, sig, digest []byte, alg *Algorithm) string {
 
 // VerifyVBMeta decides about the image's vbmeta as libavb's avb_slot_verify
 // does about a partition's: the footer must point at a vbmeta a bootloader
-// loads (LibavbMaxVBMetaSize), the blob must verify (VerifyVBMetaBlob) and,
+// loads (LibavbMaxVBMetaSize, which bounds a vbmeta image's blob too), the
+// blob must verify (VerifyVBMetaBlob) and,
 // if key is not nil (an AVB public key blob), be signed with that key
 // (libavb's expected or trusted key). nil means a signature was checked
 // and holds. An unsigned vbmeta (NONE) is ErrNotSigned whatever key it
@@ -238,6 +239,9 @@ func libavbRSAVerify(key, sig, digest []byte, alg *Algorithm) string {
 func (img *Image) VerifyVBMeta(key []byte) error {
 	if f := img.Footer; f != nil && f.VBMetaSize > LibavbMaxVBMetaSize {
 		return malformed("the AVB footer declares a vbmeta of %d bytes; libavb loads at most %d, so a bootloader does not use this footer", f.VBMetaSize, LibavbMaxVBMetaSize)
+	}
+	if len(img.VBMeta.Raw) > LibavbMaxVBMetaSize {
+		return malformed("a vbmeta of %d bytes: libavb loads at most %d", len(img.VBMeta.Raw), LibavbMaxVBMetaSize)
 	}
 	return img.VBMeta.VerifyWith(key)
 }
