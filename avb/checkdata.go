@@ -123,6 +123,16 @@ func (c *treeComparer) WriteAt(p []byte, off int64) (int, error) {
 // ImageSize bytes must be the descriptor's (when it stores one). It reports
 // whether they match; an error means the check could not be made.
 func CheckHashData(path string, d *HashDescriptor) (bool, error) {
+	got, err := hashDigest(path, d)
+	if err != nil {
+		return false, err
+	}
+	return len(d.Digest) == 0 || bytes.Equal(got, d.Digest), nil
+}
+
+// hashDigest is the digest of the salt and the first ImageSize bytes of the
+// image at path (its expansion, if sparse) with the descriptor's hash.
+func hashDigest(path string, d *HashDescriptor) ([]byte, error) {
 	var h crypto.Hash
 	switch d.HashAlgorithm {
 	case "sha1":
@@ -132,20 +142,20 @@ func CheckHashData(path string, d *HashDescriptor) (bool, error) {
 	case "sha512":
 		h = crypto.SHA512
 	default:
-		return false, inputErr("", "hash descriptor: hash algorithm %q is not supported", d.HashAlgorithm)
+		return nil, inputErr("", "hash descriptor: hash algorithm %q is not supported", d.HashAlgorithm)
 	}
 	src, err := verity.OpenSource(path, nil)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer src.Close()
 	if d.ImageSize > uint64(src.Size()) {
-		return false, inputErr("", "%s: hash descriptor: image size %d is beyond the file's %d bytes", path, d.ImageSize, src.Size())
+		return nil, inputErr("", "%s: hash descriptor: image size %d is beyond the file's %d bytes", path, d.ImageSize, src.Size())
 	}
 	hh := h.New()
 	hh.Write(d.Salt)
 	if _, err := io.Copy(hh, io.NewSectionReader(src, 0, int64(d.ImageSize))); err != nil {
-		return false, ioErr("%s: %v", path, err)
+		return nil, ioErr("%s: %v", path, err)
 	}
-	return len(d.Digest) == 0 || bytes.Equal(hh.Sum(nil), d.Digest), nil
+	return hh.Sum(nil), nil
 }

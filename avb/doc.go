@@ -12,8 +12,26 @@
 // --print_required_libavb_version. ReadImage, Image.WriteInfo,
 // CalculateKernelCmdline, EraseFooter and ExtractPublicKey are its
 // info_image, calculate_kernel_cmdline, erase_footer and
-// extract_public_key; Image.VerifyVBMeta and VerifyHashtree check an image
-// as verify_image does, listing every corrupted block.
+// extract_public_key; VBMeta.Verify, CheckHashtreeData and CheckHashData
+// are verify_image's checks.
+//
+// Deciding about an image is libavb's rule, not avbtool's: the bootloader
+// is the authority. Image.VerifyVBMeta (VerifyVBMetaBlob, VBMeta.VerifyWith)
+// decides about the vbmeta as libavb's avb_vbmeta_image_verify and
+// avb_slot_verify do: nil only when a signature was checked and holds, an
+// unsigned vbmeta is ErrNotSigned whatever key it embeds, a vbmeta for a
+// newer libavb ErrUnsupportedVersion. Image.CheckMetadata makes libavb's
+// checks of what a verified vbmeta holds. Image.CheckFooter holds the
+// footer, which no signature covers, to the descriptors of the image's
+// partition (VBMeta.Partition), which it does. VerifyHashtree then checks
+// the data and the tree against the partition's hashtree descriptor,
+// listing every corrupted block, and CheckPartitionDescriptors every other
+// hashtree and hash descriptor of the partition. veritycheck calls them in
+// this order; LIBAVB.md lists every decision libavb makes and where it is
+// made here. The avbtool front answers as avbtool does (VBMeta.Verify
+// passes an unsigned vbmeta, as avbtool's verify_image does), but nothing
+// here cuts image data the partition's descriptor covers because the
+// footer says so: EraseFooter and AddHashtreeFooter's rerun refuse.
 //
 // Parsing checks every size and offset against what holds it before
 // anything is read or allocated: a malformed footer, vbmeta or descriptor

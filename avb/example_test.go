@@ -52,7 +52,12 @@ func Example() {
 	fmt.Println("original size", img.Footer.OriginalImageSize, "vbmeta at", img.Footer.VBMetaOffset)
 	ht := img.VBMeta.HashtreeDescriptors()[0]
 	fmt.Println("tree at", ht.TreeOffset, "size", ht.TreeSize, ht.HashAlgorithm)
-	fmt.Println("signature:", img.VBMeta.Verify())
+	// As a bootloader: signed, and with the key it trusts.
+	trusted, err := avb.EncodePublicKey(&key.PublicKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("signature:", img.VerifyVBMeta(trusted))
 	// Output:
 	// root digest ed44e81f9c5567006bd3920e21a1e70a670e0d0708468d5fa1f0171d2b8f0cb3
 	// original size 262144 vbmeta at 266240

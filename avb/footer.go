@@ -56,10 +56,11 @@ func ParseFooter(b []byte) (*Footer, error) {
 // Check says whether the footer fits an image of imageSize bytes: the
 // vbmeta blob inside the image and before the footer, the original image
 // no larger than where the vbmeta starts, and a major version this package
-// reads.
+// reads. What the original size must be is CheckFooter's: only the
+// vbmeta's descriptors say where the image data ends.
 func (f *Footer) Check(imageSize uint64) error {
-	if f.VersionMajor != 1 {
-		return malformed("AVB footer version %d.%d, only 1.x is known", f.VersionMajor, f.VersionMinor)
+	if f.VersionMajor > 1 { // libavb's rule: 0.x and 1.x are read
+		return malformed("AVB footer version %d.%d, only 1.x and older are known", f.VersionMajor, f.VersionMinor)
 	}
 	if imageSize < FooterSize {
 		return malformed("image of %d bytes is too short for a footer", imageSize)

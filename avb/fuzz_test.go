@@ -128,3 +128,32 @@ func expandFile(t *testing.T, path string) []byte {
 	}
 	return out
 }
+
+// FuzzVerifyVBMetaBlob: libavb's decision on any bytes is one of its
+// results, an error exactly when it is not OK, never a panic; a blob it
+// passes is signed, and VerifyWith its own key passes it too.
+func FuzzVerifyVBMetaBlob(f *testing.F) {
+	for _, b := range vectorBlobs(f) {
+		f.Add(b)
+	}
+	f.Add([]byte("AVB0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res, err := VerifyVBMetaBlob(b)
+		if res < VBMetaOK || res > VBMetaSignatureMismatch || (err == nil) != (res == VBMetaOK) {
+			t.Fatalf("result %v, error %v", res, err)
+		}
+		if res != VBMetaOK {
+			return
+		}
+		v, err := ParseVBMeta(b)
+		if err != nil {
+			return // libavb reads the descriptors later
+		}
+		if v.Algorithm.Type == 0 {
+			t.Fatal("an unsigned blob verified")
+		}
+		if err := v.VerifyWith(v.PublicKey); err != nil {
+			t.Fatalf("VerifyWith its own key: %v", err)
+		}
+	})
+}

@@ -553,7 +553,13 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 			if err := old.Check(size); err != nil {
 				return nil, prefixErr(imagePath, err)
 			}
-			if _, err := ReadVBMeta(tailReader, int64(old.VBMetaOffset), old.VBMetaSize); err != nil {
+			vb, err := ReadVBMeta(tailReader, int64(old.VBMetaOffset), old.VBMetaSize)
+			if err != nil {
+				return nil, prefixErr(imagePath, err)
+			}
+			// Nor below the data its descriptors cover: the footer
+			// is not signed.
+			if err := vb.Partition().checkCut(tailReader, old.OriginalImageSize, "adding the footer again (from the original image size of the footer there)"); err != nil {
 				return nil, prefixErr(imagePath, err)
 			}
 			orig = old.OriginalImageSize

@@ -129,7 +129,10 @@ func CalculateKernelCmdline(path string, hashtreeDisabled bool) (string, error) 
 
 // EraseFooter removes the AVB metadata from a partition image, as `avbtool
 // erase_footer` does: the file is cut to the original image size, or,
-// with keepHashtree, just past the tree and its parity.
+// with keepHashtree, just past the tree and its parity. Unlike avbtool, it
+// refuses (KindRefused, ErrFooterMismatch, nothing cut) to cut bytes that
+// the descriptors of the image's partition say are image data: the
+// footer's original size is not signed, and may be wrong.
 func EraseFooter(path string, keepHashtree bool) error {
 	// Checked before the open too: opening a device or a FIFO is not
 	// harmless.
@@ -153,6 +156,7 @@ func EraseFooter(path string, keepHashtree bool) error {
 	}
 	var out sink = &rawSink{f: f}
 	var img *Image
+	var data io.ReaderAt = f
 	if isSparse(f) {
 		sw, err := openSparseWriter(f)
 		if err != nil {
@@ -162,6 +166,12 @@ func EraseFooter(path string, keepHashtree bool) error {
 		if img, err = ReadImage(path); err != nil {
 			return err
 		}
+		src, err := verity.OpenSource(path, nil)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		data = src
 	} else if img, err = ParseImage(f, fi.Size()); err != nil {
 		return prefixErr(path, err)
 	}
@@ -188,6 +198,13 @@ func EraseFooter(path string, keepHashtree bool) error {
 	}
 	if keepHashtree && size == 0 {
 		return inputErr("", "%s: asked to keep the hashtree, but its descriptor says there is none", path)
+	}
+	what := "erasing the footer (to the original image size it gives)"
+	if keepHashtree {
+		what = "erasing the footer but the hashtree (past the tree and parity)"
+	}
+	if err := img.VBMeta.Partition().checkCut(data, size, what); err != nil {
+		return prefixErr(path, err)
 	}
 	if err := out.truncate(size); err != nil {
 		return prefixErr(path, err)

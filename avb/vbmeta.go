@@ -93,7 +93,7 @@ func ParseHeader(b []byte) (*Header, error) {
 		AuthenticationBlockSize: be.Uint64(b[12:]), AuxiliaryBlockSize: be.Uint64(b[20:]),
 		AlgorithmType: be.Uint32(b[28:]),
 		Flags:         be.Uint32(b[120:]), RollbackIndexLocation: be.Uint32(b[124:]),
-		ReleaseString: cString(b[128 : 128+releaseStringSize]),
+		ReleaseString: cString(b[128 : 128+releaseStringSize-1]), // the last byte is the NUL
 	}
 	v := make([]uint64, 11)
 	for i := range v {
@@ -172,6 +172,11 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 		{"public key metadata", h.PublicKeyMetadataOffset, h.PublicKeyMetadataSize, aux},
 		{"descriptors", h.DescriptorsOffset, h.DescriptorsSize, aux},
 	} {
+		// An empty public key metadata may point anywhere (libavb and
+		// avbtool read nothing there).
+		if c.size == 0 && c.what == "public key metadata" {
+			continue
+		}
 		if err := within(c.what, c.off, c.size, uint64(len(c.block))); err != nil {
 			return nil, err
 		}
@@ -180,7 +185,9 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 	v.Hash = clone(auth[h.HashOffset : h.HashOffset+h.HashSize])
 	v.Signature = clone(auth[h.SignatureOffset : h.SignatureOffset+h.SignatureSize])
 	v.PublicKey = clone(aux[h.PublicKeyOffset : h.PublicKeyOffset+h.PublicKeySize])
-	v.PublicKeyMetadata = clone(aux[h.PublicKeyMetadataOffset : h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize])
+	if h.PublicKeyMetadataSize > 0 {
+		v.PublicKeyMetadata = clone(aux[h.PublicKeyMetadataOffset : h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize])
+	}
 	if v.Descriptors, err = ParseDescriptors(aux[h.DescriptorsOffset : h.DescriptorsOffset+h.DescriptorsSize]); err != nil {
 		return nil, err
 	}
@@ -227,9 +234,12 @@ func (v *VBMeta) HashtreeDescriptors() []*HashtreeDescriptor {
 }
 
 // Verify checks the blob's hash and signature with its embedded public
-// key, as libavb's avb_vbmeta_image_verify does. An unsigned blob (NONE)
-// verifies. A hash or signature that does not match is an error of kind
-// verity.KindCorrupt matching ErrSignature; a malformed key is ErrMalformed.
+// key as avbtool's verify_image does (verify_vbmeta_signature): an
+// unsigned blob (NONE) passes, and only the key's modulus is used. It is
+// what the avbtool front answers with; a bootloader decides otherwise
+// (VerifyWith, Image.VerifyVBMeta). A hash or signature that does not
+// match is an error of kind verity.KindCorrupt matching ErrSignature; a
+// malformed key is ErrMalformed.
 func (v *VBMeta) Verify() error {
 	a := v.Algorithm
 	if a.Type == 0 {
@@ -262,16 +272,4 @@ func (v *VBMeta) Verify() error {
 
 func signatureErr(msg string) error {
 	return &verity.Error{Kind: verity.KindCorrupt, Err: fmt.Errorf("%w: %s", ErrSignature, msg)}
-}
-
-// VerifyWith is Verify, then checks that the embedded public key is key
-// (the AVB public key blob of the key expected).
-func (v *VBMeta) VerifyWith(key []byte) error {
-	if err := v.Verify(); err != nil {
-		return err
-	}
-	if !bytes.Equal(key, v.PublicKey) {
-		return signatureErr("the embedded public key is not the key given")
-	}
-	return nil
 }

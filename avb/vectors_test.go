@@ -311,6 +311,11 @@ func TestAddHashtreeFooterVectors(t *testing.T) {
 			} else if got := fmt.Sprintf("%d,%d,%d", res.Footer.OriginalImageSize, res.Footer.VBMetaOffset, res.Footer.VBMetaSize); got != c.footer {
 				t.Fatalf("footer %s, avbtool %s", got, c.footer)
 			}
+			if c.footer != "-" {
+				// avbtool's own outputs are what libavb and the footer
+				// checks take.
+				acceptedAsLibavb(t, image)
+			}
 			if o.OutputVBMeta != "" {
 				if b, _ := os.ReadFile(o.OutputVBMeta); !bytes.Equal(b, wantBlob) {
 					t.Fatal("the vbmeta file differs from avbtool's")
@@ -323,5 +328,28 @@ func TestAddHashtreeFooterVectors(t *testing.T) {
 				check("rerun")
 			}
 		})
+	}
+}
+
+// acceptedAsLibavb requires the image at path to pass the checks a
+// bootloader makes (VerifyVBMeta: nil when signed, ErrNotSigned when not;
+// CheckMetadata) and CheckFooter.
+func acceptedAsLibavb(t *testing.T, path string) {
+	t.Helper()
+	img, err := ReadImage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVBMeta(t, img)
+	if err := img.CheckMetadata(); err != nil {
+		t.Fatalf("CheckMetadata: %v", err)
+	}
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := img.CheckFooter(src); err != nil {
+		t.Fatalf("CheckFooter: %v", err)
 	}
 }

@@ -1,8 +1,11 @@
 package avb
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
@@ -10,24 +13,14 @@ import (
 	"github.com/veritytree/veritytree/verity"
 )
 
-// VerifyVBMeta checks the image's vbmeta signature with its embedded key
-// and, if key is not nil (an AVB public key blob), that the embedded key is
-// that one. A signature that does not verify is verity.KindCorrupt with
-// ErrSignature.
-func (img *Image) VerifyVBMeta(key []byte) error {
-	if key != nil {
-		return img.VBMeta.VerifyWith(key)
-	}
-	return img.VBMeta.Verify()
-}
-
 // HashtreeCheck returns what verity.Verify needs to check an image's data
 // and tree against a hashtree descriptor of its vbmeta: the root digest
 // (nil when the descriptor keeps none: a persistent digest), and options for verity.Verify(ctx, path, path, root, opts) with the
 // image as data, hash and (when the descriptor has it) FEC device. The
 // descriptor is checked against the image first: the data, tree and parity
 // inside the image, before the vbmeta, not overlapping, and the tree's size
-// the one its parameters give.
+// the one its parameters give. The tree is the kernel's of the descriptor's
+// dm-verity version (the table's format; avbtool writes 1).
 func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyOptions, error) {
 	alg, err := hashes.Lookup(ht.HashAlgorithm)
 	if err != nil {
@@ -35,6 +28,11 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	}
 	if err := checkBlockSizes(ht); err != nil {
 		return nil, nil, err
+	}
+	// The version is the table's hash type, the kernel's format: 1, or
+	// 0 (the salt after the data).
+	if ht.DMVerityVersion > 1 {
+		return nil, nil, malformed("hashtree descriptor: dm-verity version %d (the kernel's verity target has 0 and 1)", ht.DMVerityVersion)
 	}
 	bs := uint64(ht.DataBlockSize)
 	limit, where := img.Size, "the image's %d bytes"
@@ -59,7 +57,7 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	}
 	o := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{
 		Hash: alg.Name(), Salt: append([]byte{}, ht.Salt...), DataBlockSize: int(bs), HashBlockSize: int(bs),
-		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset, NoSuperblock: true,
+		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset, NoSuperblock: true, LegacyFormat: ht.DMVerityVersion == 0,
 	}}
 	if ht.FECNumRoots > 0 && ht.FECSize > 0 {
 		// A property of the image, not a flag: dm-verity takes 2 to 24.
@@ -107,8 +105,8 @@ func checkImageSize(ht *HashtreeDescriptor, limit uint64, where string) error {
 	return nil
 }
 
-// VerifyHashtree checks the image at path against its vbmeta's first
-// hashtree descriptor with verity.Verify (every corrupted block listed in
+// VerifyHashtree checks the image at path against the first hashtree
+// descriptor of its partition (VBMeta.Partition) with verity.Verify (every corrupted block listed in
 // the result; with FEC in the descriptor, what the parity can repair). An
 // Android sparse image (img.Sparse) is checked as the image it expands
 // to, its tree and parity read from the expansion; Repair is refused for
@@ -116,13 +114,14 @@ func checkImageSize(ht *HashtreeDescriptor, limit uint64, where string) error {
 // Without a root digest in the descriptor (a persistent digest) the root
 // is computed from the data first, so that what is checked is that the
 // tree is the data's, as avbtool verify_image checks it.
+// The partition's other descriptors are CheckPartitionDescriptors'.
 // opts, if not nil, gives verity.Verify's other options (Repair,
 // Progress, ...); its tree and FEC fields are set from the descriptor. The
 // caller closes the result.
 func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.VerifyOptions) (*verity.VerifyResult, error) {
-	hts := img.VBMeta.HashtreeDescriptors()
+	hts := img.VBMeta.Partition().Hashtrees
 	if len(hts) == 0 {
-		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor", path)
+		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor for the image's partition", path)
 	}
 	root, o, err := img.HashtreeCheck(hts[0])
 	if err != nil {
@@ -147,11 +146,129 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 			return nil, err
 		}
 		defer src.Close()
-		h, _ := hashes.Lookup(o.Hash)
-		ho := &HashtreeFooterOptions{BlockSize: o.DataBlockSize, Jobs: o.Jobs}
-		if root, err = rootOnly(ctx, src, hts[0].ImageSize, uint64(o.DataBlockSize), h, o.Salt, ho, discard{}); err != nil {
+		if root, err = ownRoot(ctx, src, o); err != nil {
 			return nil, err
 		}
 	}
 	return verity.Verify(ctx, path, path, root, o)
+}
+
+// ownRoot is the root of the tree of the data as o lays it out (its
+// format too), for a persistent digest.
+func ownRoot(ctx context.Context, src *verity.Source, o *verity.VerifyOptions) ([]byte, error) {
+	h, err := hashes.Lookup(o.Hash)
+	if err != nil {
+		return nil, inputErr("", "%v", err)
+	}
+	format := 1
+	if o.LegacyFormat {
+		format = 0
+	}
+	bs := o.DataBlockSize
+	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: format, Salt: o.Salt, DataBlockSize: bs, HashBlockSize: bs, DataBlocks: o.DataBlocks})
+	if err != nil {
+		return nil, paramErr("", "", "%v", err)
+	}
+	root, err := merkle.Build(ctx, g, src, discard{}, &merkle.BuildOptions{Jobs: o.Jobs, Runs: src.Runs(bs, o.DataBlocks)})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, ioErr("hashing: %v", err)
+	}
+	return root, nil
+}
+
+// DescriptorCheck is what CheckPartitionDescriptors found about one
+// descriptor of the image's partition.
+type DescriptorCheck struct {
+	// Descriptor is a *HashtreeDescriptor or a *HashDescriptor; Index is
+	// its place among the vbmeta's descriptors, from 1.
+	Descriptor Descriptor
+	Index      int
+	// Matches: the image is as the descriptor says. Problem says what is
+	// not ("" when it matches); Note what could not be checked (a
+	// persistent digest is the device's).
+	Matches       bool
+	Problem, Note string
+}
+
+// CheckPartitionDescriptors checks the image at path against every
+// descriptor of its partition (VBMeta.Partition) but the first hashtree
+// descriptor, which VerifyHashtree checks block by block: each further
+// hashtree descriptor (its root against the data hashed with its
+// parameters, and the tree stored where it says: avbtool verify_image's
+// check; one encoded as the first shares its verdict) and each hash
+// descriptor (the digest of its salt and image_size bytes, as libavb's
+// load_and_verify_hash_partition computes it). libavb checks every hash
+// descriptor of a partition it loads; of several hashtree descriptors,
+// any may be the one set up, so every one must match. Memory stays
+// bounded: each further descriptor is one pass over the image. An error
+// means a check could not be made (malformed descriptor, I/O).
+func CheckPartitionDescriptors(ctx context.Context, path string, img *Image, jobs int) ([]DescriptorCheck, error) {
+	p := img.VBMeta.Partition()
+	var out []DescriptorCheck
+	for i, d := range img.VBMeta.Descriptors {
+		var c DescriptorCheck
+		var err error
+		switch d := d.(type) {
+		case *HashtreeDescriptor:
+			if d.PartitionName != p.Name || d == p.Hashtrees[0] {
+				continue
+			}
+			c, err = checkOtherHashtree(ctx, path, img, p.Hashtrees[0], d, jobs)
+		case *HashDescriptor:
+			if d.PartitionName != p.Name {
+				continue
+			}
+			c, err = checkHash(path, d)
+		default:
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				err = prefixErr(path, err)
+			}
+			return nil, err
+		}
+		c.Descriptor, c.Index = d, i+1
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func checkOtherHashtree(ctx context.Context, path string, img *Image, first, d *HashtreeDescriptor, jobs int) (DescriptorCheck, error) {
+	if bytes.Equal(d.Encode(), first.Encode()) {
+		return DescriptorCheck{Matches: true, Note: "the same as the first hashtree descriptor"}, nil
+	}
+	if _, _, err := img.HashtreeCheck(d); err != nil {
+		return DescriptorCheck{}, err
+	}
+	r, err := CheckHashtreeData(ctx, path, d, jobs)
+	if err != nil {
+		return DescriptorCheck{}, err
+	}
+	switch {
+	case !r.RootMatches:
+		return DescriptorCheck{Problem: fmt.Sprintf("its root digest is %x, the data hashed with its parameters gives %x", d.RootDigest, r.Root)}, nil
+	case !r.TreeMatches:
+		return DescriptorCheck{Problem: fmt.Sprintf("the tree at byte %d (%d bytes) is not the tree of the data hashed with its parameters", d.TreeOffset, d.TreeSize)}, nil
+	}
+	return DescriptorCheck{Matches: true}, nil
+}
+
+// checkHash is libavb's check of a hash descriptor (CheckMetadata has
+// checked its algorithm and digest size).
+func checkHash(path string, d *HashDescriptor) (DescriptorCheck, error) {
+	got, err := hashDigest(path, d)
+	if err != nil {
+		return DescriptorCheck{}, err
+	}
+	switch {
+	case len(d.Digest) == 0:
+		return DescriptorCheck{Matches: true, Note: fmt.Sprintf("persistent digest: the device holds it (the image's %s is %x)", d.HashAlgorithm, got)}, nil
+	case !bytes.Equal(got, d.Digest):
+		return DescriptorCheck{Problem: fmt.Sprintf("its %s digest is %x, the image's %d bytes give %x", d.HashAlgorithm, d.Digest, d.ImageSize, got)}, nil
+	}
+	return DescriptorCheck{Matches: true}, nil
 }

@@ -26,6 +26,8 @@ all=(
   fec:FuzzDecodeCodeword fec:FuzzParams
   cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump
   cmd/veritygen:FuzzAndroidSparseRuns cmd/veritygen:FuzzBootNames
+  avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob
+  cmd/veritycheck:FuzzAVBCheck
 )
 missing=$(comm -13 <(printf '%s\n' "${all[@]#*:}" | sort) \
   <(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u))

@@ -131,9 +131,12 @@ func TestAVBVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := img.VBMeta.HashtreeDescriptors()[0].RootDigest
-			r := avbExpect(t, 0, []string{"avb: vbmeta: algorithm NONE", "avb: descriptor: hashtree: ", "the vbmeta is not signed"}, path)
-			if !strings.Contains(r.stdout, "verified: ") || !strings.Contains(r.stdout, "match the root digest "+hexs(root)) {
-				t.Errorf("want the verified line with the descriptor's root digest:\n%v", r)
+			// Unsigned: checked through, then exit 1, as libavb's
+			// OK_NOT_SIGNED is a verification error.
+			r := avbExpect(t, 1, []string{"avb: vbmeta: algorithm NONE", "avb: descriptor: hashtree: ", "the vbmeta is not signed",
+				"libavb's verdict is OK_NOT_SIGNED"}, path)
+			if !strings.Contains(r.stdout, "not signed: ") || !strings.Contains(r.stdout, "match the root digest "+hexs(root)) {
+				t.Errorf("want the not-signed line with the descriptor's root digest:\n%v", r)
 			}
 			// An unsigned vbmeta is not signed with any key.
 			avbExpect(t, 1, []string{"not signed (algorithm NONE)", "the tree was not checked"},
@@ -285,7 +288,7 @@ func TestAVBSignedWithFEC(t *testing.T) {
 
 func TestAVBNoFEC(t *testing.T) {
 	m := avbMake(t, 40, false, func(o *avb.HashtreeFooterOptions) { o.Algorithm, o.Key = "", nil })
-	avbExpect(t, 0, []string{"no FEC", "verified: 40 data blocks"}, m.path)
+	avbExpect(t, 1, []string{"no FEC", "not signed: 40 data blocks"}, m.path)
 	avbExpect(t, 2, []string{"--repair: the hashtree descriptor of " + m.path + " points at no FEC parity", "--do_not_generate_fec"}, "--repair", m.path)
 	m.unchanged(t)
 }

@@ -95,9 +95,12 @@ Exit codes:
   0  verified: DATA and HASH are exactly what the root hash vouches for
      (with --repair: are so again after the repair)
   1  corruption found (and not repaired), or the root hash is not this tree's,
-     or an AVB image's vbmeta signature does not verify (or not with --avb-key),
-     or the root hash signature does not (or not with --sign-cert)
-  2  anything else: bad usage, unreadable or malformed input, I/O error
+     or an AVB image's vbmeta is not signed, or its signature does not verify
+     (or not with --avb-key), or a descriptor of its partition does not match,
+     or the root hash signature does not verify (or not with --sign-cert)
+  2  anything else: bad usage, unreadable, malformed or inconsistent input
+     (an AVB footer that disagrees with the vbmeta, a vbmeta for a newer
+     libavb), I/O error
 `
 
 type options struct {
@@ -469,7 +472,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 		}
 		return nil
 	}
-	out := &result{Verified: res.Verified, TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
+	out := &result{Verified: res.Verified && o.avbReport.accepted(), TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport}

@@ -526,8 +526,11 @@ func (t *avbtool) verifyImage(args []string) int {
 		chains[parts[0]] = expectedChain{uint32(loc), b}
 	}
 	if err := t.verify(*image, *key, chains, *follow, *acceptZeroed, 0); err != nil {
-		if errors.Is(err, errDescriptor) {
-			fmt.Fprintf(t.stderr, "%s: Error verifying descriptor.\n", t.prog)
+		var m avbMessage
+		if errors.As(err, &m) {
+			// avbtool's own words, printed as its AvbError: argv[0], the
+			// message, nothing else.
+			fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m)
 		} else {
 			t.failed(err)
 		}
@@ -536,7 +539,7 @@ func (t *avbtool) verifyImage(args []string) int {
 	return avbtoolOK
 }
 
-// errDescriptor: a descriptor did not verify (its message is printed).
+// errDescriptor: a descriptor did not verify (avbtool printed why).
 var errDescriptor = avbErr("Error verifying descriptor.")
 
 // maxChainDepth bounds --follow_chain_partitions through chains that loop.

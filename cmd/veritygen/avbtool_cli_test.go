@@ -221,7 +221,8 @@ func avbExpandedBytes(path string) ([]byte, error) {
 // TestAvbtoolFrontVerifyDamage: verify_image finds what avbtool finds in
 // a damaged image, exit 1, with avbtool's lines: data that is not the
 // descriptor's, a tree that is not the data's, a vbmeta whose signature
-// fails, another key than the one given.
+// fails, another key than the one given. avbtool prints its errors as
+// "argv0: message" (testdata/avbtool/avbauth records them).
 func TestAvbtoolFrontVerifyDamage(t *testing.T) {
 	key := filepath.Join(avbVectorDir, "keys", "rsa2048.pem")
 	other := filepath.Join(avbVectorDir, "keys", "rsa4096.pub.pem")
@@ -236,8 +237,8 @@ func TestAvbtoolFrontVerifyDamage(t *testing.T) {
 		{"tree", func(img *avb.Image) int64 { return int64(img.VBMeta.HashtreeDescriptors()[0].TreeOffset) + 7 }, "", 2,
 			"hashtree of system.img contains invalid data\navbtool: Error verifying descriptor.\n"},
 		{"signature", func(img *avb.Image) int64 { return int64(img.Footer.VBMetaOffset) + avb.HeaderSize + 40 }, "", 1,
-			"avbtool: error: Signature check failed for SHA256_RSA2048 vbmeta struct system.img\n"},
-		{"other key", func(*avb.Image) int64 { return -1 }, other, 1, "avbtool: error: Embedded public key does not match given key.\n"},
+			"avbtool: Signature check failed for SHA256_RSA2048 vbmeta struct system.img\n"},
+		{"other key", func(*avb.Image) int64 { return -1 }, other, 1, "avbtool: Embedded public key does not match given key.\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
