@@ -1,0 +1,163 @@
+package safefile
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readSmall opens path without blocking (a FIFO without writer would
+// otherwise hold open(2) until one comes, deaf to signals), checks its
+// type again on the open file, and reads it: a regular file at once, a
+// FIFO or a character device through the poller, whose wait ctx ends.
+func readSmall(ctx context.Context, path string, limit int) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	typ := st.Mode & unix.S_IFMT
+	if err := checkType(path, fileMode(typ)); err != nil {
+		unix.Close(fd) // it changed since the Stat
+		return nil, err
+	}
+	if typ == unix.S_IFREG {
+		// Reads of a regular file never wait; os.NewFile would take a
+		// non-blocking descriptor for one of the poller's.
+		if err := unix.SetNonblock(fd, false); err != nil {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), path)
+		defer f.Close()
+		if st.Size > int64(limit) {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
+		}
+		return readAll(f, path, limit)
+	}
+	f := os.NewFile(uintptr(fd), path) // non-blocking: in the poller
+	defer f.Close()
+	// The end of ctx wakes the wait below (a deadline in the past).
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	b, err := readPolled(f, limit, typ == unix.S_IFIFO)
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if len(b) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
+	}
+	return b, nil
+}
+
+// readAll reads a regular file to its end, up to limit+1 bytes.
+func readAll(f *os.File, path string, limit int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: unwrap(err)}
+	}
+	if len(b) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
+	}
+	return b, nil
+}
+
+// readPolled reads a non-blocking FIFO or character device to its end (or
+// past limit), waiting in the poller whenever there is nothing to read
+// yet. A FIFO's read returns 0 both at its end and while no writer has
+// opened it: only the hang-up poll(2) reports once a writer has come and
+// gone tells the two apart.
+func readPolled(f *os.File, limit int, fifo bool) ([]byte, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, min(limit+1, 4096))
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			if len(buf) == cap(buf) {
+				grown := make([]byte, len(buf), min(2*cap(buf), limit+1))
+				buf = grown[:copy(grown, buf)]
+			}
+			n, err := unix.Read(int(fd), buf[len(buf):cap(buf)])
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				return false // a writer, no data yet: wait
+			case err != nil:
+				rerr = err
+				return true
+			case n > 0:
+				buf = buf[:len(buf)+n]
+				if len(buf) > limit {
+					return true
+				}
+				continue
+			case fifo && !hungUp(int(fd)):
+				return false // no writer yet: wait for one
+			}
+			return true // the end
+		}
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, context.Canceled // replaced by ctx's error
+		}
+		return nil, unwrap(err)
+	}
+	return buf, rerr
+}
+
+// hungUp reports whether the FIFO fd's writers have all gone, after one
+// came (Linux reports POLLHUP only then).
+func hungUp(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0
+	}
+}
+
+// fileMode converts a stat(2) file type to an fs.FileMode.
+func fileMode(typ uint32) fs.FileMode {
+	switch typ {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeIrregular
+}
+
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
