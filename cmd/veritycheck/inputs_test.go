@@ -149,12 +149,7 @@ func TestRootHashFileLimit(t *testing.T) {
 	}
 	// As bash's --root-hash-file=<(cat root.hex) gives it: a pipe.
 	fifo := testtool.MkFIFO(t, dir, "root.fifo")
-	go func() {
-		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			w.WriteString(rootHex + "\n")
-			w.Close()
-		}
-	}()
+	testtool.FeedFIFO(t, fifo, []byte(rootHex+"\n"))
 	if r := inRun(t, "--root-hash-file="+fifo, data); r.code != 0 || !strings.HasPrefix(r.stdout, "verified: ") {
 		t.Error("a root hash from a pipe: want exit 0, verified")
 	}

@@ -10,11 +10,14 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 func TestReadSmallRegular(t *testing.T) {
@@ -139,25 +142,30 @@ func TestReadSmallFIFOWithoutWriterEndsWithContext(t *testing.T) {
 	}
 }
 
-// A FIFO's writer that comes later, writes in pieces and leaves: all of
-// it is read; one that writes nothing gives an empty input.
+// A FIFO's writer that comes later, writes and leaves: all of it is read;
+// one that writes nothing gives an empty input.
 func TestReadSmallFIFOWriter(t *testing.T) {
-	for _, pieces := range [][]string{{"abc", "def", strings.Repeat("x", 70000)}, nil} {
+	for _, data := range []string{"abc" + strings.Repeat("x", 70000), ""} {
 		p := mkfifo(t)
-		go func() {
-			w, err := os.OpenFile(p, os.O_WRONLY, 0)
-			if err != nil {
-				return
-			}
-			for _, s := range pieces {
-				w.WriteString(s)
-			}
-			w.Close()
-		}()
+		testtool.FeedFIFO(t, p, []byte(data))
 		b, err := ReadSmall(context.Background(), p, 1<<20)
-		if want := strings.Join(pieces, ""); err != nil || string(b) != want {
-			t.Fatalf("got %d bytes, %v; want %d", len(b), err, len(want))
+		if err != nil || string(b) != data {
+			t.Fatalf("got %d bytes, %v; want %d", len(b), err, len(data))
 		}
+	}
+}
+
+// The same with another process as writer, as a shell's
+// "echo ... > fifo" is.
+func TestReadSmallFIFOOtherProcess(t *testing.T) {
+	p := mkfifo(t)
+	cmd := exec.Command("sh", "-c", `printf 'abcd\n' > "$0"`, p)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	if b, err := ReadSmall(context.Background(), p, 100); err != nil || string(b) != "abcd\n" {
+		t.Fatalf("got %q, %v", b, err)
 	}
 }
 
@@ -168,13 +176,11 @@ func TestReadSmallFIFOOverLimit(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		w, err := os.OpenFile(p, os.O_WRONLY, 0)
-		if err != nil {
-			return
+		if w := testtool.OpenFIFOWriter(p, stop); w != nil {
+			defer w.Close()
+			w.Write(make([]byte, 200))
+			<-stop // the writer stays: only the limit ends the read
 		}
-		defer w.Close()
-		w.Write(make([]byte, 200))
-		<-stop // the writer stays: only the limit ends the read
 	}()
 	if _, err := ReadSmall(context.Background(), p, 100); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v", err)
