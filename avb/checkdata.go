@@ -122,8 +122,9 @@ func (c *treeComparer) WriteAt(p []byte, off int64) (int, error) {
 // CheckHashData checks the image at path against a hash descriptor as
 // avbtool verify_image does: the digest of the salt and the first
 // ImageSize bytes must be the descriptor's (when it stores one). It reports
-// whether they match; an error means the check could not be made.
-func CheckHashData(path string, d *HashDescriptor) (bool, error) {
+// whether they match; an error means the check could not be made. The
+// image may be large (a 64 GiB boot image): the hashing ends with ctx.
+func CheckHashData(ctx context.Context, path string, d *HashDescriptor) (bool, error) {
 	var h crypto.Hash
 	switch d.HashAlgorithm {
 	case "sha1":
@@ -145,8 +146,26 @@ func CheckHashData(path string, d *HashDescriptor) (bool, error) {
 	}
 	hh := h.New()
 	hh.Write(d.Salt)
-	if _, err := io.Copy(hh, io.NewSectionReader(src, 0, int64(d.ImageSize))); err != nil {
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(hh, &ctxReader{ctx, io.NewSectionReader(src, 0, int64(d.ImageSize))}, buf); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
 		return false, ioErr("%s: %v", path, err)
 	}
 	return len(d.Digest) == 0 || bytes.Equal(hh.Sum(nil), d.Digest), nil
+}
+
+// ctxReader is r, its reads failing once ctx ends: a copy of gigabytes
+// stops at the next read.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/veritytree/veritytree/verity"
@@ -40,7 +41,7 @@ func TestParseVBMetaRoundTrip(t *testing.T) {
 			t.Fatal("header does not encode back")
 		}
 		aux := b[HeaderSize+h.AuthenticationBlockSize:]
-		if !bytes.Equal(EncodeDescriptors(v.Descriptors), aux[h.DescriptorsOffset:h.DescriptorsOffset+h.DescriptorsSize]) {
+		if !bytes.Equal(EncodeDescriptors(slices.Collect(v.Descriptors())), aux[h.DescriptorsOffset:h.DescriptorsOffset+h.DescriptorsSize]) {
 			t.Fatal("descriptors do not encode back")
 		}
 		if err := v.Verify(); err != nil {

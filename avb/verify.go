@@ -83,11 +83,11 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 // Progress, ...); its tree and FEC fields are set from the descriptor. The
 // caller closes the result.
 func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.VerifyOptions) (*verity.VerifyResult, error) {
-	hts := img.VBMeta.HashtreeDescriptors()
-	if len(hts) == 0 {
+	ht := img.VBMeta.FirstHashtree()
+	if ht == nil {
 		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor", path)
 	}
-	root, o, err := img.HashtreeCheck(hts[0])
+	root, o, err := img.HashtreeCheck(ht)
 	if err != nil {
 		return nil, prefixErr(path, err)
 	}
@@ -112,7 +112,7 @@ func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.V
 		defer src.Close()
 		h, _ := hashes.Lookup(o.Hash)
 		ho := &HashtreeFooterOptions{BlockSize: o.DataBlockSize, Jobs: o.Jobs}
-		if root, err = rootOnly(ctx, src, hts[0].ImageSize, uint64(o.DataBlockSize), h, o.Salt, ho, discard{}); err != nil {
+		if root, err = rootOnly(ctx, src, ht.ImageSize, uint64(o.DataBlockSize), h, o.Salt, ho, discard{}); err != nil {
 			return nil, err
 		}
 	}

@@ -3,7 +3,6 @@ package verity
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -134,7 +133,7 @@ func readSmallFile(ctx context.Context, role, path string, limit int) ([]byte, e
 	case err == nil:
 		return b, nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return nil, fmt.Errorf("interrupted while waiting for %s %s: %w", role, path, ctx.Err())
+		return nil, safefile.Interrupted(ctx, role+" "+path)
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, err
 	case errors.Is(err, safefile.ErrNotFile):

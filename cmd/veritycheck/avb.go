@@ -12,11 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -67,9 +68,21 @@ type avbJSON struct {
 	PartitionName string `json:"partition_name"`
 	// PersistentDigest: the descriptor stores no root digest; the tree
 	// is checked against the root it has itself.
-	PersistentDigest bool             `json:"persistent_digest"`
-	Descriptors      []descriptorJSON `json:"descriptors"`
+	PersistentDigest bool `json:"persistent_digest"`
+	// Descriptors lists the first maxListedDescriptors descriptors;
+	// DescriptorCount counts them all, DescriptorsNotListed the rest.
+	Descriptors          []descriptorJSON `json:"descriptors"`
+	DescriptorCount      int              `json:"descriptor_count"`
+	DescriptorsNotListed int              `json:"descriptors_not_listed"`
 }
+
+// maxListedDescriptors bounds the descriptors the reports list, and
+// maxDescribed the bytes of a name, a command line or a value they show:
+// a vbmeta of 16 MiB holds a million descriptors, or one of 16 MiB.
+const (
+	maxListedDescriptors = 1000
+	maxDescribed         = 1024
+)
 
 type descriptorJSON struct {
 	Type          string `json:"type"` // hashtree, hash, property, kernel_cmdline, chain_partition, unknown
@@ -100,19 +113,18 @@ func wantsAVB(o *options, args []string) bool {
 
 // readAVBKey reads --avb-key: an RSA key in PEM (public or private) or an
 // AVB public key blob (avbtool extract_public_key), and returns the blob.
-func readAVBKey(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
-	}
-	defer f.Close()
+// It may be a pipe or a FIFO, whose wait for a writer ends with ctx.
+func readAVBKey(ctx context.Context, path string) ([]byte, error) {
 	// An 8192-bit key in PEM is under 7 KiB: a larger file is not a key.
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
-	if err != nil {
-		return nil, cli.Errorf("", "--avb-key: %v", err)
-	}
-	if len(b) > 1<<20 {
+	b, err := safefile.ReadSmall(ctx, path, 1<<20)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, safefile.Interrupted(ctx, "--avb-key "+path)
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, cli.Errorf("give the key in PEM or as avbtool extract_public_key writes it", "--avb-key %s: larger than 1 MiB, not a key", path)
+	default:
+		return nil, cli.Errorf("", "--avb-key %s: %s", path, safefile.Message(err))
 	}
 	if bytes.Contains(b, []byte("-----BEGIN")) {
 		pub, err := avb.ParsePublicKeyPEM(b)
@@ -157,7 +169,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	var key []byte
 	if o.avbKey != "" {
 		var err error
-		if key, err = readAVBKey(o.avbKey); err != nil {
+		if key, err = readAVBKey(ctx, o.avbKey); err != nil {
 			return cli.ExitError, err
 		}
 	}
@@ -176,13 +188,12 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if len(v.PublicKey) > 0 {
 		aj.PublicKeySHA1 = sha1Hex(v.PublicKey)
 	}
-	hts := v.HashtreeDescriptors()
-	if len(hts) > 0 {
-		aj.PartitionName, aj.PersistentDigest = hts[0].PartitionName, len(hts[0].RootDigest) == 0
+	ht := v.FirstHashtree()
+	if ht != nil {
+		aj.PartitionName, aj.PersistentDigest = clip(ht.PartitionName), len(ht.RootDigest) == 0
 	}
-	for _, d := range v.Descriptors {
-		aj.Descriptors = append(aj.Descriptors, describeDescriptor(d))
-	}
+	aj.Descriptors, aj.DescriptorCount = describeDescriptors(v), v.NumDescriptors()
+	aj.DescriptorsNotListed = aj.DescriptorCount - len(aj.Descriptors)
 	o.avbReport = aj
 
 	switch sigErr := img.VerifyVBMeta(key); {
@@ -214,7 +225,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		}
 		return cli.ExitCorrupt, err
 	}
-	if len(hts) == 0 {
+	if ht == nil {
 		return cli.ExitError, cli.Errorf("", "%s: the vbmeta has no hashtree descriptor: there is no tree to check", path)
 	}
 	if o.repair && img.Sparse {
@@ -224,7 +235,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		return cli.ExitError, cli.Errorf(fmt.Sprintf("expand it first (simg2img %s image.raw), then veritycheck --repair image.raw (and img2simg it again if a sparse image is needed)", path),
 			"--repair: %s is an Android sparse image, and a repair cannot write into it", path)
 	}
-	if o.repair && (hts[0].FECNumRoots == 0 || hts[0].FECSize == 0) {
+	if o.repair && (ht.FECNumRoots == 0 || ht.FECSize == 0) {
 		return cli.ExitError, cli.Errorf("nothing to rebuild corrupted blocks from: the image was made without FEC (avbtool --do_not_generate_fec)",
 			"--repair: the hashtree descriptor of %s points at no FEC parity", path)
 	}
@@ -240,7 +251,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		return cli.ExitError, err
 	}
 	defer res.Close()
-	root := hts[0].RootDigest
+	root := ht.RootDigest
 	if err := report(o, res, root, path, path, stdout); err != nil {
 		return cli.ExitError, err
 	}
@@ -299,9 +310,48 @@ func printAVB(w io.Writer, path string, img *avb.Image, aj *avbJSON, keyPath str
 	for _, d := range aj.Descriptors {
 		fmt.Fprintf(w, "avb: descriptor: %s: %s\n", strings.ReplaceAll(d.Type, "_", " "), d.Text)
 	}
+	if aj.DescriptorsNotListed > 0 {
+		fmt.Fprintf(w, "avb: descriptors: %d more not listed (%d in all; avbtool info_image lists them all)\n",
+			aj.DescriptorsNotListed, aj.DescriptorCount)
+	}
 }
 
-// describeDescriptor summarises a descriptor for the reports.
+// describeDescriptors summarises the first maxListedDescriptors
+// descriptors of v, walked one at a time.
+func describeDescriptors(v *avb.VBMeta) []descriptorJSON {
+	ds := []descriptorJSON{}
+	for d := range v.Descriptors() {
+		if len(ds) == maxListedDescriptors {
+			break
+		}
+		ds = append(ds, describeDescriptor(d))
+	}
+	return ds
+}
+
+// clip cuts s to maxDescribed bytes (on a character boundary), saying how
+// long it was.
+func clip(s string) string {
+	if len(s) <= maxDescribed {
+		return s
+	}
+	n := maxDescribed
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+}
+
+// clipHex is b in hex, cut to maxDescribed/2 bytes.
+func clipHex(b []byte) string {
+	if len(b) <= maxDescribed/2 {
+		return hex.EncodeToString(b)
+	}
+	return fmt.Sprintf("%x... (%d bytes)", b[:maxDescribed/2], len(b))
+}
+
+// describeDescriptor summarises a descriptor for the reports, every name,
+// value and digest cut to maxDescribed bytes.
 func describeDescriptor(d avb.Descriptor) descriptorJSON {
 	switch d := d.(type) {
 	case *avb.HashtreeDescriptor:
@@ -311,22 +361,26 @@ func describeDescriptor(d avb.Descriptor) descriptorJSON {
 		}
 		root := "none (persistent digest)"
 		if len(d.RootDigest) > 0 {
-			root = hex.EncodeToString(d.RootDigest)
+			root = clipHex(d.RootDigest)
 		}
-		return descriptorJSON{Type: "hashtree", PartitionName: d.PartitionName,
+		salt := "-"
+		if len(d.Salt) > 0 {
+			salt = clipHex(d.Salt)
+		}
+		return descriptorJSON{Type: "hashtree", PartitionName: clip(d.PartitionName),
 			Text: fmt.Sprintf("partition %q, %s, %d-byte blocks, data %d bytes, tree at byte %d (%d bytes), %s, salt %s, root digest %s, flags %d",
-				d.PartitionName, d.HashAlgorithm, d.DataBlockSize, d.ImageSize, d.TreeOffset, d.TreeSize, fecText, cli.FormatSalt(d.Salt), root, d.Flags)}
+				clip(d.PartitionName), d.HashAlgorithm, d.DataBlockSize, d.ImageSize, d.TreeOffset, d.TreeSize, fecText, salt, root, d.Flags)}
 	case *avb.HashDescriptor:
-		return descriptorJSON{Type: "hash", PartitionName: d.PartitionName,
-			Text: fmt.Sprintf("partition %q, %s of %d bytes: %x (not checked: another partition's image)", d.PartitionName, d.HashAlgorithm, d.ImageSize, d.Digest)}
+		return descriptorJSON{Type: "hash", PartitionName: clip(d.PartitionName),
+			Text: fmt.Sprintf("partition %q, %s of %d bytes: %s (not checked: another partition's image)", clip(d.PartitionName), d.HashAlgorithm, d.ImageSize, clipHex(d.Digest))}
 	case *avb.PropertyDescriptor:
-		return descriptorJSON{Type: "property", Text: fmt.Sprintf("%s = %s", d.Key, propertyValue(d.Value))}
+		return descriptorJSON{Type: "property", Text: fmt.Sprintf("%s = %s", clip(d.Key), propertyValue(d.Value))}
 	case *avb.KernelCmdlineDescriptor:
-		return descriptorJSON{Type: "kernel_cmdline", Text: fmt.Sprintf("flags %d: %s", d.Flags, d.Cmdline)}
+		return descriptorJSON{Type: "kernel_cmdline", Text: fmt.Sprintf("flags %d: %s", d.Flags, clip(d.Cmdline))}
 	case *avb.ChainPartitionDescriptor:
-		return descriptorJSON{Type: "chain_partition", PartitionName: d.PartitionName,
+		return descriptorJSON{Type: "chain_partition", PartitionName: clip(d.PartitionName),
 			Text: fmt.Sprintf("partition %q, rollback index location %d, public key (sha1) %s, flags %d (not checked: its own vbmeta)",
-				d.PartitionName, d.RollbackIndexLocation, sha1Hex(d.PublicKey), d.Flags)}
+				clip(d.PartitionName), d.RollbackIndexLocation, sha1Hex(d.PublicKey), d.Flags)}
 	case *avb.UnknownDescriptor:
 		return descriptorJSON{Type: "unknown", Text: fmt.Sprintf("tag %d, %d bytes", d.TagValue, len(d.Data))}
 	}
@@ -336,6 +390,9 @@ func describeDescriptor(d avb.Descriptor) descriptorJSON {
 // propertyValue shows a property's value as avbtool info_image does: the
 // text in quotes when it is printable, else its size.
 func propertyValue(v []byte) string {
+	if len(v) >= 256 { // as avbtool info_image
+		return fmt.Sprintf("(%d bytes)", len(v))
+	}
 	for _, c := range v {
 		if c < 0x20 || c > 0x7e {
 			return fmt.Sprintf("(%d bytes)", len(v))

@@ -98,3 +98,20 @@ func Message(err error) string {
 	}
 	return err.Error()
 }
+
+// interrupted is the error of a wait that a context ended: in our words,
+// matching the context's error.
+type interrupted struct {
+	msg   string
+	cause error
+}
+
+func (e *interrupted) Error() string { return e.msg }
+func (e *interrupted) Unwrap() error { return e.cause }
+
+// Interrupted returns the error of a wait for the input what (e.g. "key
+// k.pem") that ctx ended: "interrupted while waiting for key k.pem", which
+// matches ctx's error (context.Canceled).
+func Interrupted(ctx context.Context, what string) error {
+	return &interrupted{msg: "interrupted while waiting for " + what, cause: ctx.Err()}
+}
