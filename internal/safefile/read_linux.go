@@ -77,8 +77,10 @@ func readAll(f *os.File, path string, limit int) ([]byte, error) {
 // readPolled reads a non-blocking FIFO or character device to its end (or
 // past limit), waiting in the poller whenever there is nothing to read
 // yet. A FIFO's read returns 0 both at its end and while no writer has
-// opened it: only the hang-up poll(2) reports once a writer has come and
-// gone tells the two apart.
+// opened it: the hang-up poll(2) reports once a writer has come and gone
+// tells the two apart, and a writer may have come, written and gone
+// between the read and the poll, so the FIFO is read again after a
+// hang-up before its end is believed.
 func readPolled(f *os.File, limit int, fifo bool) ([]byte, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -86,6 +88,7 @@ func readPolled(f *os.File, limit int, fifo bool) ([]byte, error) {
 	}
 	buf := make([]byte, 0, min(limit+1, 4096))
 	var rerr error
+	hungUp := false
 	err = rc.Read(func(fd uintptr) bool {
 		for {
 			if len(buf) == cap(buf) {
@@ -107,10 +110,18 @@ func readPolled(f *os.File, limit int, fifo bool) ([]byte, error) {
 					return true
 				}
 				continue
-			case fifo && !hungUp(int(fd)):
+			case !fifo || hungUp:
+				return true // the end
+			}
+			if afterEmptyRead != nil {
+				afterEmptyRead()
+			}
+			switch revents := pollNow(int(fd)); {
+			case revents&unix.POLLHUP != 0:
+				hungUp = true // read what the writer left, then the end
+			case revents&unix.POLLIN == 0:
 				return false // no writer yet: wait for one
 			}
-			return true // the end
 		}
 	})
 	if err != nil {
@@ -122,16 +133,24 @@ func readPolled(f *os.File, limit int, fifo bool) ([]byte, error) {
 	return buf, rerr
 }
 
-// hungUp reports whether the FIFO fd's writers have all gone, after one
-// came (Linux reports POLLHUP only then).
-func hungUp(fd int) bool {
+// afterEmptyRead, if set (by tests), runs between a FIFO's empty read and
+// the poll that follows it.
+var afterEmptyRead func()
+
+// pollNow returns the events poll(2) reports on fd at once: for a FIFO,
+// POLLIN with data, POLLHUP once all its writers have gone after one came
+// (Linux reports no hang-up before a writer has come).
+func pollNow(fd int) int16 {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(fds, 0)
 		if err == unix.EINTR {
 			continue
 		}
-		return err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0
+		if err != nil || n == 0 {
+			return 0
+		}
+		return fds[0].Revents
 	}
 }
 

@@ -25,10 +25,9 @@ func FeedFIFO(t testing.TB, path string, data []byte) {
 
 // OpenFIFOWriter opens the FIFO at path for writing once a reader has
 // opened it, or returns nil when done is closed first. It opens without
-// blocking, again until a reader is there (ENXIO until then): a writer
-// waiting in a blocking open(2) that a signal interrupts (Go's runtime
-// sends them) leaves the FIFO without writer for a moment, which its
-// reader may take for the end of an empty input.
+// blocking, again until a reader is there (ENXIO until then), so that a
+// reader that never comes (the bug a test looks for) leaves no goroutine
+// blocked in open(2) for good.
 func OpenFIFOWriter(path string, done <-chan struct{}) *os.File {
 	for {
 		fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
