@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/bits"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,8 +298,9 @@ type prepared struct {
 	hash   *hashes.Algorithm
 	salt   []byte
 	chains []Descriptor
-	// included are the descriptors of IncludeDescriptorsFrom, encoded.
-	included []byte
+	// included are the descriptors of IncludeDescriptorsFrom, encoded
+	// (see include).
+	included [][]byte
 	// rootfsFrom are the descriptors made from SetupRootfsFromKernel's image.
 	rootfsFrom []Descriptor
 	minor      uint32
@@ -381,67 +381,6 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 		p.release += " " + o.AppendToReleaseString
 	}
 	return p, nil
-}
-
-// include copies the descriptors of the images at paths, as avbtool's
-// --include_descriptors_from_image takes them: those without a partition
-// name in order, those with one last, the last of each type and name only,
-// ordered by avbtool's dictionary key (class name, partition name). They
-// are kept encoded, and refused once they exceed what a vbmeta holds:
-// images of a million descriptors are included in the memory of their
-// bytes.
-func (p *prepared) include(paths []string) error {
-	named := map[string][]byte{}
-	var namedSize int
-	for _, path := range paths {
-		img, err := ReadImage(path)
-		if err != nil {
-			return err
-		}
-		p.minor = max(p.minor, img.VBMeta.Header.RequiredLibavbMinor)
-		p.included = slices.Grow(p.included, min(len(img.VBMeta.descs), max(MaxVBMetaSize-len(p.included), 0)))
-		img.VBMeta.walk(func(tag uint64, raw []byte) bool {
-			key := ""
-			switch tag {
-			case TagHashtree, TagHash, TagChainPartition:
-				key = namedKey(tag, raw)
-			}
-			if key == "" {
-				p.included = append(p.included, raw...)
-			} else {
-				namedSize += len(raw) - len(named[key])
-				named[key] = bytes.Clone(raw)
-			}
-			return len(p.included)+namedSize <= MaxVBMetaSize
-		})
-		if len(p.included)+namedSize > MaxVBMetaSize {
-			return inputErr("", "the descriptors of the images included (%s...) take more than the %d bytes of a vbmeta", path, MaxVBMetaSize)
-		}
-	}
-	keys := make([]string, 0, len(named))
-	for k := range named {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p.included = append(p.included, named[k]...)
-	}
-	return nil
-}
-
-// namedKey is avbtool's dictionary key of an included descriptor that has
-// a partition name (hashtree, hash, chain partition).
-func namedKey(tag uint64, raw []byte) string {
-	d, _ := decodeDescriptor(tag, raw, true) // checked when parsed
-	switch d := d.(type) {
-	case *HashtreeDescriptor:
-		return "AvbHashtreeDescriptor_" + d.PartitionName
-	case *HashDescriptor:
-		return "AvbHashDescriptor_" + d.PartitionName
-	case *ChainPartitionDescriptor:
-		return "AvbChainPartitionDescriptor_" + d.PartitionName
-	}
-	return ""
 }
 
 func chainKey(c ChainPartition) string {

@@ -15,7 +15,7 @@ type VBMetaOptions struct {
 	Descriptors []Descriptor
 	// encoded are more descriptors, after those, already encoded (those
 	// included from other images).
-	encoded []byte
+	encoded [][]byte
 	// PublicKeyMetadata is stored after the public key (avbtool's
 	// --public_key_metadata).
 	PublicKeyMetadata []byte
@@ -59,7 +59,10 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 	if rs == "" {
 		rs = ReleaseString
 	}
-	descSize := uint64(len(o.encoded))
+	var descSize uint64
+	for _, e := range o.encoded {
+		descSize += uint64(len(e))
+	}
 	for _, d := range o.Descriptors {
 		descSize += uint64(encodedSize(d))
 	}
@@ -89,7 +92,9 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 	for _, d := range o.Descriptors {
 		desc = appendDescriptor(desc, d)
 	}
-	desc = append(desc, o.encoded...)
+	for _, e := range o.encoded {
+		desc = append(desc, e...)
+	}
 	if uint64(len(desc)) != descSize {
 		return nil, paramErr("Descriptors", "", "a descriptor's encoding changed its size")
 	}
