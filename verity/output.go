@@ -585,6 +585,9 @@ func (o *output) writeStream(ctx context.Context, p []byte) error {
 	if o.done {
 		return errorf(KindIO, "", "writing %s: %w", o.path, fs.ErrClosed)
 	}
+	if err := ctx.Err(); err != nil {
+		return interrupted(err, "", "interrupted while writing %s; nothing was put in its place", o.path)
+	}
 	if o.tmp == "" {
 		stop := context.AfterFunc(ctx, func() { o.f.SetWriteDeadline(time.Unix(1, 0)) })
 		defer stop()

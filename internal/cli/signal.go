@@ -36,7 +36,10 @@ func SignalName(s os.Signal) string {
 
 // InterruptContext returns a context that ends on SIGINT (Ctrl-C) or
 // SIGTERM, with an *Interrupted cause naming the signal (see
-// InterruptedBy), and the function that stops listening.
+// InterruptedBy), and the function that stops listening. The command then
+// cleans up and exits; a second signal kills it at once (the default
+// action), should a write to a stalled pipe hold it where no context
+// reaches.
 func InterruptContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 1)
@@ -45,6 +48,7 @@ func InterruptContext() (context.Context, func()) {
 		select {
 		case s := <-ch:
 			cancel(&Interrupted{Signal: s})
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
 		case <-ctx.Done():
 		}
 	}()
