@@ -37,7 +37,8 @@ can be trusted. A malformed footer or vbmeta is exit 2. This AVB check is
 chosen when DATA ends in an AVB footer and neither HASH nor a root hash is
 given: without a root hash there is nothing else to check against. With a
 root hash (or HASH) the tree is checked as any other; --avb asks for the
-AVB check explicitly (an error without a footer).`
+AVB check explicitly (an error without a footer). The report lists the
+first 1000 descriptors and counts the rest, names and values cut to 1 KiB.`
 
 // avbFlagConflicts are the flags that give what an AVB image's vbmeta
 // says itself.
