@@ -69,17 +69,24 @@ func TestIncludeDescriptors(t *testing.T) {
 	}
 }
 
-// Compacting the arena keeps what the descriptors encode to.
+// Compacting the parts into a copy keeps what they encode to.
 func TestInclusionCompact(t *testing.T) {
-	in := &inclusion{named: map[string]span{}}
-	for _, d := range []Descriptor{&PropertyDescriptor{Key: "p"}, &HashDescriptor{PartitionName: "h"}, &KernelCmdlineDescriptor{Cmdline: "c"},
-		&HashDescriptor{PartitionName: "h", Salt: []byte{byte(3)}}, &PropertyDescriptor{Key: "q"}} {
-		in.add(d.Tag(), d.Encode())
+	in := &inclusion{named: map[string]includedPart{}}
+	src := EncodeDescriptors([]Descriptor{&PropertyDescriptor{Key: "p"}, &HashDescriptor{PartitionName: "h"}, &KernelCmdlineDescriptor{Cmdline: "c"},
+		&KernelCmdlineDescriptor{Cmdline: "d"}, &HashDescriptor{PartitionName: "h", Salt: []byte{3}}, &PropertyDescriptor{Key: "q"}})
+	in.srcs = [][]byte{src}
+	walkDescriptors(src, func(off, tag uint64, raw []byte) error {
+		in.add(uint32(off), tag, raw)
+		return nil
+	})
+	if len(in.unnamed) != 3 { // p; c and d, adjacent; q
+		t.Errorf("%d unnamed parts, want 3", len(in.unnamed))
 	}
 	before := bytes.Join(in.encoded(), nil)
 	in.compact()
-	if after := bytes.Join(in.encoded(), nil); !bytes.Equal(after, before) || len(in.arena) != in.size {
-		t.Fatalf("compacted to %d bytes (%d kept): %x, was %x", len(in.arena), in.size, after, before)
+	clear(src)
+	if after := bytes.Join(in.encoded(), nil); !bytes.Equal(after, before) || in.held != in.size {
+		t.Fatalf("compacted to %d bytes (%d kept): %x, was %x", in.held, in.size, after, before)
 	}
 }
 

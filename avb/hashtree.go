@@ -641,7 +641,7 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 		}
 	}
 	if !o.DoNotAppendVBMeta {
-		padded := blob[:len(blob):len(blob)]
+		var padded []byte
 		if n := roundUp(uint64(len(blob)), ib); uint64(cap(blob)) >= n {
 			padded = blob[:n] // MakeVBMeta's zeros: no copy of a large blob
 		} else {

@@ -357,6 +357,13 @@ var worstShapes = []struct {
 		}
 		return b
 	}},
+	{"170,000 chain partition descriptors", func(room int) []byte {
+		var b []byte
+		for i := 0; len(b)+96 <= room; i++ {
+			b = append(b, (&avb.ChainPartitionDescriptor{RollbackIndexLocation: 1, PartitionName: fmt.Sprintf("c%d", i)}).Encode()...)
+		}
+		return b
+	}},
 	{"a salt of 16 MiB", func(room int) []byte {
 		return (&avb.HashDescriptor{HashAlgorithm: "sha256", PartitionName: "boot", Salt: make([]byte, room-256)}).Encode()
 	}},
@@ -408,8 +415,10 @@ func worstVBMetaRows() []attack {
 			setup: include(0), prog: "avbtool", args: incl, exit: []int{0}, mayChange: []string{"d.img"}, timeout: 2 * time.Minute},
 		attack{item: "19.10", name: "--include_descriptors_from_image of 80,000 hashtree descriptors",
 			setup: include(3), prog: "avbtool", args: incl, exit: []int{0}, mayChange: []string{"d.img"}, timeout: 2 * time.Minute},
+		attack{item: "19.10", name: "--include_descriptors_from_image of 170,000 chain partition descriptors",
+			setup: include(4), prog: "avbtool", args: incl, exit: []int{0}, mayChange: []string{"d.img"}, timeout: 2 * time.Minute},
 		attack{item: "19.10", name: "the kernel command line of 500,000 descriptors",
-			setup: func(t *testing.T, d string) { worstImage(t, d, "system.img", worstShapes[5].more) },
+			setup: func(t *testing.T, d string) { worstImage(t, d, "system.img", worstShapes[6].more) },
 			prog:  "avbtool", args: []string{"calculate_kernel_cmdline", "--image", "system.img"}, exit: []int{0}, timeout: 2 * time.Minute,
 			after: func(t *testing.T, d string, o *outcome) {
 				if len(o.stdout) != 2*500000-1 {
