@@ -101,3 +101,21 @@ func TestKernelCmdlineBounded(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A vbmeta past 16 MiB (a property of 16 MiB) is refused before the image
+// is touched, not after it is hashed.
+func TestVBMetaTooLargeRefusedFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.img")
+	data := bytes.Repeat([]byte{7}, 8192)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &HashtreeFooterOptions{HashAlgorithm: "sha256", Properties: []Property{{Key: "big", Value: make([]byte, MaxVBMetaSize)}}}
+	_, err := AddHashtreeFooter(context.Background(), path, o)
+	if !errors.Is(err, verity.ErrParam) || !strings.Contains(err.Error(), "more than the") {
+		t.Fatalf("got %v", err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, data) {
+		t.Error("the image changed")
+	}
+}

@@ -373,6 +373,9 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
 		return nil, err
 	}
+	if err := o.checkVBMetaSize(p, sigAlg); err != nil {
+		return nil, err
+	}
 	p.release = o.ReleaseString
 	if p.release == "" {
 		p.release = ReleaseString

@@ -42,7 +42,7 @@ func readSmall(ctx context.Context, path string, limit int) ([]byte, error) {
 		if st.Size > int64(limit) {
 			return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
 		}
-		return readAll(f, path, limit)
+		return readAll(f, path, st.Size, limit)
 	}
 	f := os.NewFile(uintptr(fd), path) // non-blocking: in the poller
 	defer f.Close()
@@ -62,16 +62,26 @@ func readSmall(ctx context.Context, path string, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// readAll reads a regular file to its end, up to limit+1 bytes.
-func readAll(f *os.File, path string, limit int) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: unwrap(err)}
+// readAll reads a regular file of size bytes (when opened) to its end, up
+// to limit+1 bytes, into a buffer of that size: a 16 MiB property file is
+// read into 16 MiB, not into the doublings of io.ReadAll.
+func readAll(f *os.File, path string, size int64, limit int) ([]byte, error) {
+	b := make([]byte, 0, min(size, int64(limit))+1)
+	for {
+		if len(b) == cap(b) { // it grew since the Fstat
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):min(cap(b), limit+1)])
+		b = b[:len(b)+n]
+		switch {
+		case len(b) > limit:
+			return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return nil, &fs.PathError{Op: "read", Path: path, Err: unwrap(err)}
+		}
 	}
-	if len(b) > limit {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: tooLarge{limit}}
-	}
-	return b, nil
 }
 
 // readPolled reads a non-blocking FIFO or character device to its end (or
