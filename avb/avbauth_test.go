@@ -125,7 +125,7 @@ func TestCraftedAsLibavb(t *testing.T) {
 // passed it). avbtool's own check (Verify) passes it, as avbtool does.
 func TestEmbeddedKeyIsNoSignature(t *testing.T) {
 	path := crafted(t, "none-victim-key")
-	victim, err := avb.ExtractPublicKey(filepath.Join(craftKeys, avbcraft.PubKey))
+	victim, err := avb.ExtractPublicKey(context.Background(), filepath.Join(craftKeys, avbcraft.PubKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestHashtreeCheckVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ht := *img.VBMeta.HashtreeDescriptors()[0]
+	ht := *img.VBMeta.FirstHashtree()
 	for v, legacy := range map[uint32]bool{0: true, 1: false} {
 		ht.DMVerityVersion = v
 		_, o, err := img.HashtreeCheck(&ht)
@@ -309,7 +309,7 @@ func TestHashtreeCheckVersion(t *testing.T) {
 // A vbmeta image (no footer) whose blob is larger than libavb loads is
 // refused too: libavb reads at most 64 KiB of a vbmeta partition.
 func TestVerifyVBMetaLargeVBMetaImage(t *testing.T) {
-	key, err := avb.LoadPrivateKey(filepath.Join(craftKeys, avbcraft.Key))
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(craftKeys, avbcraft.Key))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,9 +121,10 @@ func (c *treeComparer) WriteAt(p []byte, off int64) (int, error) {
 // CheckHashData checks the image at path against a hash descriptor as
 // avbtool verify_image does: the digest of the salt and the first
 // ImageSize bytes must be the descriptor's (when it stores one). It reports
-// whether they match; an error means the check could not be made.
-func CheckHashData(path string, d *HashDescriptor) (bool, error) {
-	got, err := hashDigest(path, d)
+// whether they match; an error means the check could not be made. The
+// image may be large (a 64 GiB boot image): the hashing ends with ctx.
+func CheckHashData(ctx context.Context, path string, d *HashDescriptor) (bool, error) {
+	got, err := hashDigest(ctx, path, d)
 	if err != nil {
 		return false, err
 	}
@@ -132,7 +133,7 @@ func CheckHashData(path string, d *HashDescriptor) (bool, error) {
 
 // hashDigest is the digest of the salt and the first ImageSize bytes of the
 // image at path (its expansion, if sparse) with the descriptor's hash.
-func hashDigest(path string, d *HashDescriptor) ([]byte, error) {
+func hashDigest(ctx context.Context, path string, d *HashDescriptor) ([]byte, error) {
 	var h crypto.Hash
 	switch d.HashAlgorithm {
 	case "sha1":
@@ -154,8 +155,26 @@ func hashDigest(path string, d *HashDescriptor) ([]byte, error) {
 	}
 	hh := h.New()
 	hh.Write(d.Salt)
-	if _, err := io.Copy(hh, io.NewSectionReader(src, 0, int64(d.ImageSize))); err != nil {
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(hh, &ctxReader{ctx, io.NewSectionReader(src, 0, int64(d.ImageSize))}, buf); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, ioErr("%s: %v", path, err)
 	}
 	return hh.Sum(nil), nil
+}
+
+// ctxReader is r, its reads failing once ctx ends: a copy of gigabytes
+// stops at the next read.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -3,6 +3,8 @@ package avb
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/veritytree/veritytree/hashes"
@@ -113,28 +115,71 @@ const (
 
 func roundUp8(n uint64) uint64 { return (n + 7) &^ 7 }
 
-// frame returns a descriptor buffer: header with tag and the padded length
-// of a body of n bytes after the fixed part, the fixed part zeroed.
-func frame(tag uint64, fixed int, n int) []byte {
-	nbf := roundUp8(uint64(fixed - descHeaderSize + n))
-	b := make([]byte, descHeaderSize+int(nbf))
-	binary.BigEndian.PutUint64(b, tag)
-	binary.BigEndian.PutUint64(b[8:], nbf)
-	return b
+// frameSize is the size of a descriptor whose fixed part (header included)
+// is fixed bytes, followed by n bytes, zeros to a multiple of 8.
+func frameSize(fixed, n int) int {
+	return descHeaderSize + int(roundUp8(uint64(fixed-descHeaderSize+n)))
 }
 
-func (d *PropertyDescriptor) Encode() []byte {
-	b := frame(TagProperty, propertyFixed, len(d.Key)+1+len(d.Value)+1)
+// frame appends a descriptor to dst: the header with tag and the padded
+// length of a body of n bytes after the fixed part, zeros for the rest;
+// it returns dst and the descriptor's bytes in it, to be filled in.
+func frame(dst []byte, tag uint64, fixed int, n int) ([]byte, []byte) {
+	size := frameSize(fixed, n)
+	dst = slices.Grow(dst, size)
+	dst = dst[:len(dst)+size]
+	b := dst[len(dst)-size:]
+	clear(b)
+	binary.BigEndian.PutUint64(b, tag)
+	binary.BigEndian.PutUint64(b[8:], uint64(size-descHeaderSize))
+	return dst, b
+}
+
+// appender is implemented by this package's descriptors: appendTo appends
+// the encoding to dst, and size is its length.
+type appender interface {
+	appendTo(dst []byte) []byte
+	size() int
+}
+
+// appendDescriptor appends d's encoding to dst.
+func appendDescriptor(dst []byte, d Descriptor) []byte {
+	if a, ok := d.(appender); ok {
+		return a.appendTo(dst)
+	}
+	return append(dst, d.Encode()...)
+}
+
+// encodedSize is the length of d's encoding.
+func encodedSize(d Descriptor) int {
+	if a, ok := d.(appender); ok {
+		return a.size()
+	}
+	return len(d.Encode())
+}
+
+func (d *PropertyDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *PropertyDescriptor) size() int {
+	return frameSize(propertyFixed, len(d.Key)+1+len(d.Value)+1)
+}
+
+func (d *PropertyDescriptor) appendTo(dst []byte) []byte {
+	dst, b := frame(dst, TagProperty, propertyFixed, len(d.Key)+1+len(d.Value)+1)
 	binary.BigEndian.PutUint64(b[16:], uint64(len(d.Key)))
 	binary.BigEndian.PutUint64(b[24:], uint64(len(d.Value)))
 	o := propertyFixed
 	o += copy(b[o:], d.Key) + 1
 	copy(b[o:], d.Value)
-	return b
+	return dst
 }
 
-func (d *HashtreeDescriptor) Encode() []byte {
-	b := frame(TagHashtree, hashtreeFixed, len(d.PartitionName)+len(d.Salt)+len(d.RootDigest))
+func (d *HashtreeDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *HashtreeDescriptor) size() int {
+	return frameSize(hashtreeFixed, len(d.PartitionName)+len(d.Salt)+len(d.RootDigest))
+}
+
+func (d *HashtreeDescriptor) appendTo(dst []byte) []byte {
+	dst, b := frame(dst, TagHashtree, hashtreeFixed, len(d.PartitionName)+len(d.Salt)+len(d.RootDigest))
 	be := binary.BigEndian
 	be.PutUint32(b[16:], d.DMVerityVersion)
 	be.PutUint64(b[20:], d.ImageSize)
@@ -154,11 +199,16 @@ func (d *HashtreeDescriptor) Encode() []byte {
 	o += copy(b[o:], d.PartitionName)
 	o += copy(b[o:], d.Salt)
 	copy(b[o:], d.RootDigest)
-	return b
+	return dst
 }
 
-func (d *HashDescriptor) Encode() []byte {
-	b := frame(TagHash, hashFixed, len(d.PartitionName)+len(d.Salt)+len(d.Digest))
+func (d *HashDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *HashDescriptor) size() int {
+	return frameSize(hashFixed, len(d.PartitionName)+len(d.Salt)+len(d.Digest))
+}
+
+func (d *HashDescriptor) appendTo(dst []byte) []byte {
+	dst, b := frame(dst, TagHash, hashFixed, len(d.PartitionName)+len(d.Salt)+len(d.Digest))
 	be := binary.BigEndian
 	be.PutUint64(b[16:], d.ImageSize)
 	copy(b[24:24+hashAlgFieldSize], d.HashAlgorithm)
@@ -170,19 +220,27 @@ func (d *HashDescriptor) Encode() []byte {
 	o += copy(b[o:], d.PartitionName)
 	o += copy(b[o:], d.Salt)
 	copy(b[o:], d.Digest)
-	return b
+	return dst
 }
 
-func (d *KernelCmdlineDescriptor) Encode() []byte {
-	b := frame(TagKernelCmdline, cmdlineFixed, len(d.Cmdline))
+func (d *KernelCmdlineDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *KernelCmdlineDescriptor) size() int      { return frameSize(cmdlineFixed, len(d.Cmdline)) }
+
+func (d *KernelCmdlineDescriptor) appendTo(dst []byte) []byte {
+	dst, b := frame(dst, TagKernelCmdline, cmdlineFixed, len(d.Cmdline))
 	binary.BigEndian.PutUint32(b[16:], d.Flags)
 	binary.BigEndian.PutUint32(b[20:], uint32(len(d.Cmdline)))
 	copy(b[cmdlineFixed:], d.Cmdline)
-	return b
+	return dst
 }
 
-func (d *ChainPartitionDescriptor) Encode() []byte {
-	b := frame(TagChainPartition, chainFixed, len(d.PartitionName)+len(d.PublicKey))
+func (d *ChainPartitionDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *ChainPartitionDescriptor) size() int {
+	return frameSize(chainFixed, len(d.PartitionName)+len(d.PublicKey))
+}
+
+func (d *ChainPartitionDescriptor) appendTo(dst []byte) []byte {
+	dst, b := frame(dst, TagChainPartition, chainFixed, len(d.PartitionName)+len(d.PublicKey))
 	be := binary.BigEndian
 	be.PutUint32(b[16:], d.RollbackIndexLocation)
 	be.PutUint32(b[20:], uint32(len(d.PartitionName)))
@@ -191,52 +249,82 @@ func (d *ChainPartitionDescriptor) Encode() []byte {
 	o := chainFixed
 	o += copy(b[o:], d.PartitionName)
 	copy(b[o:], d.PublicKey)
-	return b
+	return dst
 }
 
-func (d *UnknownDescriptor) Encode() []byte {
-	b := make([]byte, descHeaderSize+len(d.Data))
-	binary.BigEndian.PutUint64(b, d.TagValue)
-	binary.BigEndian.PutUint64(b[8:], uint64(len(d.Data)))
-	copy(b[descHeaderSize:], d.Data)
-	return b
+func (d *UnknownDescriptor) Encode() []byte { return d.appendTo(nil) }
+func (d *UnknownDescriptor) size() int      { return descHeaderSize + len(d.Data) }
+
+func (d *UnknownDescriptor) appendTo(dst []byte) []byte {
+	dst = slices.Grow(dst, d.size())
+	dst = binary.BigEndian.AppendUint64(dst, d.TagValue)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(len(d.Data)))
+	return append(dst, d.Data...)
 }
 
 // EncodeDescriptors concatenates the descriptors' encodings.
 func EncodeDescriptors(ds []Descriptor) []byte {
-	var b []byte
+	n := 0
 	for _, d := range ds {
-		b = append(b, d.Encode()...)
+		n += encodedSize(d)
+	}
+	b := make([]byte, 0, n)
+	for _, d := range ds {
+		b = appendDescriptor(b, d)
 	}
 	return b
 }
 
 // ParseDescriptors decodes the descriptors of an auxiliary block's
-// descriptor area. Lengths are checked before anything is sliced: a
-// descriptor going past the area, or whose declared sizes do not add up
-// to its length (as avbtool requires), is ErrMalformed. A descriptor of an
-// unknown tag becomes an UnknownDescriptor.
+// descriptor area, all of them, into one slice: VBMeta.Descriptors walks a
+// blob's descriptors one at a time instead, in bounded memory. Lengths are
+// checked before anything is sliced: a descriptor going past the area, or
+// whose declared sizes do not add up to its length (as avbtool requires),
+// is ErrMalformed. A descriptor of an unknown tag becomes an
+// UnknownDescriptor. The descriptors' byte slices are parts of b.
 func ParseDescriptors(b []byte) ([]Descriptor, error) {
 	var ds []Descriptor
+	err := walkDescriptors(b, func(_, tag uint64, raw []byte) error {
+		d, err := decodeDescriptor(tag, raw, true)
+		if err == nil {
+			ds = append(ds, d)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// errStopWalk, returned by walkDescriptors' fn, ends the walk without
+// error.
+var errStopWalk = errors.New("stop")
+
+// walkDescriptors calls fn with the offset, tag and bytes (header and
+// body) of each descriptor of a descriptor area, checking only that each
+// lies in the area; an error of fn (but errStopWalk) is returned as the
+// descriptor's ErrMalformed. Nothing is allocated but on error.
+func walkDescriptors(b []byte, fn func(off, tag uint64, raw []byte) error) error {
 	for o := uint64(0); o < uint64(len(b)); {
 		rest := uint64(len(b)) - o
 		if rest < descHeaderSize {
-			return nil, malformed("descriptor at %d: %d bytes left, a header takes %d", o, rest, descHeaderSize)
+			return malformed("descriptor at %d: %d bytes left, a header takes %d", o, rest, descHeaderSize)
 		}
 		tag := binary.BigEndian.Uint64(b[o:])
 		nbf := binary.BigEndian.Uint64(b[o+8:])
 		if nbf > rest-descHeaderSize {
-			return nil, malformed("descriptor at %d: %d bytes follow its header, only %d are left", o, nbf, rest-descHeaderSize)
+			return malformed("descriptor at %d: %d bytes follow its header, only %d are left", o, nbf, rest-descHeaderSize)
 		}
-		raw := b[o : o+descHeaderSize+nbf]
-		d, err := parseDescriptor(tag, raw)
-		if err != nil {
-			return nil, malformed("descriptor at %d (tag %d): %v", o, tag, err)
+		raw := b[o : o+descHeaderSize+nbf : o+descHeaderSize+nbf]
+		if err := fn(o, tag, raw); err == errStopWalk {
+			return nil
+		} else if err != nil {
+			return malformed("descriptor at %d (tag %d): %v", o, tag, err)
 		}
-		ds = append(ds, d)
 		o += descHeaderSize + nbf
 	}
-	return ds, nil
+	return nil
 }
 
 type descErr string
@@ -269,102 +357,168 @@ func validUTF8(what string, b []byte) error {
 	return nil
 }
 
-func clone(b []byte) []byte { return append([]byte{}, b...) }
+// part is b[from:to], its capacity cut there: a descriptor's slices are
+// parts of the blob, and an append to one must not write over the rest.
+func part(b []byte, from, to uint64) []byte { return b[from:to:to] }
 
-func parseDescriptor(tag uint64, raw []byte) (Descriptor, error) {
-	be := binary.BigEndian
+// decodeDescriptor checks a descriptor (raw: its header and body) and,
+// with build, returns it decoded; without, it allocates nothing (a
+// vbmeta's descriptors are all checked when it is parsed, and decoded one
+// at a time when walked). Byte slices are parts of raw; strings are
+// copies.
+func decodeDescriptor(tag uint64, raw []byte, build bool) (Descriptor, error) {
 	switch tag {
 	case TagProperty:
-		if len(raw) < propertyFixed {
-			return nil, descErr("shorter than its fixed part")
-		}
-		kl, vl := be.Uint64(raw[16:]), be.Uint64(raw[24:])
-		if kl > uint64(len(raw)) || vl > uint64(len(raw)) {
-			return nil, descErr("a length goes past the descriptor")
-		}
-		v, err := body(raw, propertyFixed, kl, 1, vl, 1)
-		if err != nil {
-			return nil, err
-		}
-		if err := validUTF8("key", v[:kl]); err != nil {
-			return nil, err
-		}
-		return &PropertyDescriptor{Key: string(v[:kl]), Value: clone(v[kl+1 : kl+1+vl])}, nil
+		return decodeProperty(raw, build)
 	case TagHashtree:
-		if len(raw) < hashtreeFixed {
-			return nil, descErr("shorter than its fixed part")
-		}
-		nl, sl, dl := uint64(be.Uint32(raw[104:])), uint64(be.Uint32(raw[108:])), uint64(be.Uint32(raw[112:]))
-		v, err := body(raw, hashtreeFixed, nl, sl, dl)
-		if err != nil {
-			return nil, err
-		}
-		d := &HashtreeDescriptor{
-			DMVerityVersion: be.Uint32(raw[16:]), ImageSize: be.Uint64(raw[20:]),
-			TreeOffset: be.Uint64(raw[28:]), TreeSize: be.Uint64(raw[36:]),
-			DataBlockSize: be.Uint32(raw[44:]), HashBlockSize: be.Uint32(raw[48:]),
-			FECNumRoots: be.Uint32(raw[52:]), FECOffset: be.Uint64(raw[56:]), FECSize: be.Uint64(raw[64:]),
-			HashAlgorithm: cString(raw[72 : 72+hashAlgFieldSize]),
-			Flags:         be.Uint32(raw[116:]),
-		}
-		if err := validUTF8("partition name", v[:nl]); err != nil {
-			return nil, err
-		}
-		d.PartitionName = string(v[:nl])
-		d.Salt = clone(v[nl : nl+sl])
-		d.RootDigest = clone(v[nl+sl:])
-		if dl != 0 {
-			if a, err := hashes.Lookup(d.HashAlgorithm); err == nil && a.Size() != int(dl) {
-				return nil, descErr("root digest length does not match the hash algorithm")
-			}
-		}
-		return d, nil
+		return decodeHashtree(raw, build)
 	case TagHash:
-		if len(raw) < hashFixed {
-			return nil, descErr("shorter than its fixed part")
-		}
-		nl, sl, dl := uint64(be.Uint32(raw[56:])), uint64(be.Uint32(raw[60:])), uint64(be.Uint32(raw[64:]))
-		v, err := body(raw, hashFixed, nl, sl, dl)
-		if err != nil {
-			return nil, err
-		}
-		if err := validUTF8("partition name", v[:nl]); err != nil {
-			return nil, err
-		}
-		return &HashDescriptor{
-			ImageSize: be.Uint64(raw[16:]), HashAlgorithm: cString(raw[24 : 24+hashAlgFieldSize]),
-			PartitionName: string(v[:nl]), Salt: clone(v[nl : nl+sl]), Digest: clone(v[nl+sl:]),
-			Flags: be.Uint32(raw[68:]),
-		}, nil
+		return decodeHash(raw, build)
 	case TagKernelCmdline:
-		if len(raw) < cmdlineFixed {
-			return nil, descErr("shorter than its fixed part")
-		}
-		cl := uint64(be.Uint32(raw[20:]))
-		v, err := body(raw, cmdlineFixed, cl)
-		if err != nil {
-			return nil, err
-		}
-		if err := validUTF8("kernel command line", v); err != nil {
-			return nil, err
-		}
-		return &KernelCmdlineDescriptor{Flags: be.Uint32(raw[16:]), Cmdline: string(v)}, nil
+		return decodeCmdline(raw, build)
 	case TagChainPartition:
-		if len(raw) < chainFixed {
-			return nil, descErr("shorter than its fixed part")
-		}
-		nl, kl := uint64(be.Uint32(raw[20:])), uint64(be.Uint32(raw[24:]))
-		v, err := body(raw, chainFixed, nl, kl)
-		if err != nil {
-			return nil, err
-		}
-		if err := validUTF8("partition name", v[:nl]); err != nil {
-			return nil, err
-		}
-		return &ChainPartitionDescriptor{RollbackIndexLocation: be.Uint32(raw[16:]),
-			PartitionName: string(v[:nl]), PublicKey: clone(v[nl:]), Flags: be.Uint32(raw[28:])}, nil
+		return decodeChain(raw, build)
 	}
-	return &UnknownDescriptor{TagValue: tag, Data: clone(raw[descHeaderSize:])}, nil
+	if !build {
+		return nil, nil
+	}
+	return &UnknownDescriptor{TagValue: tag, Data: part(raw, descHeaderSize, uint64(len(raw)))}, nil
+}
+
+func decodeProperty(raw []byte, build bool) (Descriptor, error) {
+	if len(raw) < propertyFixed {
+		return nil, descErr("shorter than its fixed part")
+	}
+	be := binary.BigEndian
+	kl, vl := be.Uint64(raw[16:]), be.Uint64(raw[24:])
+	if kl > uint64(len(raw)) || vl > uint64(len(raw)) {
+		return nil, descErr("a length goes past the descriptor")
+	}
+	v, err := body(raw, propertyFixed, kl, 1, vl, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := validUTF8("key", v[:kl]); err != nil || !build {
+		return nil, err
+	}
+	return &PropertyDescriptor{Key: string(v[:kl]), Value: part(v, kl+1, kl+1+vl)}, nil
+}
+
+func decodeHashtree(raw []byte, build bool) (Descriptor, error) {
+	if len(raw) < hashtreeFixed {
+		return nil, descErr("shorter than its fixed part")
+	}
+	be := binary.BigEndian
+	nl, sl, dl := uint64(be.Uint32(raw[104:])), uint64(be.Uint32(raw[108:])), uint64(be.Uint32(raw[112:]))
+	v, err := body(raw, hashtreeFixed, nl, sl, dl)
+	if err != nil {
+		return nil, err
+	}
+	if err := validUTF8("partition name", v[:nl]); err != nil {
+		return nil, err
+	}
+	alg := cBytes(raw[72 : 72+hashAlgFieldSize])
+	if size, known := digestSize(alg); dl != 0 && known && size != int(dl) {
+		return nil, descErr("root digest length does not match the hash algorithm")
+	}
+	if !build {
+		return nil, nil
+	}
+	return &HashtreeDescriptor{
+		DMVerityVersion: be.Uint32(raw[16:]), ImageSize: be.Uint64(raw[20:]),
+		TreeOffset: be.Uint64(raw[28:]), TreeSize: be.Uint64(raw[36:]),
+		DataBlockSize: be.Uint32(raw[44:]), HashBlockSize: be.Uint32(raw[48:]),
+		FECNumRoots: be.Uint32(raw[52:]), FECOffset: be.Uint64(raw[56:]), FECSize: be.Uint64(raw[64:]),
+		HashAlgorithm: string(alg), Flags: be.Uint32(raw[116:]),
+		PartitionName: string(v[:nl]), Salt: part(v, nl, nl+sl), RootDigest: part(v, nl+sl, nl+sl+dl),
+	}, nil
+}
+
+func decodeHash(raw []byte, build bool) (Descriptor, error) {
+	if len(raw) < hashFixed {
+		return nil, descErr("shorter than its fixed part")
+	}
+	be := binary.BigEndian
+	nl, sl, dl := uint64(be.Uint32(raw[56:])), uint64(be.Uint32(raw[60:])), uint64(be.Uint32(raw[64:]))
+	v, err := body(raw, hashFixed, nl, sl, dl)
+	if err != nil {
+		return nil, err
+	}
+	if err := validUTF8("partition name", v[:nl]); err != nil || !build {
+		return nil, err
+	}
+	return &HashDescriptor{
+		ImageSize: be.Uint64(raw[16:]), HashAlgorithm: cString(raw[24 : 24+hashAlgFieldSize]),
+		PartitionName: string(v[:nl]), Salt: part(v, nl, nl+sl), Digest: part(v, nl+sl, nl+sl+dl),
+		Flags: be.Uint32(raw[68:]),
+	}, nil
+}
+
+func decodeCmdline(raw []byte, build bool) (Descriptor, error) {
+	if len(raw) < cmdlineFixed {
+		return nil, descErr("shorter than its fixed part")
+	}
+	be := binary.BigEndian
+	v, err := body(raw, cmdlineFixed, uint64(be.Uint32(raw[20:])))
+	if err != nil {
+		return nil, err
+	}
+	if err := validUTF8("kernel command line", v); err != nil || !build {
+		return nil, err
+	}
+	return &KernelCmdlineDescriptor{Flags: be.Uint32(raw[16:]), Cmdline: string(v)}, nil
+}
+
+func decodeChain(raw []byte, build bool) (Descriptor, error) {
+	if len(raw) < chainFixed {
+		return nil, descErr("shorter than its fixed part")
+	}
+	be := binary.BigEndian
+	nl, kl := uint64(be.Uint32(raw[20:])), uint64(be.Uint32(raw[24:]))
+	v, err := body(raw, chainFixed, nl, kl)
+	if err != nil {
+		return nil, err
+	}
+	if err := validUTF8("partition name", v[:nl]); err != nil || !build {
+		return nil, err
+	}
+	return &ChainPartitionDescriptor{RollbackIndexLocation: be.Uint32(raw[16:]),
+		PartitionName: string(v[:nl]), PublicKey: part(v, nl, nl+kl), Flags: be.Uint32(raw[28:])}, nil
+}
+
+// digestNames are the hashes' names and digest sizes, for checking a root
+// digest's length without allocating.
+var digestNames = func() (t []struct {
+	name []byte
+	size int
+}) {
+	for _, n := range hashes.Names() {
+		a, _ := hashes.Lookup(n)
+		t = append(t, struct {
+			name []byte
+			size int
+		}{[]byte(n), a.Size()})
+	}
+	return t
+}()
+
+// digestSize is the digest size of the hash named name (any case), if it
+// is known.
+func digestSize(name []byte) (int, bool) {
+	for _, d := range digestNames {
+		if bytes.EqualFold(name, d.name) {
+			return d.size, true
+		}
+	}
+	return 0, false
+}
+
+// cBytes is a fixed-size field up to its first NUL.
+func cBytes(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 // cString is a fixed-size field up to its first NUL.

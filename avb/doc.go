@@ -37,8 +37,14 @@
 // anything is read or allocated: a malformed footer, vbmeta or descriptor
 // is an error matching ErrMalformed (a *verity.Error of kind
 // verity.KindInput), never a panic; vbmeta blobs are read up to
-// MaxVBMetaSize. Descriptors of tags this package does not know are kept
-// as UnknownDescriptor and encode to the same bytes.
+// MaxVBMetaSize. A blob's descriptors are all checked when it is parsed and
+// decoded one at a time as VBMeta.Descriptors walks them, so that memory
+// stays bounded by the blob's size whatever it holds (a million
+// descriptors); WriteInfo writes as it walks. Descriptors of tags this
+// package does not know are kept as UnknownDescriptor and encode to the
+// same bytes. Keys and property files may be pipes or FIFOs: they are read
+// in bounded sizes, and the wait for a FIFO's writer ends with the context
+// given.
 //
 // Signing uses crypto/rsa (PKCS#1 v1.5, whose DigestInfo prefixes are
 // avbtool's): SHA256 or SHA512 with RSA 2048, 4096 or 8192, keys in PEM,

@@ -27,7 +27,7 @@ func Example() {
 	if err := os.WriteFile(image, data, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	key, err := avb.LoadPrivateKey("testdata/vectors/keys/rsa2048.pem")
+	key, err := avb.LoadPrivateKey(context.Background(), "testdata/vectors/keys/rsa2048.pem")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("original size", img.Footer.OriginalImageSize, "vbmeta at", img.Footer.VBMetaOffset)
-	ht := img.VBMeta.HashtreeDescriptors()[0]
+	ht := img.VBMeta.FirstHashtree()
 	fmt.Println("tree at", ht.TreeOffset, "size", ht.TreeSize, ht.HashAlgorithm)
 	// As a bootloader: signed, and with the key it trusts.
 	trusted, err := avb.EncodePublicKey(&key.PublicKey)

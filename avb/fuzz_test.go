@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/veritytree/veritytree/verity"
@@ -20,7 +21,7 @@ func FuzzParseVBMeta(f *testing.F) {
 		if err != nil {
 			return
 		}
-		enc := EncodeDescriptors(v.Descriptors)
+		enc := EncodeDescriptors(slices.Collect(v.Descriptors()))
 		ds, err := ParseDescriptors(enc)
 		if err != nil {
 			t.Fatalf("re-encoded descriptors do not parse: %v", err)
@@ -31,7 +32,7 @@ func FuzzParseVBMeta(f *testing.F) {
 		_ = v.Verify()
 		var info bytes.Buffer
 		_ = (&Image{VBMeta: v}).WriteInfo(&info)
-		for _, ht := range v.HashtreeDescriptors() {
+		for ht := range v.HashtreeDescriptors() {
 			RootfsCmdlineDescriptors(ht)
 		}
 	})

@@ -51,13 +51,14 @@ func ParseProperty(spec string) (Property, error) {
 }
 
 // ParsePropertyFromFile parses avbtool's --prop_from_file KEY:PATH and
-// reads the value from PATH.
-func ParsePropertyFromFile(spec string) (Property, error) {
+// reads the value from PATH (a file, a pipe or a FIFO, whose wait ends
+// with ctx).
+func ParsePropertyFromFile(ctx context.Context, spec string) (Property, error) {
 	k, path, ok := strings.Cut(spec, ":")
 	if !ok {
 		return Property{}, paramErr("Properties", "write KEY:PATH", "malformed property %q", spec)
 	}
-	v, err := readSmall(path, "property file", maxPropertyFile)
+	v, err := readSmall(ctx, path, "property file", maxPropertyFile)
 	if err != nil {
 		return Property{}, err
 	}
@@ -79,8 +80,9 @@ type ChainPartition struct {
 
 // ParseChainPartition parses avbtool's --chain_partition (or, with
 // doNotUseAB, --chain_partition_do_not_use_ab) NAME:LOCATION:KEY_PATH and
-// reads the public key blob from KEY_PATH.
-func ParseChainPartition(spec string, doNotUseAB bool) (ChainPartition, error) {
+// reads the public key blob from KEY_PATH (a file, a pipe or a FIFO, whose
+// wait ends with ctx).
+func ParseChainPartition(ctx context.Context, spec string, doNotUseAB bool) (ChainPartition, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) != 3 {
 		return ChainPartition{}, paramErr("ChainPartitions", "write NAME:ROLLBACK_SLOT:KEY_PATH", "malformed chained partition %q", spec)
@@ -89,7 +91,7 @@ func ParseChainPartition(spec string, doNotUseAB bool) (ChainPartition, error) {
 	if err != nil {
 		return ChainPartition{}, paramErr("ChainPartitions", "", "chained partition %q: rollback index location %q is not a number", spec, parts[1])
 	}
-	key, err := readSmall(parts[2], "public key", maxKeyFile)
+	key, err := readSmall(ctx, parts[2], "public key", maxKeyFile)
 	if err != nil {
 		return ChainPartition{}, err
 	}
@@ -324,10 +326,12 @@ func checkPartitionSizeLimit(size uint64) error {
 // prepared is what AddHashtreeFooter reads and checks before it touches the
 // image.
 type prepared struct {
-	hash     *hashes.Algorithm
-	salt     []byte
-	chains   []Descriptor
-	included []Descriptor
+	hash   *hashes.Algorithm
+	salt   []byte
+	chains []Descriptor
+	// included are the descriptors of IncludeDescriptorsFrom, encoded
+	// (see include).
+	included [][]byte
 	// rootfsFrom are the descriptors made from SetupRootfsFromKernel's image.
 	rootfsFrom []Descriptor
 	minor      uint32
@@ -397,36 +401,11 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 			return nil, err
 		}
 	}
-	// Included descriptors: those without a partition name in order, those
-	// with one last, the last of each type and name only, ordered by
-	// avbtool's dictionary key (class name, partition name).
-	named := map[string]Descriptor{}
-	for _, path := range o.IncludeDescriptorsFrom {
-		img, err := ReadImage(path)
-		if err != nil {
-			return nil, err
-		}
-		p.minor = max(p.minor, img.VBMeta.Header.RequiredLibavbMinor)
-		for _, d := range img.VBMeta.Descriptors {
-			switch d := d.(type) {
-			case *HashtreeDescriptor:
-				named["AvbHashtreeDescriptor_"+d.PartitionName] = d
-			case *HashDescriptor:
-				named["AvbHashDescriptor_"+d.PartitionName] = d
-			case *ChainPartitionDescriptor:
-				named["AvbChainPartitionDescriptor_"+d.PartitionName] = d
-			default:
-				p.included = append(p.included, d)
-			}
-		}
+	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
+		return nil, err
 	}
-	keys := make([]string, 0, len(named))
-	for k := range named {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p.included = append(p.included, named[k])
+	if err := o.checkVBMetaSize(p, sigAlg); err != nil {
+		return nil, err
 	}
 	p.release = o.ReleaseString
 	if p.release == "" {
@@ -689,9 +668,8 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	for _, c := range o.KernelCmdlines {
 		descs = append(descs, &KernelCmdlineDescriptor{Cmdline: c})
 	}
-	descs = append(descs, p.included...)
 	blob, err := MakeVBMeta(&VBMetaOptions{
-		Algorithm: o.Algorithm, Key: o.Key, Descriptors: descs, PublicKeyMetadata: o.PublicKeyMetadata,
+		Algorithm: o.Algorithm, Key: o.Key, Descriptors: descs, encoded: p.included, PublicKeyMetadata: o.PublicKeyMetadata,
 		RollbackIndex: o.RollbackIndex, Flags: o.Flags, RollbackIndexLocation: o.RollbackIndexLocation,
 		ReleaseString: p.release, RequiredLibavbMinor: p.minor,
 	})
@@ -706,8 +684,13 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 		}
 	}
 	if !o.DoNotAppendVBMeta {
-		padded := make([]byte, roundUp(uint64(len(blob)), ib))
-		copy(padded, blob)
+		var padded []byte
+		if n := roundUp(uint64(len(blob)), ib); uint64(cap(blob)) >= n {
+			padded = blob[:n] // MakeVBMeta's zeros: no copy of a large blob
+		} else {
+			padded = make([]byte, n)
+			copy(padded, blob)
+		}
 		if err := out.appendRaw(padded); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package avb
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -94,18 +95,28 @@ type wrapPath struct {
 func (w wrapPath) Error() string { return w.path + ": " + w.err.Error() }
 func (w wrapPath) Unwrap() error { return w.err }
 
+// maxKernelCmdline bounds the command line CalculateKernelCmdline puts
+// together (a kernel takes a few KiB; chained images could repeat theirs
+// without end).
+const maxKernelCmdline = MaxVBMetaSize
+
 // CalculateKernelCmdline returns the kernel command line the image's
 // descriptors give, as `avbtool calculate_kernel_cmdline` prints it: the
 // image's snippets and those of the images of the partitions it chains to
-// (PARTITION + the image's extension, beside it).
-func CalculateKernelCmdline(path string, hashtreeDisabled bool) (string, error) {
+// (PARTITION + the image's extension, beside it). The descriptors are
+// walked one at a time; the line is refused past 16 MiB, and the walk ends
+// with ctx.
+func CalculateKernelCmdline(ctx context.Context, path string, hashtreeDisabled bool) (string, error) {
 	img, err := ReadImage(path)
 	if err != nil {
 		return "", err
 	}
-	var ds []Descriptor
+	line := &cmdlineBuilder{disabled: hashtreeDisabled}
 	dir, ext := filepath.Dir(path), filepath.Ext(path)
-	for _, d := range img.VBMeta.Descriptors {
+	for d := range img.VBMeta.Descriptors() {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 		switch d := d.(type) {
 		case *ChainPartitionDescriptor:
 			if strings.ContainsAny(d.PartitionName, "/\x00") {
@@ -115,16 +126,37 @@ func CalculateKernelCmdline(path string, hashtreeDisabled bool) (string, error) 
 			if err != nil {
 				return "", err
 			}
-			for _, cd := range ch.VBMeta.Descriptors {
-				if _, ok := cd.(*KernelCmdlineDescriptor); ok {
-					ds = append(ds, cd)
-				}
+			for cd := range ch.VBMeta.Descriptors() {
+				line.add(cd)
 			}
-		case *KernelCmdlineDescriptor:
-			ds = append(ds, d)
+		default:
+			line.add(d)
+		}
+		if line.b.Len() > maxKernelCmdline {
+			return "", inputErr("", "%s: the kernel command line its descriptors give is longer than %d bytes", path, maxKernelCmdline)
 		}
 	}
-	return KernelCmdline(ds, hashtreeDisabled), nil
+	return line.b.String(), nil
+}
+
+// cmdlineBuilder joins the kernel command-line snippets that apply, as
+// avbtool's calculate_kernel_cmdline does.
+type cmdlineBuilder struct {
+	b        strings.Builder
+	disabled bool
+	any      bool
+}
+
+func (c *cmdlineBuilder) add(d Descriptor) {
+	k, ok := d.(*KernelCmdlineDescriptor)
+	if !ok || !k.applies(c.disabled) {
+		return
+	}
+	if c.any {
+		c.b.WriteByte(' ')
+	}
+	c.any = true
+	c.b.WriteString(k.Cmdline)
 }
 
 // EraseFooter removes the AVB metadata from a partition image, as `avbtool
@@ -180,11 +212,10 @@ func EraseFooter(path string, keepHashtree bool) error {
 	}
 	size := img.Footer.OriginalImageSize
 	if keepHashtree {
-		hts := img.VBMeta.HashtreeDescriptors()
-		if len(hts) == 0 {
+		ht := img.VBMeta.FirstHashtree()
+		if ht == nil {
 			return inputErr("", "%s: asked to keep the hashtree but there is no hashtree descriptor", path)
 		}
-		ht := hts[0]
 		size = ht.TreeOffset + ht.TreeSize
 		if ht.TreeOffset > img.Footer.VBMetaOffset || ht.TreeSize > img.Footer.VBMetaOffset-ht.TreeOffset {
 			return malformed("%s: the tree at %d, %d bytes, overlaps the vbmeta at %d", path, ht.TreeOffset, ht.TreeSize, img.Footer.VBMetaOffset)

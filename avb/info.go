@@ -1,6 +1,7 @@
 package avb
 
 import (
+	"bufio"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -9,15 +10,16 @@ import (
 )
 
 // WriteInfo writes what `avbtool info_image` prints for the image, byte
-// for byte.
+// for byte, as it walks the descriptors: the text of a million descriptors
+// is never held in memory. A failed write ends it (the error is returned).
 func (img *Image) WriteInfo(w io.Writer) error {
-	var b strings.Builder
+	b := bufio.NewWriterSize(w, 64<<10)
 	if f := img.Footer; f != nil {
-		fmt.Fprintf(&b, "Footer version:           %d.%d\n", f.VersionMajor, f.VersionMinor)
-		fmt.Fprintf(&b, "Image size:               %d bytes\n", img.Size)
-		fmt.Fprintf(&b, "Original image size:      %d bytes\n", f.OriginalImageSize)
-		fmt.Fprintf(&b, "VBMeta offset:            %d\n", f.VBMetaOffset)
-		fmt.Fprintf(&b, "VBMeta size:              %d bytes\n", f.VBMetaSize)
+		fmt.Fprintf(b, "Footer version:           %d.%d\n", f.VersionMajor, f.VersionMinor)
+		fmt.Fprintf(b, "Image size:               %d bytes\n", img.Size)
+		fmt.Fprintf(b, "Original image size:      %d bytes\n", f.OriginalImageSize)
+		fmt.Fprintf(b, "VBMeta offset:            %d\n", f.VBMetaOffset)
+		fmt.Fprintf(b, "VBMeta size:              %d bytes\n", f.VBMetaSize)
 		b.WriteString("--\n")
 	}
 	v := img.VBMeta
@@ -26,27 +28,26 @@ func (img *Image) WriteInfo(w io.Writer) error {
 	if img.Sparse {
 		sparse = " (Sparse)"
 	}
-	fmt.Fprintf(&b, "Minimum libavb version:   %d.%d%s\n", h.RequiredLibavbMajor, h.RequiredLibavbMinor, sparse)
-	fmt.Fprintf(&b, "Header Block:             %d bytes\n", HeaderSize)
-	fmt.Fprintf(&b, "Authentication Block:     %d bytes\n", h.AuthenticationBlockSize)
-	fmt.Fprintf(&b, "Auxiliary Block:          %d bytes\n", h.AuxiliaryBlockSize)
+	fmt.Fprintf(b, "Minimum libavb version:   %d.%d%s\n", h.RequiredLibavbMajor, h.RequiredLibavbMinor, sparse)
+	fmt.Fprintf(b, "Header Block:             %d bytes\n", HeaderSize)
+	fmt.Fprintf(b, "Authentication Block:     %d bytes\n", h.AuthenticationBlockSize)
+	fmt.Fprintf(b, "Auxiliary Block:          %d bytes\n", h.AuxiliaryBlockSize)
 	if len(v.PublicKey) > 0 {
-		fmt.Fprintf(&b, "Public key (sha1):        %s\n", sha1Hex(v.PublicKey))
+		fmt.Fprintf(b, "Public key (sha1):        %s\n", sha1Hex(v.PublicKey))
 	}
-	fmt.Fprintf(&b, "Algorithm:                %s\n", v.Algorithm.Name)
-	fmt.Fprintf(&b, "Rollback Index:           %d\n", h.RollbackIndex)
-	fmt.Fprintf(&b, "Flags:                    %d\n", h.Flags)
-	fmt.Fprintf(&b, "Rollback Index Location:  %d\n", h.RollbackIndexLocation)
-	fmt.Fprintf(&b, "Release String:           '%s'\n", h.ReleaseString)
+	fmt.Fprintf(b, "Algorithm:                %s\n", v.Algorithm.Name)
+	fmt.Fprintf(b, "Rollback Index:           %d\n", h.RollbackIndex)
+	fmt.Fprintf(b, "Flags:                    %d\n", h.Flags)
+	fmt.Fprintf(b, "Rollback Index Location:  %d\n", h.RollbackIndexLocation)
+	fmt.Fprintf(b, "Release String:           '%s'\n", h.ReleaseString)
 	b.WriteString("Descriptors:\n")
-	for _, d := range v.Descriptors {
-		writeDescriptorInfo(&b, d)
+	for d := range v.Descriptors() {
+		writeDescriptorInfo(b, d)
 	}
-	if len(v.Descriptors) == 0 {
+	if v.NumDescriptors() == 0 {
 		b.WriteString("    (none)\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.Flush()
 }
 
 func sha1Hex(b []byte) string {
@@ -54,13 +55,13 @@ func sha1Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func writeDescriptorInfo(b *strings.Builder, d Descriptor) {
+func writeDescriptorInfo(b *bufio.Writer, d Descriptor) {
 	switch d := d.(type) {
 	case *PropertyDescriptor:
 		if len(d.Value) < 256 {
-			fmt.Fprintf(b, "    Prop: %s -> %s\n", d.Key, pyRepr(d.Value))
+			line(b, "    Prop: ", d.Key, " -> ", pyRepr(d.Value))
 		} else {
-			fmt.Fprintf(b, "    Prop: %s -> (%d bytes)\n", d.Key, len(d.Value))
+			line(b, "    Prop: ", d.Key, fmt.Sprintf(" -> (%d bytes)", len(d.Value)))
 		}
 	case *HashtreeDescriptor:
 		b.WriteString("    Hashtree descriptor:\n")
@@ -73,26 +74,26 @@ func writeDescriptorInfo(b *strings.Builder, d Descriptor) {
 		fmt.Fprintf(b, "      FEC num roots:         %d\n", d.FECNumRoots)
 		fmt.Fprintf(b, "      FEC offset:            %d\n", d.FECOffset)
 		fmt.Fprintf(b, "      FEC size:              %d bytes\n", d.FECSize)
-		fmt.Fprintf(b, "      Hash Algorithm:        %s\n", d.HashAlgorithm)
-		fmt.Fprintf(b, "      Partition Name:        %s\n", d.PartitionName)
-		fmt.Fprintf(b, "      Salt:                  %x\n", d.Salt)
-		fmt.Fprintf(b, "      Root Digest:           %x\n", d.RootDigest)
+		line(b, "      Hash Algorithm:        ", d.HashAlgorithm)
+		line(b, "      Partition Name:        ", d.PartitionName)
+		hexLine(b, "      Salt:                  ", d.Salt)
+		hexLine(b, "      Root Digest:           ", d.RootDigest)
 		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
 	case *HashDescriptor:
 		b.WriteString("    Hash descriptor:\n")
 		fmt.Fprintf(b, "      Image Size:            %d bytes\n", d.ImageSize)
-		fmt.Fprintf(b, "      Hash Algorithm:        %s\n", d.HashAlgorithm)
-		fmt.Fprintf(b, "      Partition Name:        %s\n", d.PartitionName)
-		fmt.Fprintf(b, "      Salt:                  %x\n", d.Salt)
-		fmt.Fprintf(b, "      Digest:                %x\n", d.Digest)
+		line(b, "      Hash Algorithm:        ", d.HashAlgorithm)
+		line(b, "      Partition Name:        ", d.PartitionName)
+		hexLine(b, "      Salt:                  ", d.Salt)
+		hexLine(b, "      Digest:                ", d.Digest)
 		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
 	case *KernelCmdlineDescriptor:
 		b.WriteString("    Kernel Cmdline descriptor:\n")
 		fmt.Fprintf(b, "      Flags:                 %d\n", d.Flags)
-		fmt.Fprintf(b, "      Kernel Cmdline:        '%s'\n", d.Cmdline)
+		line(b, "      Kernel Cmdline:        '", d.Cmdline, "'")
 	case *ChainPartitionDescriptor:
 		b.WriteString("    Chain Partition descriptor:\n")
-		fmt.Fprintf(b, "      Partition Name:          %s\n", d.PartitionName)
+		line(b, "      Partition Name:          ", d.PartitionName)
 		fmt.Fprintf(b, "      Rollback Index Location: %d\n", d.RollbackIndexLocation)
 		fmt.Fprintf(b, "      Public key (sha1):       %s\n", sha1Hex(d.PublicKey))
 		fmt.Fprintf(b, "      Flags:                   %d\n", d.Flags)
@@ -107,6 +108,28 @@ func writeDescriptorInfo(b *strings.Builder, d Descriptor) {
 			fmt.Fprintf(b, "      Data: %d bytes\n", len(d.Data))
 		}
 	}
+}
+
+// line writes the strings and a newline, without the copies of fmt (a
+// partition name or a command line may take megabytes).
+func line(b *bufio.Writer, parts ...string) {
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	b.WriteByte('\n')
+}
+
+// hexLine writes label, data in lower-case hex and a newline, a piece at a
+// time (a salt may take megabytes).
+func hexLine(b *bufio.Writer, label string, data []byte) {
+	b.WriteString(label)
+	var buf [2 * 512]byte
+	for len(data) > 0 {
+		n := min(len(data), 512)
+		b.Write(hex.AppendEncode(buf[:0], data[:n]))
+		data = data[n:]
+	}
+	b.WriteByte('\n')
 }
 
 // pyRepr is Python's repr of bytes without the leading b.
@@ -149,21 +172,20 @@ func pyQuote(v []byte) string {
 // that apply (hashtree disabled or not), as avbtool's
 // calculate_kernel_cmdline does.
 func KernelCmdline(ds []Descriptor, hashtreeDisabled bool) string {
-	var parts []string
+	line := &cmdlineBuilder{disabled: hashtreeDisabled}
 	for _, d := range ds {
-		k, ok := d.(*KernelCmdlineDescriptor)
-		if !ok {
-			continue
-		}
-		if k.Flags&CmdlineFlagUseOnlyIfHashtreeNotDisabled != 0 && hashtreeDisabled {
-			continue
-		}
-		if k.Flags&CmdlineFlagUseOnlyIfHashtreeDisabled != 0 && !hashtreeDisabled {
-			continue
-		}
-		parts = append(parts, k.Cmdline)
+		line.add(d)
 	}
-	return strings.Join(parts, " ")
+	return line.b.String()
+}
+
+// applies says whether the snippet goes into the command line, the
+// hashtree disabled or not.
+func (k *KernelCmdlineDescriptor) applies(hashtreeDisabled bool) bool {
+	if k.Flags&CmdlineFlagUseOnlyIfHashtreeNotDisabled != 0 && hashtreeDisabled {
+		return false
+	}
+	return k.Flags&CmdlineFlagUseOnlyIfHashtreeDisabled == 0 || hashtreeDisabled
 }
 
 // RootfsCmdlineDescriptors are the two kernel command-line descriptors
@@ -215,10 +237,8 @@ func SetupRootfsFromKernelDescriptors(path string) ([]Descriptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range img.VBMeta.Descriptors {
-		if ht, ok := d.(*HashtreeDescriptor); ok {
-			return RootfsCmdlineDescriptors(ht), nil
-		}
+	if ht := img.VBMeta.FirstHashtree(); ht != nil {
+		return RootfsCmdlineDescriptors(ht), nil
 	}
 	return nil, inputErr("give the image of a partition made with a hashtree footer (add_hashtree_footer)",
 		"%s: no hashtree descriptor in given image", path)

@@ -75,7 +75,7 @@ func TestCalculateKernelCmdlineVectors(t *testing.T) {
 					file = name + ".hashtree_disabled.txt"
 				}
 				want, _ := os.ReadFile(filepath.Join(vectorDir, "cmdline", file))
-				got, err := CalculateKernelCmdline(image, disabled)
+				got, err := CalculateKernelCmdline(context.Background(), image, disabled)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -133,7 +133,7 @@ func TestPublicKeyVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, path := range []string{r[0], r[3]} { // private and public PEM
-				pub, err := LoadPublicKey(filepath.Join(vectorDir, path))
+				pub, err := LoadPublicKey(context.Background(), filepath.Join(vectorDir, path))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -159,7 +159,7 @@ func TestPublicKeyVectors(t *testing.T) {
 // The signatures Go makes are avbtool's: RSA over its padding table (00 01
 // FF.. 00 DigestInfo) and the digest.
 func TestSignatureIsAvbtoolPadding(t *testing.T) {
-	key, err := LoadPrivateKey(filepath.Join(vectorDir, "keys/rsa4096.pem"))
+	key, err := LoadPrivateKey(context.Background(), filepath.Join(vectorDir, "keys/rsa4096.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestSignatureIsAvbtoolPadding(t *testing.T) {
 }
 
 func TestExtractPublicKeyPKCS8(t *testing.T) {
-	got, err := ExtractPublicKey(filepath.Join(vectorDir, "keys/rsa8192.pem"))
+	got, err := ExtractPublicKey(context.Background(), filepath.Join(vectorDir, "keys/rsa8192.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

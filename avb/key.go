@@ -1,6 +1,7 @@
 package avb
 
 import (
+	"context"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -11,8 +12,8 @@ import (
 	"errors"
 	"io/fs"
 	"math/big"
-	"os"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -154,30 +155,26 @@ func ParsePublicKeyPEM(data []byte) (*rsa.PublicKey, error) {
 	return &k.PublicKey, nil
 }
 
-// maxKeyFile bounds the key files read.
+// maxKeyFile bounds the key files read: an 8192-bit key in PEM is under
+// 7 KiB.
 const maxKeyFile = 1 << 20
 
-func readSmall(path, what string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, inputErr("", "%s %s: %v", what, path, unwrapPathErr(err))
+// readSmall reads a small input (a key, a property's value) through
+// safefile.ReadSmall: bounded by limit, from a file, a pipe or a FIFO,
+// whose wait for a writer ends with ctx. what names it in errors.
+func readSmall(ctx context.Context, path, what string, limit int) ([]byte, error) {
+	b, err := safefile.ReadSmall(ctx, path, limit)
+	switch {
+	case err == nil:
+		return b, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, safefile.Interrupted(ctx, what+" "+path)
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, inputErr("is it the right file?", "%s %s is larger than %d bytes", what, path, limit)
+	case errors.Is(err, safefile.ErrNotFile), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return nil, inputErr("", "%s %s: %s", what, path, safefile.Message(err))
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, ioErr("%s %s: %v", what, path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, inputErr("", "%s %s is not a regular file", what, path)
-	}
-	if fi.Size() > limit {
-		return nil, inputErr("", "%s %s is %d bytes, more than the %d this reads", what, path, fi.Size(), limit)
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
-		return nil, ioErr("reading %s %s: %v", what, path, err)
-	}
-	return b, nil
+	return nil, ioErr("reading %s %s: %s", what, path, safefile.Message(err))
 }
 
 // unwrapPathErr drops the "op path:" of a *fs.PathError, for messages
@@ -191,9 +188,9 @@ func unwrapPathErr(err error) error {
 }
 
 // LoadPrivateKey reads an RSA private key from a PEM file (PKCS#1 or
-// PKCS#8).
-func LoadPrivateKey(path string) (*rsa.PrivateKey, error) {
-	b, err := readSmall(path, "key", maxKeyFile)
+// PKCS#8); path may be a pipe or a FIFO, whose wait ends with ctx.
+func LoadPrivateKey(ctx context.Context, path string) (*rsa.PrivateKey, error) {
+	b, err := readSmall(ctx, path, "key", maxKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -205,9 +202,10 @@ func LoadPrivateKey(path string) (*rsa.PrivateKey, error) {
 }
 
 // LoadPublicKey reads an RSA key, public or private, from a PEM file and
-// returns its public part.
-func LoadPublicKey(path string) (*rsa.PublicKey, error) {
-	b, err := readSmall(path, "key", maxKeyFile)
+// returns its public part; path may be a pipe or a FIFO, whose wait ends
+// with ctx.
+func LoadPublicKey(ctx context.Context, path string) (*rsa.PublicKey, error) {
+	b, err := readSmall(ctx, path, "key", maxKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +218,8 @@ func LoadPublicKey(path string) (*rsa.PublicKey, error) {
 
 // ExtractPublicKey returns the AVB public key blob of the RSA key (public
 // or private, PEM) at path: what `avbtool extract_public_key` writes.
-func ExtractPublicKey(path string) ([]byte, error) {
-	k, err := LoadPublicKey(path)
+func ExtractPublicKey(ctx context.Context, path string) ([]byte, error) {
+	k, err := LoadPublicKey(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -277,18 +277,20 @@ func (img *Image) CheckMetadata() error {
 	if loc := v.Header.RollbackIndexLocation; loc >= MaxRollbackIndexLocations {
 		return malformed("vbmeta rollback index location %d: libavb has locations 0 to %d", loc, MaxRollbackIndexLocations-1)
 	}
-	for i, d := range v.Descriptors {
+	i := 0
+	for d := range v.Descriptors() {
+		i++
 		if err := libavbDescriptor(d); err != nil {
-			return malformed("descriptor %d (%s): %v", i+1, descriptorKind(d), err)
+			return malformed("descriptor %d (%s): %v", i, descriptorKind(d), err)
 		}
 	}
 	p := v.Partition()
-	for _, d := range p.Hashes {
+	for _, d := range p.Hashes() {
 		if err := libavbHash(d); err != nil {
 			return malformed("hash descriptor of partition %q: %v", d.PartitionName, err)
 		}
 	}
-	for _, d := range p.Hashtrees {
+	for _, d := range p.Hashtrees() {
 		if len(d.RootDigest) == 0 && len(d.PartitionName) >= libavbPartNameMax {
 			return malformed("hashtree descriptor with a persistent digest: partition name of %d bytes, libavb takes at most %d", len(d.PartitionName), libavbPartNameMax-1)
 		}

@@ -16,6 +16,9 @@ type VBMetaOptions struct {
 	Key *rsa.PrivateKey
 	// Descriptors, in order.
 	Descriptors []Descriptor
+	// encoded are more descriptors, after those, already encoded (those
+	// included from other images).
+	encoded [][]byte
 	// PublicKeyMetadata is stored after the public key (avbtool's
 	// --public_key_metadata).
 	PublicKeyMetadata []byte
@@ -59,14 +62,20 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 	if rs == "" {
 		rs = ReleaseString
 	}
-	desc := EncodeDescriptors(o.Descriptors)
+	var descSize uint64
+	for _, e := range o.encoded {
+		descSize += uint64(len(e))
+	}
+	for _, d := range o.Descriptors {
+		descSize += uint64(encodedSize(d))
+	}
 	h := &Header{
 		RequiredLibavbMajor: 1, RequiredLibavbMinor: o.RequiredLibavbMinor,
 		AlgorithmType:      alg.Type,
-		AuxiliaryBlockSize: roundUp(uint64(len(desc)+len(pubBlob)+len(o.PublicKeyMetadata)), 64),
-		DescriptorsOffset:  0, DescriptorsSize: uint64(len(desc)),
-		PublicKeyOffset: uint64(len(desc)), PublicKeySize: uint64(len(pubBlob)),
-		PublicKeyMetadataOffset: uint64(len(desc) + len(pubBlob)), PublicKeyMetadataSize: uint64(len(o.PublicKeyMetadata)),
+		AuxiliaryBlockSize: roundUp(descSize+uint64(len(pubBlob)+len(o.PublicKeyMetadata)), 64),
+		DescriptorsOffset:  0, DescriptorsSize: descSize,
+		PublicKeyOffset: descSize, PublicKeySize: uint64(len(pubBlob)),
+		PublicKeyMetadataOffset: descSize + uint64(len(pubBlob)), PublicKeyMetadataSize: uint64(len(o.PublicKeyMetadata)),
 		AuthenticationBlockSize: roundUp(uint64(alg.HashSize+alg.SignatureSize), 64),
 		HashOffset:              0, HashSize: uint64(alg.HashSize),
 		SignatureOffset: uint64(alg.HashSize), SignatureSize: uint64(alg.SignatureSize),
@@ -76,12 +85,24 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 	if HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize > MaxVBMetaSize {
 		return nil, paramErr("", "", "vbmeta blob of %d bytes exceeds %d", HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize, MaxVBMetaSize)
 	}
-	blob := make([]byte, HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize)
+	// Made once, the descriptors encoded in place; zeros up to a whole
+	// 4096-byte block are there for AddHashtreeFooter to append.
+	size := HeaderSize + h.AuthenticationBlockSize + h.AuxiliaryBlockSize
+	blob := make([]byte, size, roundUp(size, imageBlockSize))
 	copy(blob, h.Encode())
 	aux := blob[HeaderSize+h.AuthenticationBlockSize:]
-	n := copy(aux, desc)
-	n += copy(aux[n:], pubBlob)
-	copy(aux[n:], o.PublicKeyMetadata)
+	desc := aux[:0:descSize]
+	for _, d := range o.Descriptors {
+		desc = appendDescriptor(desc, d)
+	}
+	for _, e := range o.encoded {
+		desc = append(desc, e...)
+	}
+	if uint64(len(desc)) != descSize {
+		return nil, paramErr("Descriptors", "", "a descriptor's encoding changed its size")
+	}
+	n := copy(aux[descSize:], pubBlob)
+	copy(aux[descSize+uint64(n):], o.PublicKeyMetadata)
 	if alg.Type != 0 {
 		hh := alg.Hash.New()
 		hh.Write(blob[:HeaderSize])

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestParseVBMetaRoundTrip(t *testing.T) {
 			t.Fatal("header does not encode back")
 		}
 		aux := b[HeaderSize+h.AuthenticationBlockSize:]
-		if !bytes.Equal(EncodeDescriptors(v.Descriptors), aux[h.DescriptorsOffset:h.DescriptorsOffset+h.DescriptorsSize]) {
+		if !bytes.Equal(EncodeDescriptors(slices.Collect(v.Descriptors())), aux[h.DescriptorsOffset:h.DescriptorsOffset+h.DescriptorsSize]) {
 			t.Fatal("descriptors do not encode back")
 		}
 		if err := v.Verify(); err != nil {

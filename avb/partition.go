@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/veritytree/veritytree/verity"
 )
@@ -18,40 +19,80 @@ import (
 var ErrFooterMismatch = errors.New("the AVB footer disagrees with the vbmeta's descriptors")
 
 // Partition is what a vbmeta says about the partition of its own image.
+// It holds no descriptor list: a vbmeta may hold a million descriptors
+// for one name, so Hashtrees and Hashes walk the blob again.
 type Partition struct {
 	// Name is the partition of the vbmeta's first hashtree or hash
 	// descriptor: avbtool's add_hashtree_footer and add_hash_footer write
 	// the image's own descriptor first, and included ones after it.
 	Name string
-	// Hashtrees and Hashes are all the vbmeta's descriptors for that
-	// partition, in order; both empty when it has none of either.
-	Hashtrees []*HashtreeDescriptor
-	Hashes    []*HashDescriptor
+	// NumHashtrees and NumHashes count the vbmeta's descriptors of each
+	// kind for that partition; both 0 when it has none of either.
+	NumHashtrees, NumHashes int
+	// FirstHashtree and FirstHash are the first of each, or nil.
+	FirstHashtree *HashtreeDescriptor
+	FirstHash     *HashDescriptor
+
+	v *VBMeta
 }
 
 // Partition returns the descriptors of the vbmeta's own partition.
 func (v *VBMeta) Partition() *Partition {
-	p := &Partition{}
+	p := &Partition{v: v}
 	found := false
-	for _, d := range v.Descriptors {
+	for d := range v.Descriptors() {
 		switch d := d.(type) {
 		case *HashtreeDescriptor:
 			if !found {
 				p.Name, found = d.PartitionName, true
 			}
 			if d.PartitionName == p.Name {
-				p.Hashtrees = append(p.Hashtrees, d)
+				if p.NumHashtrees == 0 {
+					p.FirstHashtree = d
+				}
+				p.NumHashtrees++
 			}
 		case *HashDescriptor:
 			if !found {
 				p.Name, found = d.PartitionName, true
 			}
 			if d.PartitionName == p.Name {
-				p.Hashes = append(p.Hashes, d)
+				if p.NumHashes == 0 {
+					p.FirstHash = d
+				}
+				p.NumHashes++
 			}
 		}
 	}
 	return p
+}
+
+// Hashtrees walks the partition's hashtree descriptors in order, with
+// their indexes among all the vbmeta's descriptors (from 0).
+func (p *Partition) Hashtrees() iter.Seq2[int, *HashtreeDescriptor] {
+	return func(yield func(int, *HashtreeDescriptor) bool) {
+		i := 0
+		for d := range p.v.Descriptors() {
+			if d, ok := d.(*HashtreeDescriptor); ok && d.PartitionName == p.Name && !yield(i, d) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// Hashes walks the partition's hash descriptors in order, with their
+// indexes among all the vbmeta's descriptors (from 0).
+func (p *Partition) Hashes() iter.Seq2[int, *HashDescriptor] {
+	return func(yield func(int, *HashDescriptor) bool) {
+		i := 0
+		for d := range p.v.Descriptors() {
+			if d, ok := d.(*HashDescriptor); ok && d.PartitionName == p.Name && !yield(i, d) {
+				return
+			}
+			i++
+		}
+	}
 }
 
 // padUnit is the block avbtool pads a hashtree image to before hashing
@@ -65,12 +106,12 @@ func padUnit(d *HashtreeDescriptor) uint64 { return max(uint64(d.DataBlockSize),
 // for the zeros avbtool padded the image with to a whole block. what says
 // who cuts; sizes name the footer's original image size.
 func (p *Partition) checkCut(r io.ReaderAt, cut uint64, what string) error {
-	for _, d := range p.Hashtrees {
+	for _, d := range p.Hashtrees() {
 		if cut < d.ImageSize && (d.ImageSize-cut >= padUnit(d) || !zeros(r, cut, d.ImageSize)) {
 			return cutErr(what, cut, "hashtree", p.Name, d.ImageSize)
 		}
 	}
-	for _, d := range p.Hashes {
+	for _, d := range p.Hashes() {
 		if cut < d.ImageSize {
 			return cutErr(what, cut, "hash", p.Name, d.ImageSize)
 		}
@@ -121,7 +162,7 @@ func (img *Image) CheckFooter(r io.ReaderAt) error {
 	}
 	p := img.VBMeta.Partition()
 	orig := f.OriginalImageSize
-	for _, d := range p.Hashtrees {
+	for _, d := range p.Hashtrees() {
 		if orig > d.ImageSize || d.ImageSize-orig >= padUnit(d) {
 			return footerErr("the footer's original image size is %d bytes, but the hashtree descriptor of partition %q covers %d bytes of image data", orig, p.Name, d.ImageSize)
 		}
@@ -136,7 +177,7 @@ func (img *Image) CheckFooter(r io.ReaderAt) error {
 			return footerErr("the footer puts the vbmeta at byte %d, inside the data, tree and parity of partition %q, which end at byte %d", f.VBMetaOffset, p.Name, end)
 		}
 	}
-	for _, d := range p.Hashes {
+	for _, d := range p.Hashes() {
 		if orig != d.ImageSize {
 			return footerErr("the footer's original image size is %d bytes, but the hash descriptor of partition %q covers %d bytes of image data", orig, p.Name, d.ImageSize)
 		}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestSetupRootfsFromKernelDescriptorsAreAvbtools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := readVectorImage(t, rel).VBMeta.Descriptors[1:3]
+		want := slices.Collect(readVectorImage(t, rel).VBMeta.Descriptors())[1:3]
 		if !bytes.Equal(EncodeDescriptors(got), EncodeDescriptors(want)) {
 			t.Errorf("%s: %+v, avbtool wrote %+v", name, got, want)
 		}
@@ -110,11 +111,13 @@ func TestAddHashtreeFooterSetupRootfsFromKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := readVectorImage(t, "vbmeta/kernel-cmdline.bin").VBMeta
-	rootfs := readVectorImage(t, "vbmeta/rootfs-camo-sha1.bin").VBMeta.Descriptors[1:3]
-	want := append([]Descriptor{base.Descriptors[0]}, rootfs...)
-	want = append(want, base.Descriptors[1:]...)
-	if !bytes.Equal(EncodeDescriptors(got.VBMeta.Descriptors), EncodeDescriptors(want)) {
-		t.Fatalf("descriptors %+v\nwant %+v", got.VBMeta.Descriptors, want)
+	rootfs := slices.Collect(readVectorImage(t, "vbmeta/rootfs-camo-sha1.bin").VBMeta.Descriptors())[1:3]
+	baseDescs := slices.Collect(base.Descriptors())
+	want := append([]Descriptor{baseDescs[0]}, rootfs...)
+	want = append(want, baseDescs[1:]...)
+	gotDescs := slices.Collect(got.VBMeta.Descriptors())
+	if !bytes.Equal(EncodeDescriptors(gotDescs), EncodeDescriptors(want)) {
+		t.Fatalf("descriptors %+v\nwant %+v", gotDescs, want)
 	}
 
 	// info_image: kernel-cmdline's text with rootfs-camo-sha1's two
@@ -142,7 +145,7 @@ func TestAddHashtreeFooterSetupRootfsFromKernel(t *testing.T) {
 		}
 		first, _ := os.ReadFile(filepath.Join(vectorDir, "cmdline", "rootfs-camo-sha1"+suffix))
 		second, _ := os.ReadFile(filepath.Join(vectorDir, "cmdline", "kernel-cmdline"+suffix))
-		line, err := CalculateKernelCmdline(image, disabled)
+		line, err := CalculateKernelCmdline(context.Background(), image, disabled)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +180,7 @@ func TestSetupRootfsFromKernelOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for _, d := range vb.Descriptors {
+	for d := range vb.Descriptors() {
 		switch d := d.(type) {
 		case *HashtreeDescriptor:
 			kinds = append(kinds, "hashtree "+d.PartitionName)

@@ -331,7 +331,7 @@ func TestAddHashtreeFooterSparseFECCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fecSize := img.VBMeta.HashtreeDescriptors()[0].FECSize; total != fecSize || last != total {
+	if fecSize := img.VBMeta.FirstHashtree().FECSize; total != fecSize || last != total {
 		t.Fatalf("FEC progress ended at %d of %d, the parity is %d bytes", last, total, fecSize)
 	}
 }

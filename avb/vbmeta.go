@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/veritytree/veritytree/verity"
 )
@@ -124,12 +125,16 @@ type VBMeta struct {
 	// Algorithm is the header's algorithm.
 	Algorithm *Algorithm
 	// Hash and Signature are from the authentication block; PublicKey
-	// (the AVB public key blob), PublicKeyMetadata and Descriptors from
-	// the auxiliary block.
+	// (the AVB public key blob) and PublicKeyMetadata from the auxiliary
+	// block, as are the descriptors (see Descriptors). All are parts of
+	// Raw.
 	Hash, Signature, PublicKey, PublicKeyMetadata []byte
-	Descriptors                                   []Descriptor
 	// Raw is the blob: header, authentication and auxiliary blocks.
 	Raw []byte
+	// descs is the descriptor area, every descriptor in it checked;
+	// count is how many there are.
+	descs []byte
+	count int
 }
 
 // within checks that [off, off+size) lies in a block of blockSize bytes.
@@ -140,9 +145,12 @@ func within(what string, off, size, blockSize uint64) error {
 	return nil
 }
 
-// ParseVBMeta decodes a vbmeta blob; b may go on past the blob (a
-// vbmeta image padded with zeros). Every offset and size is checked
-// against its block before use.
+// ParseVBMeta decodes a vbmeta blob; b may go on past the blob (a vbmeta
+// image padded with zeros). Every offset and size is checked against its
+// block, and every descriptor is checked, before use; the descriptors are
+// decoded only when walked (Descriptors), one at a time, so that the
+// memory a blob takes is its own size whatever it holds. The VBMeta keeps
+// parts of b, which must not change while it is used.
 func ParseVBMeta(b []byte) (*VBMeta, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -159,8 +167,9 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 	if err != nil {
 		return nil, malformed("%v", err)
 	}
-	auth := b[HeaderSize : HeaderSize+h.AuthenticationBlockSize]
-	aux := b[HeaderSize+h.AuthenticationBlockSize : size]
+	raw := b[:size:size]
+	auth := raw[HeaderSize : HeaderSize+h.AuthenticationBlockSize]
+	aux := raw[HeaderSize+h.AuthenticationBlockSize:]
 	for _, c := range []struct {
 		what      string
 		off, size uint64
@@ -181,17 +190,26 @@ func ParseVBMeta(b []byte) (*VBMeta, error) {
 			return nil, err
 		}
 	}
-	v := &VBMeta{Header: h, Algorithm: alg, Raw: clone(b[:size])}
-	v.Hash = clone(auth[h.HashOffset : h.HashOffset+h.HashSize])
-	v.Signature = clone(auth[h.SignatureOffset : h.SignatureOffset+h.SignatureSize])
-	v.PublicKey = clone(aux[h.PublicKeyOffset : h.PublicKeyOffset+h.PublicKeySize])
-	if h.PublicKeyMetadataSize > 0 {
-		v.PublicKeyMetadata = clone(aux[h.PublicKeyMetadataOffset : h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize])
+	v := &VBMeta{Header: h, Algorithm: alg, Raw: raw,
+		Hash:      part(auth, h.HashOffset, h.HashOffset+h.HashSize),
+		Signature: part(auth, h.SignatureOffset, h.SignatureOffset+h.SignatureSize),
+		PublicKey: part(aux, h.PublicKeyOffset, h.PublicKeyOffset+h.PublicKeySize),
+		descs:     part(aux, h.DescriptorsOffset, h.DescriptorsOffset+h.DescriptorsSize),
 	}
-	if v.Descriptors, err = ParseDescriptors(aux[h.DescriptorsOffset : h.DescriptorsOffset+h.DescriptorsSize]); err != nil {
+	// An empty public key metadata may point anywhere: nothing is read.
+	if h.PublicKeyMetadataSize > 0 {
+		v.PublicKeyMetadata = part(aux, h.PublicKeyMetadataOffset, h.PublicKeyMetadataOffset+h.PublicKeyMetadataSize)
+	}
+	if err := walkDescriptors(v.descs, v.checkDescriptor); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+func (v *VBMeta) checkDescriptor(_, tag uint64, raw []byte) error {
+	_, err := decodeDescriptor(tag, raw, false)
+	v.count++
+	return err
 }
 
 // ReadVBMeta reads and parses the vbmeta blob at offset in r, of at most
@@ -222,15 +240,53 @@ func ReadVBMeta(r io.ReaderAt, offset int64, maxSize uint64) (*VBMeta, error) {
 	return ParseVBMeta(b)
 }
 
-// HashtreeDescriptors returns the blob's hashtree descriptors.
-func (v *VBMeta) HashtreeDescriptors() []*HashtreeDescriptor {
-	var r []*HashtreeDescriptor
-	for _, d := range v.Descriptors {
-		if h, ok := d.(*HashtreeDescriptor); ok {
-			r = append(r, h)
-		}
+// NumDescriptors is the number of descriptors in the blob.
+func (v *VBMeta) NumDescriptors() int { return v.count }
+
+// Descriptors walks the blob's descriptors in order, each decoded when
+// reached (all were checked by ParseVBMeta): a blob of a million
+// descriptors is walked in the memory of one. The descriptors' byte
+// slices are parts of Raw.
+func (v *VBMeta) Descriptors() iter.Seq[Descriptor] {
+	return func(yield func(Descriptor) bool) {
+		v.walk(func(tag uint64, raw []byte) bool {
+			d, err := decodeDescriptor(tag, raw, true)
+			return err != nil || yield(d) // checked already: err is nil
+		})
 	}
-	return r
+}
+
+// walk calls fn with the tag and the bytes of each descriptor until fn
+// returns false, allocating nothing.
+func (v *VBMeta) walk(fn func(tag uint64, raw []byte) bool) {
+	walkDescriptors(v.descs, func(_, tag uint64, raw []byte) error {
+		if !fn(tag, raw) {
+			return errStopWalk
+		}
+		return nil
+	})
+}
+
+// HashtreeDescriptors walks the blob's hashtree descriptors in order.
+func (v *VBMeta) HashtreeDescriptors() iter.Seq[*HashtreeDescriptor] {
+	return func(yield func(*HashtreeDescriptor) bool) {
+		v.walk(func(tag uint64, raw []byte) bool {
+			if tag != TagHashtree {
+				return true
+			}
+			d, err := decodeDescriptor(tag, raw, true)
+			return err != nil || yield(d.(*HashtreeDescriptor))
+		})
+	}
+}
+
+// FirstHashtree returns the blob's first hashtree descriptor, or nil if it
+// has none.
+func (v *VBMeta) FirstHashtree() *HashtreeDescriptor {
+	for d := range v.HashtreeDescriptors() {
+		return d
+	}
+	return nil
 }
 
 // Verify checks the blob's hash and signature with its embedded public

@@ -108,7 +108,7 @@ func avbtoolArgs(t *testing.T, dir string, args []string) (image string, o *Hash
 		case "--algorithm":
 			o.Algorithm = val()
 		case "--key":
-			k, kerr := LoadPrivateKey(rel(val()))
+			k, kerr := LoadPrivateKey(context.Background(), rel(val()))
 			if kerr != nil {
 				t.Fatal(kerr)
 			}
@@ -121,7 +121,7 @@ func avbtoolArgs(t *testing.T, dir string, args []string) (image string, o *Hash
 			props = append(props, p)
 		case "--prop_from_file":
 			k, v, _ := strings.Cut(val(), ":")
-			p, perr := ParsePropertyFromFile(k + ":" + rel(v))
+			p, perr := ParsePropertyFromFile(context.Background(), k+":"+rel(v))
 			if perr != nil {
 				t.Fatal(perr)
 			}
@@ -156,7 +156,7 @@ func avbtoolArgs(t *testing.T, dir string, args []string) (image string, o *Hash
 			o.ReleaseString = val()
 		case "--chain_partition", "--chain_partition_do_not_use_ab":
 			f := strings.Split(val(), ":")
-			c, cerr := ParseChainPartition(f[0]+":"+f[1]+":"+rel(f[2]), a == "--chain_partition_do_not_use_ab")
+			c, cerr := ParseChainPartition(context.Background(), f[0]+":"+f[1]+":"+rel(f[2]), a == "--chain_partition_do_not_use_ab")
 			if cerr != nil {
 				t.Fatal(cerr)
 			}

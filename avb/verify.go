@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/veritytree/veritytree/fec"
@@ -119,11 +120,11 @@ func checkImageSize(ht *HashtreeDescriptor, limit uint64, where string) error {
 // Progress, ...); its tree and FEC fields are set from the descriptor. The
 // caller closes the result.
 func VerifyHashtree(ctx context.Context, path string, img *Image, opts *verity.VerifyOptions) (*verity.VerifyResult, error) {
-	hts := img.VBMeta.Partition().Hashtrees
-	if len(hts) == 0 {
+	ht := img.VBMeta.Partition().FirstHashtree
+	if ht == nil {
 		return nil, inputErr("", "%s: the vbmeta has no hashtree descriptor for the image's partition", path)
 	}
-	root, o, err := img.HashtreeCheck(hts[0])
+	root, o, err := img.HashtreeCheck(ht)
 	if err != nil {
 		return nil, prefixErr(path, err)
 	}
@@ -207,35 +208,47 @@ type DescriptorCheck struct {
 // means a check could not be made (malformed descriptor, I/O).
 func CheckPartitionDescriptors(ctx context.Context, path string, img *Image, jobs int) ([]DescriptorCheck, error) {
 	p := img.VBMeta.Partition()
+	if n := p.NumHashtrees + p.NumHashes; n > maxPartitionDescriptors {
+		return nil, malformed("%s: the vbmeta has %d hash and hashtree descriptors for partition %q; avbtool writes one, and this check takes at most %d (each is a pass over the image)",
+			path, n, p.Name, maxPartitionDescriptors)
+	}
 	var out []DescriptorCheck
-	for i, d := range img.VBMeta.Descriptors {
-		var c DescriptorCheck
-		var err error
-		switch d := d.(type) {
-		case *HashtreeDescriptor:
-			if d.PartitionName != p.Name || d == p.Hashtrees[0] {
-				continue
-			}
-			c, err = checkOtherHashtree(ctx, path, img, p.Hashtrees[0], d, jobs)
-		case *HashDescriptor:
-			if d.PartitionName != p.Name {
-				continue
-			}
-			c, err = checkHash(path, d)
-		default:
-			continue
-		}
+	add := func(i int, d Descriptor, c DescriptorCheck, err error) error {
 		if err != nil {
 			if !strings.Contains(err.Error(), path) {
 				err = prefixErr(path, err)
 			}
-			return nil, err
+			return err
 		}
 		c.Descriptor, c.Index = d, i+1
 		out = append(out, c)
+		return nil
 	}
+	first := true
+	for i, d := range p.Hashtrees() {
+		if first {
+			first = false
+			continue
+		}
+		c, err := checkOtherHashtree(ctx, path, img, p.FirstHashtree, d, jobs)
+		if err := add(i, d, c, err); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range p.Hashes() {
+		c, err := checkHash(ctx, path, d)
+		if err := add(i, d, c, err); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
 	return out, nil
 }
+
+// maxPartitionDescriptors bounds the descriptors of one partition that
+// CheckPartitionDescriptors checks: each is a pass over the image, and a
+// crafted vbmeta could name the partition thousands of times.
+const maxPartitionDescriptors = 16
 
 func checkOtherHashtree(ctx context.Context, path string, img *Image, first, d *HashtreeDescriptor, jobs int) (DescriptorCheck, error) {
 	if bytes.Equal(d.Encode(), first.Encode()) {
@@ -259,8 +272,8 @@ func checkOtherHashtree(ctx context.Context, path string, img *Image, first, d *
 
 // checkHash is libavb's check of a hash descriptor (CheckMetadata has
 // checked its algorithm and digest size).
-func checkHash(path string, d *HashDescriptor) (DescriptorCheck, error) {
-	got, err := hashDigest(path, d)
+func checkHash(ctx context.Context, path string, d *HashDescriptor) (DescriptorCheck, error) {
+	got, err := hashDigest(ctx, path, d)
 	if err != nil {
 		return DescriptorCheck{}, err
 	}

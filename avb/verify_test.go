@@ -107,7 +107,7 @@ func TestAddHashtreeFooterFEC(t *testing.T) {
 	if res.Footer.VBMetaOffset != ht.FECOffset+ht.FECSize {
 		t.Fatalf("vbmeta at %d", res.Footer.VBMetaOffset)
 	}
-	line, err := CalculateKernelCmdline(image, false)
+	line, err := CalculateKernelCmdline(context.Background(), image, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestVerifyHashtreeSparsePersistentDigest(t *testing.T) {
 	}
 	img, res, got := verifySparseReport(t, simg, nil)
 	_, _, want := verifySparseReport(t, raw, nil)
-	if !img.Sparse || len(img.VBMeta.HashtreeDescriptors()[0].RootDigest) != 0 || !res.Verified || got != want {
+	if !img.Sparse || len(img.VBMeta.FirstHashtree().RootDigest) != 0 || !res.Verified || got != want {
 		t.Fatalf("sparse, persistent digest:\n%s\nraw:\n%s", got, want)
 	}
 }

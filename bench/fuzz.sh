@@ -24,10 +24,9 @@ all=(
   merkle:FuzzParseSuperblock merkle:FuzzDecodeSuperblock merkle:FuzzNewGeometry merkle:FuzzVerifyDamage
   internal/cli:FuzzParseHex internal/cli:FuzzParseUUID internal/cli:FuzzTreeFlags
   fec:FuzzDecodeCodeword fec:FuzzParams
-  cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump
+  cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump cmd/veritycheck:FuzzAVBCheck
   cmd/veritygen:FuzzAndroidSparseRuns cmd/veritygen:FuzzBootNames
-  avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob
-  cmd/veritycheck:FuzzAVBCheck
+  avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob avb:FuzzVBMetaWalkMemory
 )
 missing=$(comm -13 <(printf '%s\n' "${all[@]#*:}" | sort) \
   <(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u))

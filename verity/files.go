@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 // openImage opens an image for reading, locked shared (see lockShared),
@@ -153,51 +155,24 @@ func Cause(err error) error {
 	return err
 }
 
-// errTooLarge is readSmallFile's error for a file over its limit.
-var errTooLarge = errors.New("file too large")
-
-// readSmallFile reads all of a small file, refusing (errTooLarge) one of
-// more than limit bytes without reading the rest: it may be /dev/zero, or
-// an image named by mistake. path may be a pipe (bash's <(...)) or a FIFO,
-// where the open waits for a writer and the read for the data: those waits
-// run on a goroutine, left behind if ctx ends first, so that Ctrl-C ends
-// them. role names it in errors.
+// readSmallFile reads all of a small file through safefile.ReadSmall: a
+// file of more than limit bytes is refused (safefile.ErrTooLarge) without
+// reading the rest (it may be /dev/zero, or an image named by mistake);
+// path may be a pipe (bash's <(...)) or a FIFO, whose wait for a writer
+// ctx ends (with ctx's error). role names it in errors.
 func readSmallFile(ctx context.Context, role, path string, limit int) ([]byte, error) {
-	readError := func(err error) error {
-		return errorf(KindIO, "", "reading %s %s: %v", role, path, unwrapPath(err))
+	b, err := safefile.ReadSmall(ctx, path, limit)
+	switch {
+	case err == nil:
+		return b, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, safefile.Interrupted(ctx, role+" "+path)
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, err
+	case errors.Is(err, safefile.ErrNotFile):
+		return nil, errorf(KindInput, "", "%s %s %s", role, path, safefile.Message(err))
 	}
-	if info, err := os.Stat(path); err != nil {
-		return nil, readError(err)
-	} else if info.IsDir() {
-		return nil, errorf(KindInput, "", "%s %s is a directory", role, path)
-	}
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			done <- result{nil, readError(err)}
-			return
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-		switch {
-		case err != nil:
-			err = readError(err)
-		case len(b) > limit:
-			b, err = nil, errTooLarge
-		}
-		done <- result{b, err}
-	}()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case r := <-done:
-		return r.b, r.err
-	}
+	return nil, errorf(KindIO, "", "reading %s %s: %s", role, path, safefile.Message(err))
 }
 
 // shrinkGuard reads an image that was size bytes when opened, and calls a

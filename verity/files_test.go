@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -129,11 +130,11 @@ func TestReadSmallFile(t *testing.T) {
 			_, err := readSmallFile(ctx, "--root-hash-file", p, 4096)
 			return err
 		})
-		if !errors.Is(err, errTooLarge) {
-			t.Errorf("readSmallFile(%s): %v, want errTooLarge", p, err)
+		if !errors.Is(err, safefile.ErrTooLarge) {
+			t.Errorf("readSmallFile(%s): %v, want safefile.ErrTooLarge", p, err)
 		}
 	}
-	if _, err := readSmallFile(ctx, "--root-hash-file", dir, 4096); err == nil || err.Error() != "--root-hash-file "+dir+" is a directory" {
+	if _, err := readSmallFile(ctx, "--root-hash-file", dir, 4096); err == nil || err.Error() != "--root-hash-file "+dir+" is a directory, not a file" {
 		t.Errorf("directory: %v", err)
 	}
 	if _, err := readSmallFile(ctx, "--root-hash-file", filepath.Join(dir, "none"), 4096); err == nil || err.Error() != "reading --root-hash-file "+filepath.Join(dir, "none")+": no such file or directory" {
@@ -142,13 +143,7 @@ func TestReadSmallFile(t *testing.T) {
 
 	// A FIFO with a writer: read to its end (bash's <(cat root.hex)).
 	fifo := testtool.MkFIFO(t, t.TempDir(), "written")
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err == nil {
-			w.WriteString("abcd\n")
-			w.Close()
-		}
-	}()
+	testtool.FeedFIFO(t, fifo, []byte("abcd\n"))
 	got := within(t, "reading a FIFO", func() string {
 		b, err := readSmallFile(ctx, "--root-hash-file", fifo, 4096)
 		if err != nil {

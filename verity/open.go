@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -116,7 +117,7 @@ const maxRootHashFile = 4096
 // 4 KiB is refused unread: no root hash is that long.
 func ReadRootHashFile(ctx context.Context, path string) ([]byte, error) {
 	b, err := readSmallFile(ctx, "--root-hash-file", path, maxRootHashFile)
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, safefile.ErrTooLarge) {
 		return nil, errorf(KindInput, "the file holds the root hash in hex, as veritygen --root-hash-file writes it",
 			"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", path, maxRootHashFile)
 	}

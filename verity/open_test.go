@@ -129,12 +129,7 @@ func TestReadRootHashFile(t *testing.T) {
 	// A FIFO with a writer (another one: the wait above is left behind
 	// on the first) is read as a file.
 	fifo = testtool.MkFIFO(t, dir, "root2.fifo")
-	go func() {
-		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			w.WriteString("abcd\n")
-			w.Close()
-		}
-	}()
+	testtool.FeedFIFO(t, fifo, []byte("abcd\n"))
 	if root, err := ReadRootHashFile(context.Background(), fifo); err != nil || string(root) != "\xab\xcd" {
 		t.Errorf("from a FIFO: %x, %v", root, err)
 	}

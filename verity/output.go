@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -601,6 +603,29 @@ func (o *output) writeAll(data []byte) error {
 		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
 	}
 	return o.commit()
+}
+
+// writeStream writes p into an output from openSmallOutput: its temporary
+// file, or through a character device or a FIFO, waiting for the room a
+// FIFO's reader makes until ctx ends.
+func (o *output) writeStream(ctx context.Context, p []byte) error {
+	if o.done {
+		return errorf(KindIO, "", "writing %s: %w", o.path, fs.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return interrupted(err, "", "interrupted while writing %s; nothing was put in its place", o.path)
+	}
+	if o.tmp == "" {
+		stop := context.AfterFunc(ctx, func() { o.f.SetWriteDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
+	if _, err := o.f.Write(p); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(ctx.Err(), "", "interrupted while writing %s; nothing was put in its place", o.path)
+		}
+		return errorf(KindIO, "", "writing %s: %w", o.path, unwrapPath(err))
+	}
+	return nil
 }
 
 // ownFD reports whether path names, directly or through symbolic links, one

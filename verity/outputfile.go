@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"context"
 	"io"
 	"io/fs"
 	"os"
@@ -59,6 +60,25 @@ func foreignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string
 
 // Commit writes data and puts it in place.
 func (f *OutputFile) Commit(data []byte) error { return f.o.writeAll(data) }
+
+// Writer returns a writer for an output too large to hold in memory (the
+// text of a million descriptors): what it writes goes into the temporary
+// file, or through the device or FIFO, whose reader it waits for (until
+// ctx ends); Commit(nil) then puts it in place. A failed write aborts the
+// output.
+func (f *OutputFile) Writer(ctx context.Context) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		if err := f.o.writeStream(ctx, p); err != nil {
+			f.o.abort()
+			return 0, err
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 
 // Abort gives up the output: the file stays as it was. After Commit it
 // does nothing.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/veritytree/veritytree/internal/pkcs7"
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 // Root hash signatures: the PKCS#7 signature dm-verity's
@@ -263,7 +264,7 @@ func ReadRootHashSignatureFile(ctx context.Context, role, path string) (*RootHas
 func readSigningInput(ctx context.Context, role, path string, limit int) ([]byte, error) {
 	b, err := readSmallFile(ctx, role, path, limit)
 	switch {
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, errorf(KindInput, "is it the right file?", "%s %s is larger than %d bytes", role, path, limit)
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return nil, interrupted(err, "", "interrupted while waiting for %s %s; nothing was written", role, path)

@@ -13,11 +13,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -44,7 +45,8 @@ decision. This AVB check is chosen when DATA ends in an AVB footer and
 neither HASH nor a root hash is given: without a root hash there is nothing
 else to check against. With a root hash (or HASH) the tree is checked as
 any other; --avb asks for the AVB check explicitly (an error without a
-footer).`
+footer). The report lists the first 1000 descriptors and counts the rest,
+names and values cut to 1 KiB.`
 
 // avbFlagConflicts are the flags that give what an AVB image's vbmeta
 // says itself.
@@ -86,8 +88,20 @@ type avbJSON struct {
 	// DescriptorChecks are the checks of the partition's other
 	// descriptors: further hashtree descriptors, hash descriptors.
 	DescriptorChecks []descriptorCheckJSON `json:"descriptor_checks"`
-	Descriptors      []descriptorJSON      `json:"descriptors"`
+	// Descriptors lists the first maxListedDescriptors descriptors;
+	// DescriptorCount counts them all, DescriptorsNotListed the rest.
+	Descriptors          []descriptorJSON `json:"descriptors"`
+	DescriptorCount      int              `json:"descriptor_count"`
+	DescriptorsNotListed int              `json:"descriptors_not_listed"`
 }
+
+// maxListedDescriptors bounds the descriptors the reports list, and
+// maxDescribed the bytes of a name, a command line or a value they show:
+// a vbmeta of 16 MiB holds a million descriptors, or one of 16 MiB.
+const (
+	maxListedDescriptors = 1000
+	maxDescribed         = 1024
+)
 
 type descriptorCheckJSON struct {
 	Index   int    `json:"index"` // among the descriptors, from 1
@@ -146,22 +160,20 @@ func wantsAVB(o *options, args []string) (bool, error) {
 
 // readAVBKey reads --avb-key: an RSA key in PEM (public or private) or an
 // AVB public key blob (avbtool extract_public_key), and returns the blob.
-func readAVBKey(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cli.Errorf("", "--avb-key %s does not exist", path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot open --avb-key %s: %w", path, unwrapPath(err))
-	}
-	defer f.Close()
+// It may be a pipe or a FIFO, whose wait for a writer ends with ctx.
+func readAVBKey(ctx context.Context, path string) ([]byte, error) {
 	// An 8192-bit key in PEM is under 7 KiB: a larger file is not a key.
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading --avb-key %s: %w", path, unwrapPath(err))
-	}
-	if len(b) > 1<<20 {
+	b, err := safefile.ReadSmall(ctx, path, 1<<20)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, safefile.Interrupted(ctx, "--avb-key "+path)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, cli.Errorf("", "--avb-key %s does not exist", path)
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, cli.Errorf("give the key in PEM or as avbtool extract_public_key writes it", "--avb-key %s: larger than 1 MiB, not a key", path)
+	default:
+		return nil, cli.Errorf("", "--avb-key %s: %s", path, safefile.Message(err))
 	}
 	if bytes.Contains(b, []byte("-----BEGIN")) {
 		// Wrapped: the library's hint says what the key should be.
@@ -195,7 +207,7 @@ func sha1Hex(b []byte) string {
 // checked through and then fails: libavb's OK_NOT_SIGNED is a verification
 // error, which a locked device does not boot.
 func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
-	path, key, err := avbArgs(o, args)
+	path, key, err := avbArgs(ctx, o, args)
 	if err != nil {
 		return cli.ExitError, err
 	}
@@ -223,14 +235,14 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		return cli.ExitError, err
 	}
 	p := img.VBMeta.Partition()
-	if len(p.Hashtrees) == 0 && len(p.Hashes) == 0 {
+	if p.NumHashtrees == 0 && p.NumHashes == 0 {
 		return cli.ExitError, cli.Errorf("", "%s: the vbmeta has no hashtree or hash descriptor: there is nothing of the image to check", path)
 	}
 	if err := avbRepairable(o, img, p, path); err != nil {
 		return cli.ExitError, err
 	}
 	var res *verity.VerifyResult
-	if len(p.Hashtrees) > 0 {
+	if p.NumHashtrees > 0 {
 		vo := &verity.VerifyOptions{Repair: o.repair, Jobs: o.jobs, MaxProblems: o.maxProblems}
 		if o.maxProblems == 0 {
 			vo.MaxProblems = 1 // 0 would be the library's default; none is listed
@@ -259,7 +271,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 }
 
 // avbArgs checks the AVB check's command line and reads --avb-key.
-func avbArgs(o *options, args []string) (string, []byte, error) {
+func avbArgs(ctx context.Context, o *options, args []string) (string, []byte, error) {
 	for _, name := range avbFlagConflicts {
 		if o.tree.Changed(name) {
 			return "", nil, cli.Errorf("the AVB check takes the tree's parameters, root digest and FEC from the vbmeta; leave --"+name+" out, or give a root hash to check the tree as any other",
@@ -276,7 +288,7 @@ func avbArgs(o *options, args []string) (string, []byte, error) {
 	if o.avbKey == "" {
 		return args[0], nil, nil
 	}
-	key, err := readAVBKey(o.avbKey)
+	key, err := readAVBKey(ctx, o.avbKey)
 	return args[0], key, err
 }
 
@@ -290,13 +302,12 @@ func newAVBJSON(img *avb.Image, key []byte) *avbJSON {
 		aj.PublicKeySHA1 = sha1Hex(v.PublicKey)
 	}
 	p := v.Partition()
-	aj.PartitionName = p.Name
-	if len(p.Hashtrees) > 0 {
-		aj.PersistentDigest = len(p.Hashtrees[0].RootDigest) == 0
+	aj.PartitionName = clip(p.Name)
+	if p.FirstHashtree != nil {
+		aj.PersistentDigest = len(p.FirstHashtree.RootDigest) == 0
 	}
-	for _, d := range v.Descriptors {
-		aj.Descriptors = append(aj.Descriptors, describeDescriptor(d, p.Name))
-	}
+	aj.Descriptors, aj.DescriptorCount = describeDescriptors(v, p.Name), v.NumDescriptors()
+	aj.DescriptorsNotListed = aj.DescriptorCount - len(aj.Descriptors)
 	return aj
 }
 
@@ -369,7 +380,7 @@ func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string) er
 	if !o.repair {
 		return nil
 	}
-	if len(p.Hashtrees) == 0 {
+	if p.NumHashtrees == 0 {
 		return cli.Errorf("nothing to rebuild corrupted blocks from: a hash descriptor has no parity",
 			"--repair: %s has no hashtree descriptor", path)
 	}
@@ -380,7 +391,7 @@ func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string) er
 		return cli.Errorf(fmt.Sprintf("expand it first (simg2img %s image.raw), then veritycheck --repair image.raw (and img2simg it again if a sparse image is needed)", path),
 			"--repair: %s is an Android sparse image, and a repair cannot write into it", path)
 	}
-	if ht := p.Hashtrees[0]; ht.FECNumRoots == 0 || ht.FECSize == 0 {
+	if ht := p.FirstHashtree; ht.FECNumRoots == 0 || ht.FECSize == 0 {
 		return cli.Errorf("nothing to rebuild corrupted blocks from: the image was made without FEC (avbtool --do_not_generate_fec)",
 			"--repair: the hashtree descriptor of %s points at no FEC parity", path)
 	}
@@ -393,7 +404,7 @@ func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string) er
 func avbVerdict(o *options, res *verity.VerifyResult, p *avb.Partition, aj *avbJSON, path string, stdout io.Writer) (int, error) {
 	var root []byte
 	if res != nil {
-		root = p.Hashtrees[0].RootDigest
+		root = p.FirstHashtree.RootDigest
 		if err := report(o, res, root, path, path, stdout); err != nil {
 			return cli.ExitError, err
 		}
@@ -460,10 +471,10 @@ func avbVerifiedWhat(res *verity.VerifyResult, p *avb.Partition, root []byte) st
 		}
 		parts = append(parts, fmt.Sprintf("%d data blocks of %d bytes and %d hash blocks match %s", g.DataBlocks, g.DataBlockSize, g.HashBlocks, against))
 	}
-	for _, d := range p.Hashes {
-		parts = append(parts, fmt.Sprintf("the %s digest of the %d bytes of partition %q matches its hash descriptor", d.HashAlgorithm, d.ImageSize, p.Name))
+	for _, d := range p.Hashes() {
+		parts = append(parts, fmt.Sprintf("the %s digest of the %d bytes of partition %q matches its hash descriptor", d.HashAlgorithm, d.ImageSize, clip(p.Name)))
 	}
-	if n := len(p.Hashtrees); n > 1 {
+	if n := p.NumHashtrees; n > 1 {
 		parts = append(parts, fmt.Sprintf("the partition's %d other hashtree descriptors match too", n-1))
 	}
 	return strings.Join(parts, "; ")
@@ -525,7 +536,7 @@ func printAVB(w io.Writer, path string, img *avb.Image, aj *avbJSON, keyPath str
 	if aj.Flags&avb.FlagVerificationDisabled != 0 {
 		fmt.Fprintf(w, "avb: note: the vbmeta flags disable verification (libavb then checks no descriptor; this check still does)\n")
 	}
-	for _, d := range img.VBMeta.Partition().Hashtrees {
+	for _, d := range img.VBMeta.Partition().Hashtrees() {
 		if d.DataBlockSize > 4096 {
 			fmt.Fprintf(w, "avb: note: blocks of %d bytes: the kernel's dm-verity takes blocks up to its page size (4096 bytes on most machines)\n", d.DataBlockSize)
 			break
@@ -537,6 +548,44 @@ func printAVB(w io.Writer, path string, img *avb.Image, aj *avbJSON, keyPath str
 	for _, d := range aj.Descriptors {
 		fmt.Fprintf(w, "avb: descriptor: %s: %s\n", strings.ReplaceAll(d.Type, "_", " "), d.Text)
 	}
+	if aj.DescriptorsNotListed > 0 {
+		fmt.Fprintf(w, "avb: descriptors: %d more not listed (%d in all; avbtool info_image lists them all)\n",
+			aj.DescriptorsNotListed, aj.DescriptorCount)
+	}
+}
+
+// describeDescriptors summarises the first maxListedDescriptors
+// descriptors of v, walked one at a time; partition is the image's own.
+func describeDescriptors(v *avb.VBMeta, partition string) []descriptorJSON {
+	ds := []descriptorJSON{}
+	for d := range v.Descriptors() {
+		if len(ds) == maxListedDescriptors {
+			break
+		}
+		ds = append(ds, describeDescriptor(d, partition))
+	}
+	return ds
+}
+
+// clip cuts s to maxDescribed bytes (on a character boundary), saying how
+// long it was.
+func clip(s string) string {
+	if len(s) <= maxDescribed {
+		return s
+	}
+	n := maxDescribed
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+}
+
+// clipHex is b in hex, cut to maxDescribed/2 bytes.
+func clipHex(b []byte) string {
+	if len(b) <= maxDescribed/2 {
+		return hex.EncodeToString(b)
+	}
+	return fmt.Sprintf("%x... (%d bytes)", b[:maxDescribed/2], len(b))
 }
 
 // describeDescriptor summarises a descriptor for the reports; partition
@@ -556,26 +605,30 @@ func describeDescriptor(d avb.Descriptor, partition string) descriptorJSON {
 		}
 		root := "none (persistent digest)"
 		if len(d.RootDigest) > 0 {
-			root = hex.EncodeToString(d.RootDigest)
+			root = clipHex(d.RootDigest)
 		}
-		return descriptorJSON{Type: "hashtree", PartitionName: d.PartitionName,
+		salt := "-"
+		if len(d.Salt) > 0 {
+			salt = clipHex(d.Salt)
+		}
+		return descriptorJSON{Type: "hashtree", PartitionName: clip(d.PartitionName),
 			Text: fmt.Sprintf("partition %q, %s, %d-byte blocks, data %d bytes, tree at byte %d (%d bytes), %s, salt %s, root digest %s, flags %d%s",
-				d.PartitionName, d.HashAlgorithm, d.DataBlockSize, d.ImageSize, d.TreeOffset, d.TreeSize, fecText, cli.FormatSalt(d.Salt), root, d.Flags, other(d.PartitionName))}
+				clip(d.PartitionName), d.HashAlgorithm, d.DataBlockSize, d.ImageSize, d.TreeOffset, d.TreeSize, fecText, salt, root, d.Flags, other(d.PartitionName))}
 	case *avb.HashDescriptor:
 		digest := "persistent digest"
 		if len(d.Digest) > 0 {
-			digest = hex.EncodeToString(d.Digest)
+			digest = clipHex(d.Digest)
 		}
-		return descriptorJSON{Type: "hash", PartitionName: d.PartitionName,
-			Text: fmt.Sprintf("partition %q, %s of %d bytes: %s%s", d.PartitionName, d.HashAlgorithm, d.ImageSize, digest, other(d.PartitionName))}
+		return descriptorJSON{Type: "hash", PartitionName: clip(d.PartitionName),
+			Text: fmt.Sprintf("partition %q, %s of %d bytes: %s%s", clip(d.PartitionName), d.HashAlgorithm, d.ImageSize, digest, other(d.PartitionName))}
 	case *avb.PropertyDescriptor:
-		return descriptorJSON{Type: "property", Text: fmt.Sprintf("%s = %s", d.Key, propertyValue(d.Value))}
+		return descriptorJSON{Type: "property", Text: fmt.Sprintf("%s = %s", clip(d.Key), propertyValue(d.Value))}
 	case *avb.KernelCmdlineDescriptor:
-		return descriptorJSON{Type: "kernel_cmdline", Text: fmt.Sprintf("flags %d: %s", d.Flags, d.Cmdline)}
+		return descriptorJSON{Type: "kernel_cmdline", Text: fmt.Sprintf("flags %d: %s", d.Flags, clip(d.Cmdline))}
 	case *avb.ChainPartitionDescriptor:
-		return descriptorJSON{Type: "chain_partition", PartitionName: d.PartitionName,
+		return descriptorJSON{Type: "chain_partition", PartitionName: clip(d.PartitionName),
 			Text: fmt.Sprintf("partition %q, rollback index location %d, public key (sha1) %s, flags %d (not checked: its own vbmeta)",
-				d.PartitionName, d.RollbackIndexLocation, sha1Hex(d.PublicKey), d.Flags)}
+				clip(d.PartitionName), d.RollbackIndexLocation, sha1Hex(d.PublicKey), d.Flags)}
 	case *avb.UnknownDescriptor:
 		return descriptorJSON{Type: "unknown", Text: fmt.Sprintf("tag %d, %d bytes", d.TagValue, len(d.Data))}
 	}
@@ -585,6 +638,9 @@ func describeDescriptor(d avb.Descriptor, partition string) descriptorJSON {
 // propertyValue shows a property's value as avbtool info_image does: the
 // text in quotes when it is printable, else its size.
 func propertyValue(v []byte) string {
+	if len(v) >= 256 { // as avbtool info_image
+		return fmt.Sprintf("(%d bytes)", len(v))
+	}
 	for _, c := range v {
 		if c < 0x20 || c > 0x7e {
 			return fmt.Sprintf("(%d bytes)", len(v))

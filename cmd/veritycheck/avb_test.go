@@ -37,7 +37,7 @@ func avbMake(t testing.TB, blocks int, fec bool, tweak func(*avb.HashtreeFooterO
 	if err := testimages.WriteFile(path, func(w io.Writer) error { return testimages.Sample(w, int64(blocks)*4096, 14) }); err != nil {
 		t.Fatal(err)
 	}
-	key, err := avb.LoadPrivateKey(filepath.Join(avbVectors, "keys/rsa4096.pem"))
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(avbVectors, "keys/rsa4096.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestAVBVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			root := img.VBMeta.HashtreeDescriptors()[0].RootDigest
+			root := img.VBMeta.FirstHashtree().RootDigest
 			// Unsigned: checked through, then exit 1, as libavb's
 			// OK_NOT_SIGNED is a verification error.
 			r := avbExpect(t, 1, []string{"avb: vbmeta: algorithm NONE", "avb: descriptor: hashtree: ", "the vbmeta is not signed",
@@ -409,7 +409,7 @@ func FuzzAVBCheck(f *testing.F) {
 // are not checked (their vbmeta is elsewhere).
 func TestAVBChainShown(t *testing.T) {
 	m := avbMake(t, 16, false, func(o *avb.HashtreeFooterOptions) {
-		ch, err := avb.ParseChainPartition("boot:2:"+filepath.Join(avbVectors, "keys/rsa2048.avbpubkey"), false)
+		ch, err := avb.ParseChainPartition(context.Background(), "boot:2:"+filepath.Join(avbVectors, "keys/rsa2048.avbpubkey"), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,12 +149,7 @@ func TestRootHashFileLimit(t *testing.T) {
 	}
 	// As bash's --root-hash-file=<(cat root.hex) gives it: a pipe.
 	fifo := testtool.MkFIFO(t, dir, "root.fifo")
-	go func() {
-		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			w.WriteString(rootHex + "\n")
-			w.Close()
-		}
-	}()
+	testtool.FeedFIFO(t, fifo, []byte(rootHex+"\n"))
 	if r := inRun(t, "--root-hash-file="+fifo, data); r.code != 0 || !strings.HasPrefix(r.stdout, "verified: ") {
 		t.Error("a root hash from a pipe: want exit 0, verified")
 	}
@@ -211,7 +206,7 @@ func TestSignalEndsWait(t *testing.T) {
 					<-exited
 				}
 			}()
-			waitForFIFOOpen(t, cmd.Process.Pid, exited, &ended)
+			waitForFIFOOpen(t, cmd.Process.Pid, fifo, exited, &ended)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -228,26 +223,38 @@ func TestSignalEndsWait(t *testing.T) {
 	}
 }
 
-// waitForFIFOOpen waits until a thread of process pid is in the kernel's
-// wait for the other end of a FIFO (wait_for_partner), so that a signal
-// then tests that wait.
-func waitForFIFOOpen(t *testing.T, pid int, exited <-chan error, ended *bool) {
+// waitForFIFOOpen waits until process pid waits for the writer of the
+// FIFO at path: a thread sleeps in the kernel's wait in open(2)
+// (wait_for_partner), or the FIFO is open and, with no writer, waited on
+// in the poller; a signal then tests that wait.
+func waitForFIFOOpen(t *testing.T, pid int, path string, exited <-chan error, ended *bool) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
-	for {
-		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "wchan"))
-		for _, w := range tasks {
-			if b, err := os.ReadFile(w); err == nil && string(b) == "wait_for_partner" {
-				return
-			}
-		}
+	for !waitsOnFIFO(pid, path) {
 		select {
 		case err := <-exited:
 			*ended = true
 			t.Fatalf("exited before waiting on the FIFO: %v", err)
 		case <-deadline:
-			t.Fatal("not waiting on the FIFO after 30 s (no thread in wait_for_partner)")
+			t.Fatal("not waiting on the FIFO after 30 s")
 		case <-time.After(10 * time.Millisecond): // polling /proc, not timing
 		}
 	}
+}
+
+func waitsOnFIFO(pid int, path string) bool {
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	tasks, _ := filepath.Glob(filepath.Join(proc, "task", "*", "wchan"))
+	for _, w := range tasks {
+		if b, err := os.ReadFile(w); err == nil && string(b) == "wait_for_partner" {
+			return true
+		}
+	}
+	fds, _ := filepath.Glob(filepath.Join(proc, "fd", "*"))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == path {
+			return true
+		}
+	}
+	return false
 }

@@ -3,10 +3,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/veritytree/veritytree/internal/cli"
 )
@@ -14,7 +11,7 @@ import (
 func main() {
 	cli.LimitMemory()
 	cli.PreferImplementationsFromEnv()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.InterruptContext()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -129,7 +129,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 			}
 		}
 	}
-	hfo, err := o.avbOptions()
+	hfo, err := o.avbOptions(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -157,7 +157,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	}
 	data := pos[0]
 	if hfo.Algorithm != "NONE" && a.key != "" {
-		if hfo.Key, err = avb.LoadPrivateKey(a.key); err != nil {
+		if hfo.Key, err = avb.LoadPrivateKey(ctx, a.key); err != nil {
 			return fail(err)
 		}
 	}
@@ -194,8 +194,9 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 }
 
 // avbOptions checks the flags against --avb and turns them into the
-// library's options (without the key, read later).
-func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
+// library's options (without the key, read later); the wait for a
+// --prop-from-file FIFO's writer ends with ctx.
+func (o *options) avbOptions(ctx context.Context) (*avb.HashtreeFooterOptions, error) {
 	a := &o.avb
 	for _, name := range []string{"data-size", "force", "raw", "root-hash-file", "uuid", "hash-offset", "data-blocks",
 		"fec-device", "fec-offset", "boot-params", "data-device", "hash-device", "fec-device-name", "dm-name",
@@ -258,7 +259,7 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 		hfo.Properties = append(hfo.Properties, pr)
 	}
 	for _, p := range a.propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(p)
+		pr, err := avb.ParsePropertyFromFile(ctx, p)
 		if err != nil {
 			return nil, err
 		}

@@ -15,15 +15,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -117,8 +118,15 @@ func (m avbMessage) Error() string { return string(m) }
 
 func avbErr(format string, args ...any) error { return avbMessage(fmt.Sprintf(format, args...)) }
 
-// failed reports an error avbtool would report: exit 1.
+// failed reports an error avbtool would report: exit 1. A run ended by
+// SIGINT or SIGTERM (nothing half-written left) says so and exits as
+// avbtool, which the signal kills, shows in a shell: 128 + the signal's
+// number (130, 143).
 func (t *avbtool) failed(err error) int {
+	if in := cli.InterruptedBy(t.ctx); in != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
+		return in.ExitCode()
+	}
 	cli.Report(t.stderr, t.prog, err)
 	return avbtoolFailed
 }
@@ -338,7 +346,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 		o.Properties = append(o.Properties, pr)
 	}
 	for _, p := range *propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(p)
+		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
 		if err != nil {
 			return t.failed(err)
 		}
@@ -349,7 +357,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 		noAB  bool
 	}{{*chains, false}, {*chainsNoAB, true}} {
 		for _, spec := range c.specs {
-			cp, err := avb.ParseChainPartition(spec, c.noAB)
+			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
 			if err != nil {
 				return t.failed(err)
 			}
@@ -357,7 +365,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 		}
 	}
 	if *pkmd != "" {
-		b, err := readSmallFile(*pkmd, "public key metadata")
+		b, err := t.readSmallFile(*pkmd, "public key metadata", maxPublicKeyMetadata)
 		if err != nil {
 			return t.failed(err)
 		}
@@ -365,7 +373,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 	}
 	// avbtool ignores the key of an unsigned image.
 	if alg, err := avb.AlgorithmByName(o.Algorithm); err == nil && alg.Type != 0 && *key != "" {
-		if o.Key, err = avb.LoadPrivateKey(*key); err != nil {
+		if o.Key, err = avb.LoadPrivateKey(t.ctx, *key); err != nil {
 			return t.failed(err)
 		}
 	}
@@ -381,38 +389,59 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 	return avbtoolOK
 }
 
-// readSmallFile reads a file of metadata (at most 16 MiB).
-func readSmallFile(path, what string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, verity.Cause(err))
+// Bounds of the small inputs read: public key metadata goes into a vbmeta
+// (at most 16 MiB); a public key blob of 8192 bits takes 2 KiB.
+const (
+	maxPublicKeyMetadata = avb.MaxVBMetaSize
+	maxChainKey          = 1 << 20
+)
+
+// readSmallFile reads a small input (a key, metadata) of at most limit
+// bytes, from a file, a pipe or a FIFO, whose wait for a writer ends with
+// the front's context.
+func (t *avbtool) readSmallFile(path, what string, limit int) ([]byte, error) {
+	b, err := safefile.ReadSmall(t.ctx, path, limit)
+	switch {
+	case err == nil:
+		return b, nil
+	case t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()):
+		return nil, safefile.Interrupted(t.ctx, what+" "+path)
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 16<<20+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", what, path, verity.Cause(err))
-	}
-	if len(b) > 16<<20 {
-		return nil, fmt.Errorf("%s %s is larger than 16 MiB", what, path)
-	}
-	return b, nil
+	return nil, fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
 }
 
-// output opens where a subcommand's --output goes: stdout for "" or "-".
-func (t *avbtool) writeOutput(path string, b []byte) error {
+// writeOutput writes b where a subcommand's --output goes: stdout for ""
+// or "-", else the file, which may replace an existing one only if ours
+// recognizes it as holding what the subcommand writes (what).
+func (t *avbtool) writeOutput(path, what string, ours func(head []byte) bool, b []byte) error {
 	if path == "" || path == "-" {
 		_, err := t.stdout.Write(b)
 		return err
 	}
-	// Not os.WriteFile: a mistyped --output must not destroy an image, a
-	// device or a link (see verity.OpenOutputFile).
-	out, err := verity.OpenOutputFile(path, "--output", "an AVB public key",
-		func(head []byte) bool { _, err := avb.DecodePublicKey(head); return err == nil }, false)
+	out, err := t.openOutput(path, what, ours)
 	if err != nil {
 		return err
 	}
 	defer out.Abort()
 	return out.Commit(b)
+}
+
+// openOutput opens a subcommand's --output file. Not os.WriteFile: a
+// mistyped --output must not destroy an image, a device or a link (see
+// verity.OpenOutputFile).
+func (t *avbtool) openOutput(path, what string, ours func(head []byte) bool) (*verity.OutputFile, error) {
+	return verity.OpenOutputFile(path, "--output", what, ours, false)
+}
+
+// isPublicKey says whether an existing --output holds an AVB public key.
+func isPublicKey(head []byte) bool { _, err := avb.DecodePublicKey(head); return err == nil }
+
+// isCmdline says whether an existing --output holds a kernel command line
+// (one line of text).
+func isCmdline(head []byte) bool {
+	return utf8.Valid(head) && !bytes.ContainsAny(head, "\x00\n")
 }
 
 func (t *avbtool) infoImage(args []string) int {
@@ -431,14 +460,46 @@ func (t *avbtool) infoImage(args []string) int {
 	if *atx && img.VBMeta.Header.PublicKeyMetadataSize > 0 {
 		return t.unsupported("--atx: the Android Things eXtension metadata is not decoded here")
 	}
-	var b bytes.Buffer
-	if err := img.WriteInfo(&b); err != nil {
+	// Written as the descriptors are walked: the text of a million of
+	// them is never held in memory.
+	if *output == "" || *output == "-" {
+		if err := img.WriteInfo(ctxWriter{t.ctx, t.stdout}); err != nil {
+			return t.failed(err)
+		}
+		return avbtoolOK
+	}
+	out, err := t.openOutput(*output, "an info_image text", isInfoText)
+	if err != nil {
 		return t.failed(err)
 	}
-	if err := t.writeOutput(*output, b.Bytes()); err != nil {
+	defer out.Abort()
+	if err := img.WriteInfo(out.Writer(t.ctx)); err != nil {
+		return t.failed(err)
+	}
+	if err := out.Commit(nil); err != nil {
 		return t.failed(err)
 	}
 	return avbtoolOK
+}
+
+// ctxWriter is w, its writes failing once ctx ends: the text of a million
+// descriptors stops on Ctrl-C.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// isInfoText says whether an existing --output holds what info_image
+// writes, so that it may be replaced.
+func isInfoText(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("Footer version:")) || bytes.HasPrefix(head, []byte("Minimum libavb version:"))
 }
 
 func (t *avbtool) eraseFooter(args []string) int {
@@ -463,11 +524,11 @@ func (t *avbtool) extractPublicKey(args []string) int {
 	if code, done := t.parse(cmd, fs, args, "key", "output"); done {
 		return code
 	}
-	b, err := avb.ExtractPublicKey(*key)
+	b, err := avb.ExtractPublicKey(t.ctx, *key)
 	if err != nil {
 		return t.failed(err)
 	}
-	if err := t.writeOutput(*output, b); err != nil {
+	if err := t.writeOutput(*output, "an AVB public key", isPublicKey, b); err != nil {
 		return t.failed(err)
 	}
 	return avbtoolOK
@@ -482,11 +543,11 @@ func (t *avbtool) calculateKernelCmdline(args []string) int {
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
 	}
-	s, err := avb.CalculateKernelCmdline(*image, *disabled)
+	s, err := avb.CalculateKernelCmdline(t.ctx, *image, *disabled)
 	if err != nil {
 		return t.failed(err)
 	}
-	if err := t.writeOutput(*output, []byte(s)); err != nil {
+	if err := t.writeOutput(*output, "a kernel command line", isCmdline, []byte(s)); err != nil {
 		return t.failed(err)
 	}
 	return avbtoolOK
@@ -519,22 +580,21 @@ func (t *avbtool) verifyImage(args []string) int {
 		if err != nil {
 			return t.failed(fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, parts[1]))
 		}
-		b, err := readSmallFile(parts[2], "public key")
+		b, err := t.readSmallFile(parts[2], "public key", maxChainKey)
 		if err != nil {
 			return t.failed(err)
 		}
 		chains[parts[0]] = expectedChain{uint32(loc), b}
 	}
-	if err := t.verify(*image, *key, chains, *follow, *acceptZeroed, 0); err != nil {
+	if err := t.verify(*image, *key, chains, *follow, *acceptZeroed, 0, 0); err != nil {
 		var m avbMessage
 		if errors.As(err, &m) {
 			// avbtool's own words, printed as its AvbError: argv[0], the
 			// message, nothing else.
 			fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m)
-		} else {
-			t.failed(err)
+			return avbtoolFailed
 		}
-		return avbtoolFailed
+		return t.failed(err)
 	}
 	return avbtoolOK
 }
@@ -542,18 +602,25 @@ func (t *avbtool) verifyImage(args []string) int {
 // errDescriptor: a descriptor did not verify (avbtool printed why).
 var errDescriptor = avbErr("Error verifying descriptor.")
 
-// maxChainDepth bounds --follow_chain_partitions through chains that loop.
-const maxChainDepth = 32
+// maxChainDepth bounds --follow_chain_partitions through chains that loop,
+// and maxHeldVBMeta the bytes of the vbmetas held while a chain is
+// followed (each is walked as its chains are): under the memory bound,
+// whatever the images.
+const (
+	maxChainDepth = 32
+	maxHeldVBMeta = 24 << 20
+)
 
-// verify is avbtool's verify_image on one image, following chains.
-func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, follow, acceptZeroed bool, depth int) error {
+// verify is avbtool's verify_image on one image, following chains; held
+// is the size of the vbmetas of the images that chain to it.
+func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, follow, acceptZeroed bool, depth int, held uint64) error {
 	if depth > maxChainDepth {
 		return fmt.Errorf("%s: chained partitions nest deeper than %d", path, maxChainDepth)
 	}
 	var keyBlob []byte
 	if keyPath != "" {
 		fmt.Fprintf(t.stdout, "Verifying image %s using key at %s\n", path, keyPath)
-		pub, err := avb.LoadPublicKey(keyPath)
+		pub, err := avb.LoadPublicKey(t.ctx, keyPath)
 		if err != nil {
 			return err
 		}
@@ -565,14 +632,17 @@ func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, 
 	}
 	// Locked shared from the metadata to the last descriptor's check (the
 	// later opens share this lock): no writer comes between.
-	held, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
+	locked, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
 	if err != nil {
 		return err
 	}
-	defer held.Close()
+	defer locked.Close()
 	img, err := avb.ReadImage(path)
 	if err != nil {
 		return err
+	}
+	if held += uint64(len(img.VBMeta.Raw)); held > maxHeldVBMeta {
+		return fmt.Errorf("%s: the vbmetas of the chained partitions followed take more than %d bytes", path, maxHeldVBMeta)
 	}
 	alg := img.VBMeta.Algorithm.Name
 	if err := img.VBMeta.Verify(); err != nil {
@@ -590,7 +660,10 @@ func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, 
 		fmt.Fprintf(t.stdout, "vbmeta: Successfully verified %s vbmeta struct in %s\n", alg, path)
 	}
 	dir, ext := pyDirname(path), pyExt(path)
-	for _, d := range img.VBMeta.Descriptors {
+	for d := range img.VBMeta.Descriptors() {
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
 		cd, isChain := d.(*avb.ChainPartitionDescriptor)
 		if _, expected := chains[cdName(cd)]; isChain && follow && !expected {
 			// Followed below without being checked against anything.
@@ -601,7 +674,7 @@ func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, 
 		}
 		if isChain && follow {
 			fmt.Fprintln(t.stdout, "--")
-			if err := t.verify(pyJoin(dir, cd.PartitionName+ext), keyPath, nil, false, acceptZeroed, depth+1); err != nil {
+			if err := t.verify(pyJoin(dir, cd.PartitionName+ext), keyPath, nil, false, acceptZeroed, depth+1, held); err != nil {
 				return err
 			}
 		}
@@ -647,7 +720,7 @@ func (t *avbtool) verifyDescriptor(d avb.Descriptor, path, dir, ext string, chai
 		fmt.Fprintf(t.stdout, "%s: Successfully verified %s hashtree of %s for image of %d bytes\n", d.PartitionName, d.HashAlgorithm, file, d.ImageSize)
 	case *avb.HashDescriptor:
 		file := partitionFile(d.PartitionName)
-		ok, err := avb.CheckHashData(file, d)
+		ok, err := avb.CheckHashData(t.ctx, file, d)
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func TestAvbtoolFrontFECByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ht := img.VBMeta.HashtreeDescriptors()[0]
+	ht := img.VBMeta.FirstHashtree()
 	if ht.FECNumRoots != 2 || ht.FECOffset != ht.TreeOffset+ht.TreeSize || ht.FECSize+4096 != avb.FECSize(ht.FECOffset, 2) {
 		// avbtool stores the parity's size without libfec's header block.
 		t.Errorf("descriptor FEC: roots %d, offset %d, size %d; tree at %d, %d bytes", ht.FECNumRoots, ht.FECOffset, ht.FECSize, ht.TreeOffset, ht.TreeSize)
@@ -193,7 +193,7 @@ func TestAvbtoolFrontSparseFECByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ht := img.VBMeta.HashtreeDescriptors()[0]; ht.FECNumRoots != 2 || ht.FECSize == 0 || ht.FECOffset != ht.TreeOffset+ht.TreeSize {
+	if ht := img.VBMeta.FirstHashtree(); ht.FECNumRoots != 2 || ht.FECSize == 0 || ht.FECOffset != ht.TreeOffset+ht.TreeSize {
 		t.Fatalf("descriptor FEC: roots %d, offset %d, size %d", ht.FECNumRoots, ht.FECOffset, ht.FECSize)
 	}
 	if r := avbtoolRun(t, "verify_image", "--image", "front/system.img"); r.code != 0 {
@@ -234,7 +234,7 @@ func TestAvbtoolFrontVerifyDamage(t *testing.T) {
 		want   string
 	}{
 		{"data", func(*avb.Image) int64 { return 5000 }, "", 2, "hashtree of system.img does not match descriptor\navbtool: Error verifying descriptor.\n"},
-		{"tree", func(img *avb.Image) int64 { return int64(img.VBMeta.HashtreeDescriptors()[0].TreeOffset) + 7 }, "", 2,
+		{"tree", func(img *avb.Image) int64 { return int64(img.VBMeta.FirstHashtree().TreeOffset) + 7 }, "", 2,
 			"hashtree of system.img contains invalid data\navbtool: Error verifying descriptor.\n"},
 		{"signature", func(img *avb.Image) int64 { return int64(img.Footer.VBMetaOffset) + avb.HeaderSize + 40 }, "", 1,
 			"avbtool: Signature check failed for SHA256_RSA2048 vbmeta struct system.img\n"},

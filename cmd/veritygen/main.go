@@ -3,10 +3,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/veritytree/veritytree/internal/cli"
 )
@@ -14,7 +11,7 @@ import (
 func main() {
 	cli.LimitMemory()
 	cli.PreferImplementationsFromEnv()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.InterruptContext()
 	var code int
 	if isAvbtool(os.Args[0]) {
 		code = runAvbtool(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)

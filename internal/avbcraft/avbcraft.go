@@ -77,14 +77,14 @@ var Cases = []*Case{
 			if err != nil {
 				return err
 			}
-			at := bytes.Index(img.VBMeta.Raw, img.VBMeta.HashtreeDescriptors()[0].RootDigest)
+			at := bytes.Index(img.VBMeta.Raw, img.VBMeta.FirstHashtree().RootDigest)
 			return patchAt(p, int64(img.Footer.VBMetaOffset)+int64(at), []byte{img.VBMeta.Raw[at] ^ 0x01})
 		}},
 	{Name: "second-hashtree-wrong-root", Partition: "system",
 		Doc: "signed; a second hashtree descriptor for the partition, its root digest wrong",
 		make: func(p, k string) error {
 			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) {
-				ht := *v.HashtreeDescriptors()[0]
+				ht := *v.FirstHashtree()
 				ht.RootDigest = bytes.Clone(ht.RootDigest)
 				ht.RootDigest[0] ^= 0xff
 				b.descs = append(b.descs, &ht)
@@ -92,13 +92,13 @@ var Cases = []*Case{
 		}},
 	{Name: "second-hashtree-same", Partition: "system", Doc: "signed; the hashtree descriptor twice",
 		make: func(p, k string) error {
-			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) { b.descs = append(b.descs, v.HashtreeDescriptors()[0]) })
+			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) { b.descs = append(b.descs, v.FirstHashtree()) })
 		}},
 	{Name: "dm-verity-0", Partition: "system",
 		Doc: "signed; the hashtree descriptor says dm-verity version 0 (the kernel's format 0: salt after the data) of a tree made in format 1",
 		make: func(p, k string) error {
 			return hashtreeImage(p, k, mib, 1, func(v *avb.VBMeta, b *blob) {
-				ht := *v.HashtreeDescriptors()[0]
+				ht := *v.FirstHashtree()
 				ht.DMVerityVersion = 0
 				b.descs = append([]avb.Descriptor{&ht}, b.descs[1:]...)
 			})
@@ -237,7 +237,7 @@ func hashtreeImageIn(path, keys string, size int64, seed uint64, partitionSize u
 	var key *rsa.PrivateKey
 	if keys != "" {
 		var err error
-		if key, err = avb.LoadPrivateKey(filepath.Join(keys, Key)); err != nil {
+		if key, err = avb.LoadPrivateKey(context.Background(), filepath.Join(keys, Key)); err != nil {
 			return err
 		}
 		o.Algorithm, o.Key = Algorithm, key
@@ -259,7 +259,7 @@ func rewriteVBMeta(path string, key *rsa.PrivateKey, edit func(*avb.VBMeta, *blo
 		return err
 	}
 	v := img.VBMeta
-	b := &blob{h: *v.Header, descs: v.Descriptors, pub: bytes.Clone(v.PublicKey), key: key, alg: v.Algorithm}
+	b := &blob{h: *v.Header, descs: slices.Collect(v.Descriptors()), pub: bytes.Clone(v.PublicKey), key: key, alg: v.Algorithm}
 	edit(v, b)
 	raw, err := b.encode()
 	if err != nil {
@@ -279,7 +279,7 @@ func rewriteVBMeta(path string, key *rsa.PrivateKey, edit func(*avb.VBMeta, *blo
 // noneVictimKey: someone's own data (seed 9), unsigned, with the victim's
 // public key blob (the key of keys/Key) embedded.
 func noneVictimKey(path, keys string) error {
-	victim, err := avb.ExtractPublicKey(filepath.Join(keys, PubKey))
+	victim, err := avb.ExtractPublicKey(context.Background(), filepath.Join(keys, PubKey))
 	if err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func hashImage(path, keys string, size int64, alg string, edit func(*avb.HashDes
 	hh.Write(salt)
 	hh.Write(data.Bytes())
 	d := &avb.HashDescriptor{ImageSize: uint64(size), HashAlgorithm: alg, PartitionName: "boot", Salt: salt, Digest: hh.Sum(nil)}
-	key, err := avb.LoadPrivateKey(filepath.Join(keys, Key))
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(keys, Key))
 	if err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ type Blob struct {
 // changed and signed again (libavb computes with the key blob's n0inv and
 // R^2 mod n).
 func Blobs(keys string) ([]Blob, error) {
-	key, err := avb.LoadPrivateKey(filepath.Join(keys, Key))
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(keys, Key))
 	if err != nil {
 		return nil, err
 	}

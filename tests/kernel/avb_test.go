@@ -109,7 +109,7 @@ func TestAVBRootfs(t *testing.T) {
 	if err := os.WriteFile(image, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, err := avb.LoadPrivateKey(filepath.Join(testtool.ModuleRoot(t), "avb/testdata/vectors/keys/rsa2048.pem"))
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(testtool.ModuleRoot(t), "avb/testdata/vectors/keys/rsa2048.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestAVBRootfs(t *testing.T) {
 	if ht.FECNumRoots == 0 || ht.HashAlgorithm != "sha1" {
 		t.Fatalf("descriptor: %+v", ht)
 	}
-	cmdline, err := avb.CalculateKernelCmdline(image, false)
+	cmdline, err := avb.CalculateKernelCmdline(context.Background(), image, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestAVBRootfs(t *testing.T) {
 	if !strings.HasSuffix(cmdline, `" root=/dev/dm-0`) {
 		t.Errorf("the line does not end in root=/dev/dm-0: %q", cmdline)
 	}
-	if disabled, err := avb.CalculateKernelCmdline(image, true); err != nil || disabled != "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)" {
+	if disabled, err := avb.CalculateKernelCmdline(context.Background(), image, true); err != nil || disabled != "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)" {
 		t.Errorf("with the hashtree disabled: %q, %v", disabled, err)
 	}
 	dm, err := parseAndroidDM(cmdline)

@@ -363,8 +363,11 @@ var attacks = []attack{
 }
 
 // fifoWaits are the kernel functions a thread sleeps in while it waits on a
-// FIFO: for the other end in open, for data in read, for room in write.
-var fifoWaits = []string{"wait_for_partner", "pipe_read", "pipe_write", "pipe_wait", "pipe_wait_readable", "pipe_wait_writable"}
+// FIFO: for the other end in open, for data in read, for room in write, and
+// in epoll_wait, where the Go poller waits for a FIFO opened without
+// blocking (internal/safefile).
+var fifoWaits = []string{"wait_for_partner", "pipe_read", "pipe_write", "pipe_wait", "pipe_wait_readable", "pipe_wait_writable",
+	"do_epoll_wait", "ep_poll"}
 
 // moreAttacks holds the tables of later campaigns, each in its own file,
 // appended by that file's init.
