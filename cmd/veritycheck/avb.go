@@ -370,6 +370,13 @@ func avbMetadata(path string, img *avb.Image) error {
 		return err
 	}
 	defer src.Close()
+	// Each hashtree descriptor's own sense first (its sizes within the
+	// image): a footer is judged against descriptors that hold together.
+	for _, d := range img.VBMeta.Partition().Hashtrees() {
+		if _, _, err := img.HashtreeCheck(d); err != nil {
+			return prefixPath(path, err)
+		}
+	}
 	if err := img.CheckFooter(src); err != nil {
 		return prefixPath(path, err)
 	}

@@ -80,7 +80,7 @@ func TestMessagesInOurWords(t *testing.T) {
 		{"garbage PKCS#1 public key", []string{"--avb-key=" + pem("rpub.pem", "RSA PUBLIC KEY"), img},
 			`--avb-key ` + dir + `/rpub.pem: its "RSA PUBLIC KEY" block does not hold a valid PKCS#1 RSA public key`},
 		{"--avb-key missing", []string{"--avb-key=" + dir + "/none.pem", img}, "--avb-key " + dir + "/none.pem does not exist"},
-		{"--avb-key a directory", []string{"--avb-key=" + dir, img}, "reading --avb-key " + dir + ": is a directory"},
+		{"--avb-key a directory", []string{"--avb-key=" + dir, img}, "--avb-key " + dir + ": is a directory, not a file"},
 		// A property of the image is an error about the image, not a flag.
 		{"FEC roots 255 in the descriptor", []string{roots255},
 			roots255 + ": malformed AVB data: hashtree descriptor: FEC with 255 roots, where dm-verity takes 2 to 24"},
