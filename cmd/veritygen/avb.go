@@ -32,9 +32,10 @@ from the original image (the footer says where it ends) and writes the same
 file. An Android sparse DATA stays sparse (tree and parity appended as RAW
 chunks; it expands to what the expanded DATA gets). Any failure, or
 Ctrl-C, cuts DATA back to the original image (an earlier footer goes too,
-as with avbtool); only a run killed outright (kill -9, power loss) leaves
-DATA longer and without footer: cut it back (truncate -s ORIGINAL_SIZE
-DATA) before running again. --hash defaults to sha256 here
+as with avbtool). A run killed outright (kill -9) leaves DATA as it was,
+finished, or ending in a provisional footer that gives the original size
+(a sparse DATA: a record past its last chunk): run the same command again
+to finish it. --hash defaults to sha256 here
 too (avbtool's default is sha1); --salt defaults to random bytes as many as
 the digest, --salt=- is none; --data-block-size is avbtool's --block_size
 (the hash block size is the same). --check-at-most-once also sets the
@@ -266,7 +267,7 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 func avbHint(name string) string {
 	switch name {
 	case "data-size":
-		return "leave it out: --avb cuts DATA back itself on failure, and on a file with a footer starts from the original image"
+		return "leave it out: --avb cuts DATA back itself on failure, and on a file with a footer (or left by a killed run) starts from the original image"
 	case "root-hash-file":
 		return "the root digest is in the vbmeta's descriptor, and in --json's root_hash"
 	case "boot-params", "data-device", "hash-device", "fec-device-name", "dm-name", "ignore-zero-blocks",
