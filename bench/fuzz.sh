@@ -24,8 +24,9 @@ all=(
   merkle:FuzzParseSuperblock merkle:FuzzDecodeSuperblock merkle:FuzzNewGeometry merkle:FuzzVerifyDamage
   internal/cli:FuzzParseHex internal/cli:FuzzParseUUID internal/cli:FuzzTreeFlags
   fec:FuzzDecodeCodeword fec:FuzzParams
-  cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump
-  cmd/veritygen:FuzzAndroidSparseRuns cmd/veritygen:FuzzBootNames
+  cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump cmd/veritycheck:FuzzAVBCheck
+  verity:FuzzAndroidSparseRuns verity:FuzzBootNames verity:FuzzAppendTail
+  avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate
 )
 missing=$(comm -13 <(printf '%s\n' "${all[@]#*:}" | sort) \
   <(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u))
