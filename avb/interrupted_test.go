@@ -64,10 +64,14 @@ func interruptedState(t *testing.T, state string, start, finished []byte, seed u
 // took the half-written tree for part of the image.
 func TestAddHashtreeFooterFinishesInterrupted(t *testing.T) {
 	for i, c := range loadCases(t) {
-		if c.result != "ok" || c.footer == "-" || strings.HasPrefix(c.image, "sparse:") || testing.Short() && i%4 != 0 {
+		if c.result != "ok" || strings.HasPrefix(c.image, "sparse:") || testing.Short() && i%4 != 0 && c.footer != "-" {
 			continue
 		}
-		for _, state := range []string{"first", "rerun", "record"} {
+		states := []string{"first", "rerun", "record"}
+		if c.footer == "-" {
+			states = []string{"first", "record"} // no footer: a rerun on the output starts from all of it, as avbtool's
+		}
+		for _, state := range states {
 			t.Run(c.name+"/"+state, func(t *testing.T) {
 				dir := setupCase(t, c)
 				image, o, _, _, err := avbtoolArgs(t, dir, c.args)
