@@ -3,6 +3,7 @@ package verity
 import (
 	"bytes"
 	"io"
+	"os"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/merkle"
@@ -91,17 +92,24 @@ func findEarlierAppend(r io.ReaderAt, size uint64, p merkle.Params, fecRoots int
 		return nil, err
 	}
 	found := &earlierAppend{padded: g.HashOffset}
+	parity := fecRoots == 0 // nothing follows the tree
+	if !parity {
+		if parity, err = parityMatches(r, g, fecRoots); err != nil {
+			return nil, err
+		}
+	}
 	if p.Salt != nil {
 		if found.checked, err = digestsMatch(r, g); err != nil {
 			return nil, err
 		}
+		// What follows the tree is written again only if it is the
+		// parity an Append writes there.
+		found.checked = found.checked && parity
 	}
-	if !found.checked && evidence < minShapeEvidence {
-		// The shape proves nothing (every level fills its last block):
-		// the parity, which has no salt, can still prove an Append's.
-		if ok, err := parityMatches(r, g, fecRoots); err != nil || !ok {
-			return nil, err
-		}
+	if !found.checked && evidence < minShapeEvidence && (fecRoots == 0 || !parity) {
+		// The shape proves nothing (every level fills its last block),
+		// nor does the parity (which has no salt).
+		return nil, nil
 	}
 	if found.original, err = paddedFrom(r, g.HashOffset, align); err != nil {
 		return nil, err
@@ -218,4 +226,37 @@ func paddedFrom(r io.ReaderAt, padded, align uint64) (uint64, error) {
 		}
 	}
 	return padded, nil
+}
+
+// EarlierAppend looks at the end of the regular file at path for the tree
+// (and, with fecRoots > 0, the parity) that an Append with t would write
+// there, as Format does before it appends (t.Salt nil: the salt is not
+// known, only the shape and the parity are checked). It returns where the
+// tree starts (the image padded to a whole block) and the image's size as
+// the file tells it, or found false. For callers that append otherwise
+// (veritygen --avb), which must not take such a tree for data either.
+func EarlierAppend(path string, t TreeOptions, fecRoots int) (padded, original uint64, found bool, err error) {
+	p, err := t.params()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, false, errorf(KindInput, "", "DATA %s: %w", path, unwrapPath(err))
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return 0, 0, false, err
+	}
+	// An AVB image, or what a killed run left: not an Append's output.
+	size := uint64(info.Size())
+	if findAVBFooter(f, size) != nil || ReadResumeRecord(f, info.Size()) != nil {
+		return 0, 0, false, nil
+	}
+	e, err := findEarlierAppend(f, size, p, fecRoots)
+	if err != nil || e == nil {
+		return 0, 0, false, err
+	}
+	return e.padded, e.original, true, nil
 }

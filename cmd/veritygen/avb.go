@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
@@ -35,7 +36,8 @@ Ctrl-C, cuts DATA back to the original image (an earlier footer goes too,
 as with avbtool). A run killed outright (kill -9) leaves DATA as it was,
 finished, or ending in a provisional footer that gives the original size
 (a sparse DATA: a record past its last chunk): run the same command again
-to finish it. --hash defaults to sha256 here
+to finish it. A DATA that ends in the tree of a plain --append is refused
+(cut it off first). --hash defaults to sha256 here
 too (avbtool's default is sha1); --salt defaults to random bytes as many as
 the digest, --salt=- is none; --data-block-size is avbtool's --block_size
 (the hash block size is the same). --check-at-most-once also sets the
@@ -154,6 +156,9 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		return fail(cli.Errorf("veritygen --append --avb [flags] DATA", "--avb takes DATA alone; got %d arguments", len(pos)))
 	}
 	data := pos[0]
+	if err := checkNoPlainAppend(data, hfo); err != nil {
+		return fail(err)
+	}
 	if hfo.Algorithm != "NONE" && a.key != "" {
 		if hfo.Key, err = avb.LoadPrivateKey(a.key); err != nil {
 			return fail(err)
@@ -261,6 +266,30 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 		hfo.Properties = append(hfo.Properties, pr)
 	}
 	return hfo, nil
+}
+
+// checkNoPlainAppend refuses a DATA that ends in the tree (with or without
+// parity) of an earlier veritygen --append without --avb: add_hashtree_footer,
+// as avbtool, would take that tree for part of the image.
+func checkNoPlainAppend(data string, o *avb.HashtreeFooterOptions) error {
+	roots := o.FECRoots
+	if roots == 0 {
+		roots = fec.DefaultRoots
+	}
+	tree := verity.TreeOptions{Hash: o.HashAlgorithm, Salt: o.Salt, DataBlockSize: o.BlockSize, HashBlockSize: o.BlockSize, NoSuperblock: true}
+	for _, r := range []int{roots, 0} {
+		padded, orig, found, err := verity.EarlierAppend(data, tree, r)
+		if err != nil || !found {
+			continue // errors are AddHashtreeFooter's to report
+		}
+		what := "tree"
+		if r > 0 {
+			what = "tree and error correction"
+		}
+		return cli.Errorf(fmt.Sprintf("cut them off first: truncate -s %d %s (the image's size, as far as DATA tells), then run --avb", orig, data),
+			"DATA %s ends in the %s of an earlier --append without --avb (of its first %d bytes): --avb would take them for part of the image", data, what, padded)
+	}
+	return nil
 }
 
 // avbHint says what to do instead of a flag that does not apply to --avb.

@@ -129,6 +129,15 @@ var appendAgainAttacks = []attack{
 		prog:  "veritygen", args: []string{"--append", "--salt=" + salt, fmt.Sprintf("--data-size=%d", 3*mib+28672), "img"}, exit: []int{0},
 		mayChange: []string{"img"},
 		after:     func(t *testing.T, d string, o *outcome) { grewFrom(t, d, "img", 3*mib+28672) }},
+	{item: "T4", name: "--append --fec --avb on an --append --fec output",
+		setup: appendedTwice(3*mib+1000, 96, "--append", "--fec", "--salt="+salt),
+		prog:  "veritygen", args: []string{"--append", "--fec", "--avb", "--partition-size=8388608", "img"}, exit: []int{2},
+		stderr: []string{`ends in the tree and error correction of an earlier --append without --avb`, `truncate -s 3146728 img`}},
+	{item: "T4", name: "--append --avb on an --append output (another salt)",
+		setup: appendedTwice(3*mib, 97, "--append", "--salt="+salt),
+		prog:  "veritygen", args: []string{"--append", "--avb", "--salt=00", "img"}, exit: []int{2},
+		stderr: []string{`ends in the tree of an earlier --append without --avb`}},
+
 	// No false alarm: images of the one size an --append of 3 MiB ends
 	// at (sha256, no parity: 7 hash blocks), random, or ending in zeros
 	// where the tree would be, or all zeros.
