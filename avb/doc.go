@@ -7,7 +7,18 @@
 // AddHashtreeFooter is avbtool's add_hashtree_footer as one verb on top of
 // verity.Format: the image is hashed once (on every CPU), then the vbmeta
 // and the footer are added; the file is avbtool 1.3.0's for the same
-// inputs, Android sparse images included. MaxImageSize is its
+// inputs, Android sparse images included. Killed at any moment, it leaves
+// the image as it was, the finished image, or an image that the same call
+// (or, for a raw image, avbtool itself) finishes into the finished image:
+// before it writes anything else, a provisional footer (an unsigned vbmeta
+// holding only the property verity.ProvisionalAVBMarker, and a footer with
+// the original image size) goes past everything the file holds and past
+// where the finished image ends, so that the file's last block says where
+// the image ends until the last step cuts the file at the finished size; a
+// sparse image gets a verity.ResumeRecord past its last chunk instead, and
+// its header's chunk counts switch from the original image to the finished
+// one in one write (see footerrun.go). Image.Interrupted reports the
+// provisional state; EraseFooter cuts it back to the image. MaxImageSize is its
 // --calc_max_image_size, HashtreeFooterOptions.RequiredLibavbMinor its
 // --print_required_libavb_version. ReadImage, Image.WriteInfo,
 // CalculateKernelCmdline, EraseFooter and ExtractPublicKey are its

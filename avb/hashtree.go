@@ -428,16 +428,19 @@ func chainKey(c ChainPartition) string {
 // byte: it pads the image at imagePath with zeros, appends its dm-verity
 // tree (and with FEC the parity), then a vbmeta blob with a hashtree
 // descriptor, signed if asked, and a footer in the partition's last
-// 4096-byte block. The image is hashed once (a raw image by verity.Format).
-// Run on its own output it finds the footer and starts again from the
-// original image, which gives the same file. An Android sparse image gets
-// sparse chunks appended, as avbtool appends them: the tree, then the
-// parity of its expansion, each one RAW chunk, so that the sparse file
-// expands to what the expanded image gets.
+// 4096-byte block. The image is hashed once. Run on its own output it finds
+// the footer and starts again from the original image, which gives the
+// same file. An Android sparse image gets sparse chunks appended, as
+// avbtool appends them: the tree, then the parity of its expansion, each
+// one RAW chunk, so that the sparse file expands to what the expanded
+// image gets.
 //
-// Every option, the key and the sizes are checked before the image is
-// touched; a failure after that cuts the image back to its original size
-// (as avbtool does: an earlier footer is then gone too).
+// Every option, the key and the sizes are checked, and everything is laid
+// out, before the image is touched. Killed at any moment, the run leaves
+// the image as it was, the finished image, or an image the same call
+// finishes (see the package documentation); a failure cuts the image back
+// to its original size (as avbtool does: an earlier footer is then gone
+// too).
 func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterOptions) (*HashtreeFooterResult, error) {
 	if o == nil {
 		o = &HashtreeFooterOptions{}
@@ -456,382 +459,69 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	if err != nil {
 		return nil, err
 	}
+	r := &footerRun{o: o, p: p}
 	// The separate vbmeta output is checked (and locked) before the image
 	// is touched, and written once the blob is made.
-	var vbOut *verity.OutputFile
 	if o.OutputVBMeta != "" {
-		vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
+		r.vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
 			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
 		if err != nil {
 			return nil, err
 		}
-		defer vbOut.Abort()
+		defer r.vbOut.Abort()
 	}
 	if o.HashAlgorithm == "" && o.Warn != nil {
 		o.Warn("no hash algorithm given: sha1, avbtool's default kept for backwards compatibility; Android wants sha256")
 	}
-	// Checked before the open too: opening a device or a FIFO is not
-	// harmless.
-	if fi, err := os.Stat(imagePath); err == nil && !fi.Mode().IsRegular() {
-		return nil, inputErr("", "image %s is not a regular file", imagePath)
-	}
-	f, err := os.OpenFile(imagePath, os.O_RDWR, 0)
-	if err != nil {
-		return nil, inputErr("", "image %s: %v", imagePath, unwrapPathErr(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, ioErr("image %s: %v", imagePath, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, inputErr("", "image %s is not a regular file", imagePath)
-	}
-	// Locked before anything is read, until the footer is written; Format
-	// takes this lock over for the tree.
-	if err := verity.LockImage(f, imagePath); err != nil {
+	if r.t, err = openTarget(imagePath); err != nil {
 		return nil, err
 	}
-	// ib is the unit avbtool appends in: 4096 bytes, or a sparse image's
-	// block size.
-	ib := uint64(imageBlockSize)
-	var sw *sparseWriter
-	var size uint64
-	var tailReader io.ReaderAt = f
-	if isSparse(f) {
-		if sw, err = openSparseWriter(f); err != nil {
-			return nil, prefixErr(imagePath, err)
-		}
-		ib, size = sw.blk, sw.size()
-		src, err := verity.OpenSource(imagePath, nil)
-		if err != nil {
-			return nil, err
-		}
-		defer src.Close()
-		tailReader = src
-	} else {
-		size = uint64(fi.Size())
-	}
-	if err := checkPartitionSize(o.PartitionSize, ib); err != nil {
+	defer r.t.f.Close()
+	if r.pl, err = o.plan(p, r.t); err != nil {
 		return nil, err
 	}
-	if o.PartitionSize == 0 && size%ib != 0 {
-		return nil, inputErr(fmt.Sprintf("give a partition size, or pad the image to a multiple of %d bytes", ib),
-			"file size of %d is not a multiple of the image block size %d", size, ib)
-	}
-	orig := size
-	if size >= FooterSize {
-		b := make([]byte, FooterSize)
-		if _, err := tailReader.ReadAt(b, int64(size-FooterSize)); err != nil {
-			return nil, ioErr("image %s: %v", imagePath, err)
-		}
-		if old, err := ParseFooter(b); err == nil {
-			// Everything past the original size goes: only when the footer
-			// and the vbmeta it points to are sound, not on 4 bytes that
-			// happen to read AVBf.
-			if err := old.Check(size); err != nil {
-				return nil, prefixErr(imagePath, err)
-			}
-			vb, err := ReadVBMeta(tailReader, int64(old.VBMetaOffset), old.VBMetaSize)
-			if err != nil {
-				return nil, prefixErr(imagePath, err)
-			}
-			// Nor below the data its descriptors cover: the footer
-			// is not signed.
-			if err := vb.Partition().checkCut(tailReader, old.OriginalImageSize, "adding the footer again (from the original image size of the footer there)"); err != nil {
-				return nil, prefixErr(imagePath, err)
-			}
-			orig = old.OriginalImageSize
-		}
-	}
-	if orig == 0 {
-		return nil, inputErr("", "image %s is empty", imagePath)
-	}
-	bs := uint64(o.blockSize())
-	rounded := roundUp(orig, bs)
-	if o.PartitionSize > 0 {
-		maxSize, err := MaxImageSize(o)
-		if err != nil {
-			return nil, err
-		}
-		if maxSize <= 0 {
-			return nil, inputErr("give a larger partition size",
-				"a partition size of %d leaves no room for any image: the tree, FEC and metadata reserved for it take %d bytes or more", o.PartitionSize, uint64(int64(o.PartitionSize)-maxSize))
-		}
-		if int64(rounded) > maxSize {
-			return nil, inputErr(fmt.Sprintf("a partition of %d bytes takes an image of at most %d bytes", o.PartitionSize, maxSize),
-				"image size of %d exceeds maximum image size of %d in order to fit in a partition size of %d", rounded, maxSize, o.PartitionSize)
-		}
-	}
-	// avbtool pads the image to its own blocks too, and lays the tree out
-	// for the image rounded to the tree's blocks only: with blocks under
-	// 4096 the two sizes can give trees of different sizes, for which
-	// avbtool writes a tree the kernel would not read.
-	imageSize := roundUp(orig, max(bs, ib))
-	slot := digestSlot(p.hash.Size())
-	if treeSize(rounded, bs, slot) != treeSize(imageSize, bs, slot) {
-		return nil, inputErr(fmt.Sprintf("pad the image with zeros to %d bytes first", imageSize),
-			"image of %d bytes: avbtool's tree layout for %d-byte blocks is inconsistent at this size", orig, bs)
-	}
-	if sw != nil && imageSize != orig {
-		return nil, inputErr("", "sparse image of %d bytes is not a multiple of the tree's block size %d", orig, bs)
-	}
-	if imageSize > 1<<62 {
-		return nil, inputErr("", "image %s is too large", imagePath)
-	}
-
-	// From here on the image changes: any failure cuts it back.
-	var out sink = &rawSink{f: f}
-	if sw != nil {
-		out = sw
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = out.truncate(orig)
-		}
-	}()
-	if err := out.truncate(orig); err != nil {
-		return nil, err
-	}
-	if err := out.truncate(imageSize); err != nil {
-		return nil, err
-	}
-	ht := &HashtreeDescriptor{
-		DMVerityVersion: 1, ImageSize: imageSize, TreeOffset: imageSize,
-		DataBlockSize: uint32(bs), HashBlockSize: uint32(bs),
-		HashAlgorithm: p.hash.Name(), PartitionName: o.PartitionName, Salt: p.salt,
-	}
-	if o.DoNotUseAB {
-		ht.Flags |= HashtreeFlagDoNotUseAB
-	}
-	if o.CheckAtMostOnce {
-		ht.Flags |= HashtreeFlagCheckAtMostOnce
-	}
-	var root []byte
-	switch {
-	case sw != nil:
-		if root, ht.TreeSize, err = sparseTree(ctx, imagePath, sw, o, p, imageSize); err != nil {
-			return nil, err
-		}
-		if o.FEC {
-			if err := sparseFEC(ctx, imagePath, sw, o, p, ht); err != nil {
-				return nil, err
-			}
-		}
-	case o.NoHashtree:
-		if root, err = rootOnly(ctx, verity.NewSource(f, int64(imageSize)), imageSize, bs, p.hash, p.salt, o, discard{}); err != nil {
-			return nil, err
-		}
-		if o.FEC {
-			ht.FECNumRoots, ht.FECOffset = uint32(o.fecRoots()), imageSize
-		}
-	default:
-		// The tree goes in through verity.Format, which opens the image
-		// itself and takes the lock held here over.
-		res, err := verity.Format(ctx, imagePath, "", &verity.FormatOptions{
-			TreeOptions: verity.TreeOptions{Hash: p.hash.Name(), Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs), NoSuperblock: true},
-			Append:      true, AppendFEC: o.FEC, FECRoots: o.fecRoots(), Raw: true,
-			Jobs: o.Jobs, Progress: o.Progress, Warn: o.Warn,
-		})
-		if err != nil {
-			return nil, err
-		}
-		root = res.RootHash
-		ht.TreeSize = res.Layout.TreeSize()
-		end := roundUp(imageSize+ht.TreeSize, ib)
-		if res.FEC != nil {
-			ht.FECNumRoots, ht.FECOffset, ht.FECSize = uint32(res.FEC.Roots), res.FEC.Offset, res.FEC.Size
-			end = roundUp(res.FEC.Offset+res.FEC.Size, ib)
-		}
-		if err := out.truncate(end); err != nil {
-			return nil, err
-		}
-	}
-	if !o.UsePersistentDigest {
-		ht.RootDigest = root
-	}
-
-	descs := []Descriptor{ht}
-	descs = append(descs, p.chains...)
-	for _, pr := range o.Properties {
-		descs = append(descs, &PropertyDescriptor{Key: pr.Key, Value: pr.Value})
-	}
-	// avbtool's _generate_vbmeta_blob order: the hashtree descriptor,
-	// chained partitions, properties, the lines from
-	// --setup_rootfs_from_kernel IMAGE, those of
-	// --setup_as_rootfs_from_kernel, --kernel_cmdline, included ones.
-	descs = append(descs, p.rootfsFrom...)
-	if o.SetupAsRootfsFromKernel {
-		descs = append(descs, RootfsCmdlineDescriptors(ht)...)
-	}
-	for _, c := range o.KernelCmdlines {
-		descs = append(descs, &KernelCmdlineDescriptor{Cmdline: c})
-	}
-	blob, err := MakeVBMeta(&VBMetaOptions{
-		Algorithm: o.Algorithm, Key: o.Key, Descriptors: descs, encoded: p.included, PublicKeyMetadata: o.PublicKeyMetadata,
-		RollbackIndex: o.RollbackIndex, Flags: o.Flags, RollbackIndexLocation: o.RollbackIndexLocation,
-		ReleaseString: p.release, RequiredLibavbMinor: p.minor,
-	})
-	if err != nil {
-		return nil, err
-	}
-	end := out.size()
-	r := &HashtreeFooterResult{Descriptor: ht, RootDigest: root, VBMeta: blob, OriginalSize: orig, Sparse: sw != nil}
-	if vbOut != nil {
-		if err := vbOut.Commit(blob); err != nil {
-			return nil, err
-		}
-	}
-	if !o.DoNotAppendVBMeta {
-		var padded []byte
-		if n := roundUp(uint64(len(blob)), ib); uint64(cap(blob)) >= n {
-			padded = blob[:n] // MakeVBMeta's zeros: no copy of a large blob
-		} else {
-			padded = make([]byte, n)
-			copy(padded, blob)
-		}
-		if err := out.appendRaw(padded); err != nil {
-			return nil, err
-		}
-		if o.PartitionSize > 0 {
-			if out.size()+ib > o.PartitionSize {
-				return nil, inputErr("", "the image, its tree and metadata take %d bytes, more than the partition size %d", out.size()+ib, o.PartitionSize)
-			}
-			// Zeros up to the footer's block: a hole, or a DONT_CARE chunk.
-			if err := out.appendHole(o.PartitionSize - out.size() - ib); err != nil {
-				return nil, err
-			}
-		}
-		r.Footer = NewFooter(orig, end, uint64(len(blob)))
-		fb := make([]byte, ib)
-		copy(fb[ib-FooterSize:], r.Footer.Encode())
-		if err := out.appendRaw(fb); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return nil, ioErr("image %s: %v", imagePath, err)
-	}
-	r.Size = out.size()
-	done = true
-	return r, nil
+	return r.run(ctx)
 }
 
-// sink is where AddHashtreeFooter appends: a raw file, or an Android
-// sparse image (a sparseWriter). Sizes are of the image as expanded.
+// run writes what was planned, cutting the image back to its original
+// size if anything fails.
+func (r *footerRun) run(ctx context.Context) (*HashtreeFooterResult, error) {
+	t := r.t
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var res *HashtreeFooterResult
+	var err error
+	if t.sw == nil {
+		if res, err = r.writeRaw(ctx); err != nil {
+			_ = t.f.Truncate(int64(t.orig))
+		}
+		return res, err
+	}
+	cut, err := t.sw.planCut(t.orig)
+	if err != nil {
+		return nil, prefixErr(t.path, err)
+	}
+	if res, err = r.writeSparse(ctx, cut); err != nil {
+		if t.sw.applyCut(cut) == nil {
+			_ = t.f.Truncate(cut.end)
+		}
+	}
+	return res, err
+}
+
+// sink is what EraseFooter cuts: a raw file, or an Android sparse image
+// (a sparseWriter). Sizes are of the image as expanded.
 type sink interface {
-	size() uint64
 	truncate(size uint64) error
-	appendRaw(b []byte) error
-	appendHole(n uint64) error
 }
 
-type rawSink struct {
-	f   *os.File
-	end uint64
-}
-
-func (s *rawSink) size() uint64 { return s.end }
+type rawSink struct{ f *os.File }
 
 func (s *rawSink) truncate(n uint64) error {
 	if err := s.f.Truncate(int64(n)); err != nil {
 		return ioErr("image %s: %v", s.f.Name(), err)
 	}
-	s.end = n
-	return nil
-}
-
-func (s *rawSink) appendRaw(b []byte) error {
-	if _, err := s.f.WriteAt(b, int64(s.end)); err != nil {
-		return ioErr("image %s: %v", s.f.Name(), err)
-	}
-	s.end += uint64(len(b))
-	return nil
-}
-
-func (s *rawSink) appendHole(n uint64) error { return s.truncate(s.end + n) }
-
-func (w *sparseWriter) appendHole(n uint64) error { return w.appendDontCare(n) }
-
-// sparseTree hashes the sparse image (as it expands) and appends its tree
-// as one RAW chunk; with NoHashtree, or one block, only the root.
-func sparseTree(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFooterOptions, p *prepared, imageSize uint64) ([]byte, uint64, error) {
-	src, err := verity.OpenSource(path, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer src.Close()
-	bs := uint64(o.blockSize())
-	tree := treeSize(imageSize, bs, digestSlot(p.hash.Size()))
-	if o.NoHashtree || tree == 0 {
-		root, err := rootOnly(ctx, src, imageSize, bs, p.hash, p.salt, o, discard{})
-		return root, 0, err
-	}
-	var root []byte
-	err = sw.appendRawFrom(roundUp(tree, sw.blk), func(w io.WriterAt) error {
-		var err error
-		root, err = rootOnly(ctx, src, imageSize, bs, p.hash, p.salt, o, w)
-		return err
-	})
-	return root, tree, err
-}
-
-// sparseFEC appends the parity of the sparse image's expansion (its data
-// and tree, as for a raw image) as one RAW chunk, as avbtool appends the
-// fec tool's output, and records it in ht. The parity goes into the chunk
-// as fec.Encode computes it, a unit at a time: memory stays bounded
-// whatever the image's size.
-func sparseFEC(ctx context.Context, path string, sw *sparseWriter, o *HashtreeFooterOptions, p *prepared, ht *HashtreeDescriptor) error {
-	roots := o.fecRoots()
-	offset := sw.size()
-	ht.FECNumRoots, ht.FECOffset = uint32(roots), offset
-	if o.NoHashtree {
-		// No tree, no parity: avbtool appends the empty output of its fec
-		// step all the same, as a RAW chunk of no blocks.
-		return sw.appendRaw(nil)
-	}
-	bs := uint64(ht.DataBlockSize)
-	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Format: 1, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
-		DataBlocks: ht.ImageSize / bs, HashOffset: ht.TreeOffset})
-	if err != nil {
-		return paramErr("", "", "%v", err)
-	}
-	// The message ends where the parity starts: a tree chunk padded to
-	// the sparse block size has its padding covered, as the kernel
-	// (fec_blocks = fec_offset / block size) reads it.
-	fp, err := verity.FECParams(g, roots, offset)
-	if err != nil {
-		return err
-	}
-	// Opened now, so that it sees the tree's chunk.
-	src, err := verity.OpenSource(path, nil)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	msg := verity.FECMessage(g, fp, src, src)
-	size := fp.ParitySize()
-	err = sw.appendRawFrom(roundUp(size, sw.blk), func(w io.WriterAt) error {
-		if o.Progress != nil {
-			o.Progress(verity.StageFEC, 0, size)
-			w = &fecProgress{w: w, total: size, progress: o.Progress}
-		}
-		if err := fec.Encode(ctx, fp, msg, w, 0, o.Jobs); err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-			return ioErr("computing the error correction: %v", err)
-		}
-		if o.Progress != nil {
-			o.Progress(verity.StageFEC, size, size)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	ht.FECSize = size
 	return nil
 }
 

@@ -187,14 +187,20 @@ func EraseFooter(path string, keepHashtree bool) error {
 		return err
 	}
 	var out sink = &rawSink{f: f}
+	var sw *sparseWriter
+	rec := verity.ReadResumeRecord(f, fi.Size())
 	var img *Image
 	var data io.ReaderAt = f
 	if isSparse(f) {
-		sw, err := openSparseWriter(f)
-		if err != nil {
+		if sw, err = openSparseWriter(f); err != nil {
 			return prefixErr(path, err)
 		}
 		out = sw
+		if rec != nil && !keepHashtree {
+			// An interrupted AddHashtreeFooter: back to the image it started
+			// from.
+			return cutAndSync(f, sw, rec.OriginalSize)
+		}
 		if img, err = ReadImage(path); err != nil {
 			return err
 		}
@@ -204,6 +210,9 @@ func EraseFooter(path string, keepHashtree bool) error {
 		}
 		defer src.Close()
 		data = src
+	} else if rec != nil && !rec.Sparse && !keepHashtree {
+		// An interrupted veritygen --append: back to the image.
+		return cutAndSync(f, out, rec.OriginalSize)
 	} else if img, err = ParseImage(f, fi.Size()); err != nil {
 		return prefixErr(path, err)
 	}
@@ -237,11 +246,24 @@ func EraseFooter(path string, keepHashtree bool) error {
 	if err := img.VBMeta.Partition().checkCut(data, size, what); err != nil {
 		return prefixErr(path, err)
 	}
+	if sw != nil && !keepHashtree {
+		// The header's counts go first, the chunks after them next: a
+		// record past them makes what is left in between, if the run is
+		// killed there, an interrupted run's, which the next one drops.
+		if _, err := verity.WriteResumeRecord(f, uint64(sw.fileSize), size, true); err != nil {
+			return err
+		}
+	}
+	return cutAndSync(f, out, size)
+}
+
+// cutAndSync cuts the image to size and syncs it.
+func cutAndSync(f *os.File, out sink, size uint64) error {
 	if err := out.truncate(size); err != nil {
-		return prefixErr(path, err)
+		return prefixErr(f.Name(), err)
 	}
 	if err := f.Sync(); err != nil {
-		return ioErr("%s: %v", path, err)
+		return ioErr("%s: %v", f.Name(), err)
 	}
 	return nil
 }

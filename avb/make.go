@@ -40,21 +40,41 @@ func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
 // of 64); auxiliary block (descriptors, public key, public key metadata,
 // zeros to a multiple of 64).
 func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
-	alg, err := AlgorithmByName(o.Algorithm)
+	h, alg, pubBlob, descSize, err := layOutVBMeta(o)
 	if err != nil {
 		return nil, err
+	}
+	return signVBMeta(o, h, alg, pubBlob, descSize)
+}
+
+// vbmetaSize is the size of the blob MakeVBMeta makes of o, without signing
+// it: the size depends on the descriptors' sizes and the algorithm only.
+func vbmetaSize(o *VBMetaOptions) (uint64, error) {
+	h, _, _, _, err := layOutVBMeta(o)
+	if err != nil {
+		return 0, err
+	}
+	return HeaderSize + h.AuthenticationBlockSize + h.AuxiliaryBlockSize, nil
+}
+
+// layOutVBMeta checks o and returns the blob's header, algorithm, public
+// key blob and the size of its descriptors.
+func layOutVBMeta(o *VBMetaOptions) (*Header, *Algorithm, []byte, uint64, error) {
+	alg, err := AlgorithmByName(o.Algorithm)
+	if err != nil {
+		return nil, nil, nil, 0, err
 	}
 	var pubBlob []byte
 	if alg.Type != 0 {
 		if o.Key == nil {
-			return nil, paramErr("Key", "give the private key (PEM) the image is signed with",
+			return nil, nil, nil, 0, paramErr("Key", "give the private key (PEM) the image is signed with",
 				"key is required for algorithm %s", alg.Name)
 		}
 		if pubBlob, err = EncodePublicKey(&o.Key.PublicKey); err != nil {
-			return nil, err
+			return nil, nil, nil, 0, err
 		}
 		if len(pubBlob) != alg.PublicKeySize {
-			return nil, paramErr("Key", "use a key of that size, or the algorithm for the key's size",
+			return nil, nil, nil, 0, paramErr("Key", "use a key of that size, or the algorithm for the key's size",
 				"key is wrong size for algorithm %s: %d bits, it needs %d", alg.Name, (len(pubBlob)-8)*4, alg.KeyBits())
 		}
 	}
@@ -83,8 +103,13 @@ func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
 		ReleaseString: rs,
 	}
 	if HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize > MaxVBMetaSize {
-		return nil, paramErr("", "", "vbmeta blob of %d bytes exceeds %d", HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize, MaxVBMetaSize)
+		return nil, nil, nil, 0, paramErr("", "", "vbmeta blob of %d bytes exceeds %d", HeaderSize+h.AuthenticationBlockSize+h.AuxiliaryBlockSize, MaxVBMetaSize)
 	}
+	return h, alg, pubBlob, descSize, nil
+}
+
+// signVBMeta assembles the blob layOutVBMeta laid out and signs it.
+func signVBMeta(o *VBMetaOptions, h *Header, alg *Algorithm, pubBlob []byte, descSize uint64) ([]byte, error) {
 	// Made once, the descriptors encoded in place; zeros up to a whole
 	// 4096-byte block are there for AddHashtreeFooter to append.
 	size := HeaderSize + h.AuthenticationBlockSize + h.AuxiliaryBlockSize

@@ -2,8 +2,9 @@ package avb
 
 import (
 	"encoding/binary"
-	"io"
 	"os"
+
+	"github.com/veritytree/veritytree/verity"
 )
 
 // sparseWriter appends to and cuts an Android sparse image the way
@@ -17,6 +18,11 @@ type sparseWriter struct {
 	totalBlocks uint32
 	totalChunks uint32
 	end         int64 // where the chunks end in the file
+	// record is the verity.ResumeRecord the file ends in, past its chunks,
+	// left by an interrupted AddHashtreeFooter; nil if none.
+	record *verity.ResumeRecord
+	// fileSize is the file's size when opened: end, or past the record.
+	fileSize int64
 }
 
 const (
@@ -62,8 +68,15 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 	if err != nil {
 		return nil, ioErr("reading the sparse image: %v", err)
 	}
-	if fi.Size() != end {
-		return nil, inputErr("", "%d bytes after the last chunk of the sparse image", fi.Size()-end)
+	w.fileSize = fi.Size()
+	if w.fileSize != end {
+		// Past the chunks, only what an interrupted AddHashtreeFooter
+		// wrote, ending in its record, is taken as its own.
+		rec := verity.ReadResumeRecord(f, w.fileSize)
+		if rec == nil || !rec.Sparse || rec.End-verity.ResumeRecordSize < uint64(end) {
+			return nil, inputErr("", "%d bytes after the last chunk of the sparse image", fi.Size()-end)
+		}
+		w.record = rec
 	}
 	return w, nil
 }
@@ -124,11 +137,7 @@ func (w *sparseWriter) writeCounts() error {
 
 // startChunk writes a chunk header at the end and counts the chunk.
 func (w *sparseWriter) startChunk(typ uint16, blocks uint32, dataSize uint64) error {
-	h := make([]byte, chunkHeaderSize)
-	binary.LittleEndian.PutUint16(h, typ)
-	binary.LittleEndian.PutUint32(h[4:], blocks)
-	binary.LittleEndian.PutUint32(h[8:], uint32(chunkHeaderSize+dataSize))
-	if _, err := w.f.WriteAt(h, w.end); err != nil {
+	if _, err := w.f.WriteAt(chunkHeader(typ, blocks, dataSize), w.end); err != nil {
 		return ioErr("writing a sparse chunk: %v", err)
 	}
 	w.totalChunks++
@@ -149,24 +158,6 @@ func (w *sparseWriter) appendRaw(data []byte) error {
 	return nil
 }
 
-// appendRawFrom appends n bytes (whole blocks) as one RAW chunk, written by
-// fill through a WriterAt whose offset 0 is the chunk's first data byte;
-// what fill leaves unwritten is zeros.
-func (w *sparseWriter) appendRawFrom(n uint64, fill func(io.WriterAt) error) error {
-	if err := w.startChunk(chunkRaw, uint32(n/w.blk), n); err != nil {
-		return err
-	}
-	base := w.end + chunkHeaderSize
-	if err := w.f.Truncate(base + int64(n)); err != nil {
-		return ioErr("writing the sparse image: %v", err)
-	}
-	if err := fill(io.NewOffsetWriter(w.f, base)); err != nil {
-		return err
-	}
-	w.end = base + int64(n)
-	return nil
-}
-
 // appendDontCare appends n bytes (whole blocks) of DONT_CARE.
 func (w *sparseWriter) appendDontCare(n uint64) error {
 	if err := w.startChunk(chunkDontCare, uint32(n/w.blk), 0); err != nil {
@@ -176,17 +167,38 @@ func (w *sparseWriter) appendDontCare(n uint64) error {
 	return nil
 }
 
-// truncate cuts the expanded image to size (whole blocks), as avbtool's
-// ImageHandler.truncate: a chunk cut in its middle keeps its first blocks.
-func (w *sparseWriter) truncate(size uint64) error {
+// chunkHeader returns the header of a chunk of typ with blocks blocks and
+// dataSize bytes of data after the header.
+func chunkHeader(typ uint16, blocks uint32, dataSize uint64) []byte {
+	h := make([]byte, chunkHeaderSize)
+	binary.LittleEndian.PutUint16(h, typ)
+	binary.LittleEndian.PutUint32(h[4:], blocks)
+	binary.LittleEndian.PutUint32(h[8:], uint32(chunkHeaderSize+dataSize))
+	return h
+}
+
+// sparseCut is where cutting the expanded image to a size leaves the
+// sparse file: the chunks and blocks kept, where they end, and the header
+// of a chunk cut in its middle (nil if none) with its offset.
+type sparseCut struct {
+	chunks, blocks uint32
+	end            int64
+	header         []byte
+	headerAt       int64
+}
+
+// planCut returns how to cut the expanded image to size (whole blocks, no
+// more than its size), as avbtool's ImageHandler.truncate cuts it: a chunk
+// cut in its middle keeps its first blocks.
+func (w *sparseWriter) planCut(size uint64) (*sparseCut, error) {
 	if size%w.blk != 0 {
-		return inputErr("", "cannot cut a sparse image at %d, not a multiple of its block size %d", size, w.blk)
-	}
-	if size == w.size() {
-		return nil
+		return nil, inputErr("", "cannot cut a sparse image at %d, not a multiple of its block size %d", size, w.blk)
 	}
 	if size > w.size() {
-		return w.appendDontCare(size - w.size())
+		return nil, inputErr("", "cannot cut a sparse image of %d bytes at %d", w.size(), size)
+	}
+	if size == w.size() {
+		return &sparseCut{chunks: w.totalChunks, blocks: w.totalBlocks, end: w.end}, nil
 	}
 	var idx uint32
 	_, c, err := w.walk(func(c sparseChunk) bool {
@@ -197,13 +209,12 @@ func (w *sparseWriter) truncate(size uint64) error {
 		return false
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c == nil { // walk checked that the chunks cover the image
-		return inputErr("", "sparse image: no chunk at %d", size)
+		return nil, inputErr("", "sparse image: no chunk at %d", size)
 	}
-	cutAt := c.offset
-	w.totalChunks = idx
+	cut := &sparseCut{chunks: idx, blocks: uint32(size / w.blk), end: c.offset}
 	if c.outOffset != size {
 		keep := size - c.outOffset
 		var data uint64
@@ -213,23 +224,48 @@ func (w *sparseWriter) truncate(size uint64) error {
 		case chunkFill:
 			data = 4
 		}
-		h := make([]byte, chunkHeaderSize)
-		binary.LittleEndian.PutUint16(h, c.typ)
-		binary.LittleEndian.PutUint32(h[4:], uint32(keep/w.blk))
-		binary.LittleEndian.PutUint32(h[8:], uint32(chunkHeaderSize+data))
-		if _, err := w.f.WriteAt(h, c.offset); err != nil {
+		cut.header, cut.headerAt = chunkHeader(c.typ, uint32(keep/w.blk), data), c.offset
+		cut.end = c.offset + chunkHeaderSize + int64(data)
+		cut.chunks = idx + 1
+	}
+	return cut, nil
+}
+
+// applyCut makes the header (and the chunk cut in its middle) say what
+// cut keeps; the bytes past cut.end are left in the file.
+func (w *sparseWriter) applyCut(cut *sparseCut) error {
+	if cut.header != nil {
+		if _, err := w.f.WriteAt(cut.header, cut.headerAt); err != nil {
 			return ioErr("writing the sparse image: %v", err)
 		}
-		cutAt = c.offset + chunkHeaderSize + int64(data)
-		w.totalChunks = idx + 1
 	}
-	w.totalBlocks = uint32(size / w.blk)
-	if err := w.writeCounts(); err != nil {
+	if cut.chunks != w.totalChunks || cut.blocks != w.totalBlocks {
+		w.totalChunks, w.totalBlocks = cut.chunks, cut.blocks
+		if err := w.writeCounts(); err != nil {
+			return err
+		}
+	}
+	w.end = cut.end
+	return nil
+}
+
+// truncate cuts the expanded image to size (whole blocks), as avbtool's
+// ImageHandler.truncate (see planCut), and the file after its last chunk;
+// a larger size appends DONT_CARE.
+func (w *sparseWriter) truncate(size uint64) error {
+	if size > w.size() {
+		return w.appendDontCare(size - w.size())
+	}
+	cut, err := w.planCut(size)
+	if err != nil {
 		return err
 	}
-	if err := w.f.Truncate(cutAt); err != nil {
+	if err := w.applyCut(cut); err != nil {
+		return err
+	}
+	if err := w.f.Truncate(cut.end); err != nil {
 		return ioErr("writing the sparse image: %v", err)
 	}
-	w.end = cutAt
+	w.fileSize = cut.end
 	return nil
 }

@@ -8,7 +8,10 @@
 #
 # REV defaults to origin/main if it exists, else HEAD. Jobs: veritygen and
 # veritycheck (sha256) on a raw image, veritygen on its img2simg form (needs
-# img2simg, Debian's android-sdk-libsparse-utils).
+# img2simg, Debian's android-sdk-libsparse-utils), veritygen --append --fec
+# and --append --fec --avb (signed with RSA-4096) on a copy of the raw
+# image (made, and synced, before the clock starts).
+# JOBS="gen check" runs only those.
 set -euo pipefail
 rev="" size=1GiB runs=5 dir=${TMPDIR:-/tmp}
 while getopts "r:s:n:d:" opt; do
@@ -40,7 +43,8 @@ median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1
 
 echo "old: $(git -C "$root" rev-parse --short "$rev"), new: this tree; $size, median of $runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-16s %9s %9s %7s\n" job "old (s)" "new (s)" new/old
-for job in gen check gen-sparse; do
+key="$root/avb/testdata/vectors/keys/rsa4096.pem"
+for job in ${JOBS:-gen check gen-sparse append-fec append-avb}; do
   : > "$work/t.old"; : > "$work/t.new"
   for _ in $(seq "$runs"); do
     for side in old new; do
@@ -49,8 +53,13 @@ for job in gen check gen-sparse; do
         gen) secs "$b/veritygen" --salt="$salt" "$work/img" "$work/out.verity" >> "$work/t.$side" ;;
         check) secs "$b/veritycheck" --root-hash="$rh" "$work/img" "$work/img.verity" >> "$work/t.$side" ;;
         gen-sparse) secs "$b/veritygen" --salt="$salt" "$work/img.simg" "$work/out.verity" >> "$work/t.$side" ;;
+        append-fec | append-avb)
+          cp "$work/img" "$work/a.img" && sync "$work/a.img"
+          avb=()
+          [ "$job" = append-avb ] && avb=(--avb --avb-algorithm=SHA256_RSA4096 --avb-key="$key")
+          secs "$b/veritygen" --append --fec "${avb[@]}" --salt="${salt:0:40}" "$work/a.img" >> "$work/t.$side" ;;
       esac
-      rm -f "$work/out.verity"
+      rm -f "$work/out.verity" "$work/a.img"
     done
   done
   o=$(median < "$work/t.old") n=$(median < "$work/t.new")

@@ -25,7 +25,7 @@ all=(
   internal/cli:FuzzParseHex internal/cli:FuzzParseUUID internal/cli:FuzzTreeFlags
   fec:FuzzDecodeCodeword fec:FuzzParams
   cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump cmd/veritycheck:FuzzAVBCheck
-  cmd/veritygen:FuzzAndroidSparseRuns cmd/veritygen:FuzzBootNames
+  verity:FuzzAndroidSparseRuns verity:FuzzBootNames verity:FuzzAppendTail
   avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob avb:FuzzVBMetaWalkMemory
 )
 missing=$(comm -13 <(printf '%s\n' "${all[@]#*:}" | sort) \

@@ -38,6 +38,19 @@
 // (FormatOptions.InPlace writes into it instead, as veritysetup does).
 // Memory stays bounded for any input.
 //
+// An Append to a regular file keeps this invariant: killed at any moment,
+// it leaves the file as it was, the finished image, or a file ending in a
+// ResumeRecord of the image's original size, which the same Format call
+// finishes into the finished image. The record is written before anything
+// else, past everything the file holds and past where the finished image
+// ends; the run's last step cuts the file there, dropping the record. A
+// failure or a cancellation cuts the file back to the image. Run again on
+// its own output, Append finds the tree (and parity) it would append
+// already there and, when the salt is given (checking the digests), writes
+// it again in place; it refuses an image it cannot check, or one that ends
+// in an AVB footer (see package avb), unless told where the image ends
+// (FormatOptions.OriginalSize) or Force.
+//
 // Errors are *Error values whose Kind tells a caller's mistake (KindParam,
 // with the option in Field) from unusable input (KindInput), corruption
 // (KindCorrupt), a refusal to destroy something or a lock held by another

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 
 	"github.com/veritytree/veritytree/merkle"
@@ -30,7 +31,9 @@ type FormatOptions struct {
 	// OriginalSize, with Append, is the image's size before an earlier,
 	// interrupted Append: what it wrote past that size is replaced (only
 	// zero padding, then at most a tree and its parity, unless Force).
-	// nil means the data file's current size; a block device needs it.
+	// nil means where the file's ResumeRecord says (a killed Append's), or
+	// where an earlier Append's tree starts, or the file's current size; a
+	// block device needs it.
 	OriginalSize *uint64
 	// AppendFEC, with Append, also appends error correction of the image
 	// and the tree after the tree.
@@ -98,7 +101,7 @@ type FormatOptions struct {
 	Note func(msg string)
 	// OnLayout, if set, is called with the layout once every output is
 	// open and locked, just before hashing starts: nothing has been written
-	// yet but, with Append, the zero padding.
+	// yet but, with Append, the ResumeRecord and the zero padding.
 	OnLayout func(*Layout)
 }
 
@@ -264,11 +267,20 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		return nil, err
 	}
 	if ap := l.Append; ap != nil {
+		if ap.regular {
+			// The record first (see ResumeRecord): from here on, until the
+			// file is cut where the finished image ends, it ends in the
+			// record, and a run killed at any moment is finished by the
+			// same command. Anything failing cuts DATA back to the image.
+			if err := ap.writeRecord(hashOut.f, l.HashOutputEnd); err != nil {
+				return nil, l.abortAppend(hashOut.f, err)
+			}
+		}
 		// The padding: zeros from the original end to the tree, written
 		// (not only left as a hole) since a previous, interrupted run may
 		// have left other bytes there.
 		if err := hashOut.zero(ap.OriginalSize, g.HashOffset); err != nil {
-			return nil, err
+			return nil, l.abortAppend(hashOut.f, err)
 		}
 	}
 	if opts.OnLayout != nil {
@@ -296,12 +308,20 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		fecInfo, err = writeFEC(ctx, g, fl, src, hashOut, out.fec, opts)
 	}
 	if err == nil && l.Append != nil {
-		// Drop what a previous, interrupted or longer, run left past the
-		// end: the file ends with the tree or its parity.
-		err = hashOut.truncate(l.HashOutputEnd)
+		// The tree and the parity reach the disk before the record goes:
+		// then drop it with what a previous, interrupted or longer, run
+		// left past the end: the file ends with the tree or its parity.
+		if err = hashOut.f.Sync(); err != nil {
+			err = errorf(KindIO, "", "writing DATA %s: %w", dataPath, unwrapPath(err))
+		} else {
+			err = hashOut.truncate(l.HashOutputEnd)
+		}
 	}
 	if err == nil {
 		err = out.commitTree()
+	}
+	if err != nil && l.Append != nil && l.Append.regular {
+		return nil, l.abortAppend(hashOut.f, err)
 	}
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
@@ -341,6 +361,35 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		return nil, afterCommit(what, err)
 	}
 	return &FormatResult{Layout: l, RootHash: root, FEC: fecInfo, RootHashSignature: sig}, nil
+}
+
+// writeRecord writes the ResumeRecord of an Append of a regular file: past
+// everything the file holds (the record an interrupted run left is
+// rewritten in place, the same bytes) and past end, where the finished
+// image ends.
+func (ap *AppendLayout) writeRecord(f *os.File, end uint64) error {
+	tail := ap.fileSize
+	if ap.record != nil {
+		tail = ap.record.End - ResumeRecordSize
+	}
+	_, err := WriteResumeRecord(f, max(end, tail), ap.OriginalSize, false)
+	return err
+}
+
+// abortAppend cuts a regular DATA back to its original size after err
+// stopped an Append, and returns the error to report: DATA is then as it
+// was. If it cannot be cut, it still ends in the record: the same command
+// finishes it.
+func (l *Layout) abortAppend(f *os.File, err error) error {
+	orig := l.Append.OriginalSize
+	if terr := f.Truncate(int64(orig)); terr != nil {
+		return withHint(KindIO, fmt.Errorf("%w; DATA %s could not be cut back to its original %d bytes either: %v", err, l.DataPath, orig, unwrapPath(terr)),
+			"run the same command again to finish it")
+	}
+	if errors.Is(err, context.Canceled) {
+		return interrupted(err, "", "interrupted; DATA %s is as it was: cut back to its original %d bytes", l.DataPath, orig)
+	}
+	return asError(KindIO, fmt.Errorf("%w; DATA %s was cut back to its original %d bytes", err, l.DataPath, orig))
 }
 
 // build hashes the data into hashOut, reporting progress.

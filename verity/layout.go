@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +62,10 @@ func (l *Layout) TreeSize() uint64 { return l.Geometry.HashEnd() - l.Geometry.Ha
 // parity, ImageSize bytes in all.
 type AppendLayout struct {
 	OriginalSize, ImageSize uint64
+
+	regular  bool          // DATA is a regular file (it grows, and is cut back)
+	fileSize uint64        // DATA's size when planned
+	record   *ResumeRecord // the record DATA ends in, of an interrupted Append
 }
 
 // FECLayout is where the error-correction parity goes and what it covers.
@@ -168,7 +173,7 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	}
 	switch {
 	case opts.Append:
-		if l.Append, err = planAppend(opts, &p, dataPath, dataInfo, dataSize); err != nil {
+		if l.Append, err = planAppend(opts, &p, dataPath, dataInfo, src.file, dataSize); err != nil {
 			return nil, err
 		}
 	case inPlace:
@@ -279,8 +284,8 @@ func planInData(opts *FormatOptions, p *merkle.Params, size, align uint64, dataP
 }
 
 // planAppend lays out Append: the tree right after the image padded to a
-// whole data and hash block, and fills p in.
-func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, size int64) (*AppendLayout, error) {
+// whole data and hash block, and fills p in. f is DATA, open.
+func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, f *os.File, size int64) (*AppendLayout, error) {
 	orig := uint64(size)
 	if isBlockDevice(dataInfo) && opts.OriginalSize == nil {
 		return nil, paramErrorf("OriginalSize", "give the size of the image on it: --data-size=BYTES",
@@ -292,6 +297,13 @@ func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo
 				"--data-size %d is more than DATA %s's %d bytes", *opts.OriginalSize, dataPath, size)
 		}
 		orig = *opts.OriginalSize
+	}
+	ap := &AppendLayout{regular: dataInfo.Mode().IsRegular(), fileSize: uint64(size)}
+	if ap.regular {
+		var err error
+		if orig, err = appendStart(opts, *p, dataPath, f, ap, orig); err != nil {
+			return nil, err
+		}
 	}
 	if orig == 0 {
 		return nil, errorf(KindInput, "", "DATA %s is empty", dataPath)
@@ -306,7 +318,75 @@ func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo
 	p.Superblock = false
 	p.HashOffset = padded
 	p.DataBlocks = padded / uint64(p.DataBlockSize)
-	return &AppendLayout{OriginalSize: orig}, nil
+	ap.OriginalSize = orig
+	return ap, nil
+}
+
+// appendStart finds where the image in the regular file f (DATA) ends,
+// orig being its size or --data-size: where the record of an interrupted
+// Append says, or where an earlier Append of the image ended (its tree,
+// written again); an AVB image, or one that ends in a tree it cannot check,
+// is refused.
+func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.File, ap *AppendLayout, orig uint64) (uint64, error) {
+	given := opts.OriginalSize != nil
+	if rec := ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
+		if given && orig != rec.OriginalSize && !opts.Force {
+			return 0, errorf(KindRefused, fmt.Sprintf("leave --data-size out to finish it; to cut DATA at byte %d anyway, add --force", orig),
+				"DATA %s ends in the record of an interrupted --append of its first %d bytes, not %d (--data-size)", dataPath, rec.OriginalSize, orig)
+		}
+		ap.record = rec
+		return rec.OriginalSize, nil
+	}
+	if opts.Force {
+		return orig, nil
+	}
+	if av := findAVBFooter(f, ap.fileSize); av != nil {
+		return 0, avbImageRefused(dataPath, av)
+	}
+	if given {
+		return orig, nil
+	}
+	roots := 0
+	if opts.AppendFEC {
+		roots = cmp.Or(opts.FECRoots, fec.DefaultRoots)
+	}
+	found, err := findEarlierAppend(f, ap.fileSize, p, roots)
+	if err != nil {
+		return 0, errorf(KindIO, "", "reading DATA %s: %w", dataPath, unwrapPath(err))
+	}
+	if found == nil {
+		return orig, nil
+	}
+	what := "a tree"
+	if roots > 0 {
+		what = "a tree and error correction"
+	}
+	if !found.checked {
+		hint := fmt.Sprintf("to build it again in place: --data-size=%d (or give that run's --salt: the tree is then checked and written again); to take all of DATA, that tree included, for the image: --data-size=%d",
+			found.original, ap.fileSize)
+		if p.Salt != nil {
+			hint = fmt.Sprintf("its digests are not this salt's: to build it again with this one: --data-size=%d; to take all of DATA, that tree included, for the image: --data-size=%d",
+				found.original, ap.fileSize)
+		}
+		return 0, errorf(KindRefused, hint, "DATA %s already ends in %s laid out as an --append of its first %d bytes with these parameters leaves them: appending again would take them for data",
+			dataPath, what, found.padded)
+	}
+	if opts.Note != nil {
+		opts.Note(fmt.Sprintf("DATA %s already ends in the %s an --append of its first %d bytes writes (an earlier run's): written again in place, not appended after",
+			dataPath, strings.TrimPrefix(what, "a "), found.padded))
+	}
+	return found.original, nil
+}
+
+// avbImageRefused is the error of an Append on an image that ends in an AVB
+// footer: the tree would bury it.
+func avbImageRefused(dataPath string, av *avbFooter) error {
+	if av.provisional {
+		return errorf(KindRefused, fmt.Sprintf("finish that run: run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer); or cut DATA back to its image first: avbtool erase_footer --image %s", dataPath),
+			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: --append would bury it", dataPath, av.originalSize)
+	}
+	return errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, add --avb (veritygen --append --avb ...); for a tree without AVB, remove the footer first: avbtool erase_footer --image %s", dataPath),
+		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): --append would bury the footer and take the AVB metadata for data", dataPath, av.originalSize)
 }
 
 // planFEC checks the FEC options against the tree; nil without FEC.
@@ -452,7 +532,9 @@ func (l *Layout) checkOverwrites(ctx context.Context, opts *FormatOptions, src *
 // device keeps its size and is not checked.
 func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, jobs int) error {
 	ap, g, f := l.Append, l.Geometry, src.file
-	if size <= ap.OriginalSize {
+	if size <= ap.OriginalSize || ap.record != nil && ap.record.OriginalSize == ap.OriginalSize {
+		// Nothing past the image, or only what the record proves an
+		// interrupted Append of this image wrote.
 		return nil
 	}
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {

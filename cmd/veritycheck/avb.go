@@ -222,6 +222,11 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if err != nil {
 		return cli.ExitError, err
 	}
+	if img.Interrupted() {
+		return cli.ExitError, cli.Errorf(fmt.Sprintf("run the same command again to finish it (or cut it back to the image: avbtool erase_footer --image %s)", path),
+			"%s: an interrupted add_hashtree_footer (veritygen --avb, or avbtool) left only its provisional footer: there is no tree to check yet; the image is its first %d bytes",
+			path, img.Footer.OriginalImageSize)
+	}
 	if img.Footer == nil {
 		return cli.ExitError, cli.Errorf("a vbmeta image holds no partition data; check the partition image it describes",
 			"%s: no AVB footer: it is a vbmeta image, not a partition image", path)

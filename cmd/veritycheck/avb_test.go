@@ -418,3 +418,29 @@ func TestAVBChainShown(t *testing.T) {
 	avbExpect(t, 0, []string{`avb: descriptor: chain partition: partition "boot", rollback index location 2, public key (sha1) dbb4d6516f8603217ae6d8c6d048bbdc04393557`,
 		"avb: descriptor: kernel cmdline: flags 0: quiet", "verified: 16 data blocks"}, m.path)
 }
+
+// TestAVBInterrupted: what an add_hashtree_footer killed in its middle
+// leaves of a raw image (its provisional footer past a half-written tree)
+// is not checked but named, with what to do: exit 2. Before, there was no
+// footer and the image was checked as a plain one, or, with a provisional
+// footer, "no hashtree descriptor".
+func TestAVBInterrupted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "system.img")
+	const orig = 64 * 4096
+	vb, err := avb.MakeVBMeta(&avb.VBMetaOptions{Descriptors: []avb.Descriptor{
+		&avb.PropertyDescriptor{Key: "veritytree.interrupted", Value: []byte("add_hashtree_footer was interrupted")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, orig+8*4096)
+	for i := range orig {
+		b[i] = byte(i / 4096)
+	}
+	at := len(b) - 4096
+	copy(b[at:], vb)
+	copy(b[len(b)-avb.FooterSize:], avb.NewFooter(orig, uint64(at), uint64(len(vb))).Encode())
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	avbExpect(t, 2, []string{"an interrupted add_hashtree_footer", "its first 262144 bytes", "run the same command again", "erase_footer --image " + path}, path)
+}

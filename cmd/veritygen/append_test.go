@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // apndParity is the size of the parity (roots 2) at the end of an
@@ -232,49 +233,48 @@ func TestAppendRerun(t *testing.T) {
 		}
 	})
 
-	// A real interruption: cancel as soon as the file grows past the image
-	// (the padding is written, the tree is being written), or once the
-	// parity is being written.
-	for _, phase := range []struct {
+	// A real interruption: cancel once the run has started writing (the
+	// file then ends in its resume record): DATA is cut back to the image,
+	// and the same command, --data-size or not, finishes it.
+	for _, again := range []struct {
 		name string
-		past int64
-	}{{"during the tree", size + 4096}, {"during the parity", 0}} {
-		t.Run("interrupted "+phase.name, func(t *testing.T) {
-			past := phase.past
-			if past == 0 {
-				past = int64(len(want)) - 100000 // inside the parity
-			}
+		args []string
+	}{{"the same command", flags}, {"--data-size", rerun}} {
+		t.Run("interrupted, then "+again.name, func(t *testing.T) {
 			p := apndCopy(t, dir, "cut.img", img)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
 				for ctx.Err() == nil {
-					if info, err := os.Stat(p); err == nil && info.Size() > past {
-						cancel()
-						return
+					if f, err := os.Open(p); err == nil {
+						info, _ := f.Stat()
+						rec := verity.ReadResumeRecord(f, info.Size())
+						f.Close()
+						if rec != nil {
+							cancel()
+							return
+						}
 					}
 					time.Sleep(100 * time.Microsecond)
 				}
 			}()
 			res := cliRun(t, ctx, append(append([]string{}, flags...), "--jobs=2", p)...)
 			cancel()
-			after := cliRead(t, p)
-			if !bytes.Equal(after[:size], img) {
-				t.Fatal("the image's own bytes changed")
-			}
 			switch res.code {
 			case 2:
-				wantErr := fmt.Sprintf("veritygen: error: interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete\n"+
-					"veritygen: hint: run the same command again with --data-size=%d to finish it\n", p, size, size)
+				wantErr := fmt.Sprintf("veritygen: error: interrupted; DATA %s is as it was: cut back to its original %d bytes\n", p, size)
 				if res.stderr != wantErr {
 					t.Errorf("stderr:\n%s\nwant\n%s", res.stderr, wantErr)
+				}
+				if !bytes.Equal(cliRead(t, p), img) {
+					t.Fatal("the interrupted run did not leave DATA as it was")
 				}
 			case 0:
 				t.Log("the run finished before the cancellation took effect")
 			default:
 				t.Fatalf("exit %d", res.code)
 			}
-			cliOK(t, append(rerun, p)...)
+			cliOK(t, append(append([]string{}, again.args...), p)...)
 			if !bytes.Equal(cliRead(t, p), want) {
 				t.Error("the re-run's file differs from the uninterrupted run's")
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
@@ -32,9 +33,11 @@ from the original image (the footer says where it ends) and writes the same
 file. An Android sparse DATA stays sparse (tree and parity appended as RAW
 chunks; it expands to what the expanded DATA gets). Any failure, or
 Ctrl-C, cuts DATA back to the original image (an earlier footer goes too,
-as with avbtool); only a run killed outright (kill -9, power loss) leaves
-DATA longer and without footer: cut it back (truncate -s ORIGINAL_SIZE
-DATA) before running again. --hash defaults to sha256 here
+as with avbtool). A run killed outright (kill -9) leaves DATA as it was,
+finished, or ending in a provisional footer that gives the original size
+(a sparse DATA: a record past its last chunk): run the same command again
+to finish it. A DATA that ends in the tree of a plain --append is refused
+(cut it off first). --hash defaults to sha256 here
 too (avbtool's default is sha1); --salt defaults to random bytes as many as
 the digest, --salt=- is none; --data-block-size is avbtool's --block_size
 (the hash block size is the same). --check-at-most-once also sets the
@@ -156,6 +159,9 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		return fail(cli.Errorf("veritygen --append --avb [flags] DATA", "--avb takes DATA alone; got %d arguments", len(pos)))
 	}
 	data := pos[0]
+	if err := checkNoPlainAppend(data, hfo); err != nil {
+		return fail(err)
+	}
 	if hfo.Algorithm != "NONE" && a.key != "" {
 		if hfo.Key, err = avb.LoadPrivateKey(ctx, a.key); err != nil {
 			return fail(err)
@@ -268,11 +274,35 @@ func (o *options) avbOptions(ctx context.Context) (*avb.HashtreeFooterOptions, e
 	return hfo, nil
 }
 
+// checkNoPlainAppend refuses a DATA that ends in the tree (with or without
+// parity) of an earlier veritygen --append without --avb: add_hashtree_footer,
+// as avbtool, would take that tree for part of the image.
+func checkNoPlainAppend(data string, o *avb.HashtreeFooterOptions) error {
+	roots := o.FECRoots
+	if roots == 0 {
+		roots = fec.DefaultRoots
+	}
+	tree := verity.TreeOptions{Hash: o.HashAlgorithm, Salt: o.Salt, DataBlockSize: o.BlockSize, HashBlockSize: o.BlockSize, NoSuperblock: true}
+	for _, r := range []int{roots, 0} {
+		padded, orig, found, err := verity.EarlierAppend(data, tree, r)
+		if err != nil || !found {
+			continue // errors are AddHashtreeFooter's to report
+		}
+		what := "tree"
+		if r > 0 {
+			what = "tree and error correction"
+		}
+		return cli.Errorf(fmt.Sprintf("cut them off first: truncate -s %d %s (the image's size, as far as DATA tells), then run --avb", orig, data),
+			"DATA %s ends in the %s of an earlier --append without --avb (of its first %d bytes): --avb would take them for part of the image", data, what, padded)
+	}
+	return nil
+}
+
 // avbHint says what to do instead of a flag that does not apply to --avb.
 func avbHint(name string) string {
 	switch name {
 	case "data-size":
-		return "leave it out: --avb cuts DATA back itself on failure, and on a file with a footer starts from the original image"
+		return "leave it out: --avb cuts DATA back itself on failure, and on a file with a footer (or left by a killed run) starts from the original image"
 	case "root-hash-file":
 		return "the root digest is in the vbmeta's descriptor, and in --json's root_hash"
 	case "boot-params", "data-device", "hash-device", "fec-device-name", "dm-name", "ignore-zero-blocks",

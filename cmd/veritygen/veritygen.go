@@ -65,13 +65,17 @@ DATA is only read, except:
   - with --append: DATA is padded with zeros to a whole block, then the
     tree (no superblock) and, with --fec, the error correction are
     appended to it, as avbtool lays out Android images. The image's own
-    bytes are not changed. An interrupted --append leaves DATA longer than
-    it was: run the same command again with --data-size=<original size>
-    (the error message gives it) and the result is that of an
-    uninterrupted run. --data-size cuts off only what an --append could
-    have written (zero padding, then zeros or a tree of the image and its
-    parity, no more than whole ones); anything else is refused unless
-    --force.
+    bytes are not changed. Ctrl-C or an error cuts DATA back to the image;
+    a killed --append leaves DATA ending in a record of its original size:
+    run the same command again and the result is that of an uninterrupted
+    run. Run again on its own output, --append finds the tree (and parity)
+    it would append already there: with the same --salt it writes it again
+    in place (the same bytes), without --salt it refuses. An image ending
+    in an AVB footer is refused: use --avb, or avbtool erase_footer first.
+    --data-size=<original size> says where the image ends; it cuts off only
+    what an --append could have written (zero padding, then zeros or a tree
+    of the image and its parity, no more than whole ones); anything else
+    is refused unless --force.
 
 veritysetup's command line works too: -h is --hash and -s is --salt, as in
 veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
