@@ -329,11 +329,10 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 		}
 		nums[n.name] = v
 	}
-	alg, err := hashes.Lookup(o.hash)
-	if err != nil {
+	if _, err := hashes.Lookup(o.hash); err != nil {
 		return t, vsFail(vsEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
-	t.Hash = alg.Name()
+	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
 	if f := nums["format"]; f > 1 {
 		return t, vsFail(vsEINVAL, "Unsupported VERITY hash type %d.", f)
 	}
@@ -341,8 +340,10 @@ func (o *vsOptions) tree(hashPath string) (verity.TreeOptions, error) {
 	if o.fs.Changed("salt") {
 		if o.salt == "-" {
 			t.Salt = []byte{}
-		} else if t.Salt, err = cli.ParseHex("salt", o.salt); err != nil || len(t.Salt) == 0 || len(t.Salt) > merkle.MaxSaltSize {
+		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
 			return t, vsFail(vsEINVAL, "Invalid salt string specified.")
+		} else {
+			t.Salt = salt
 		}
 	}
 	for _, name := range []string{"data-block-size", "hash-block-size"} {
@@ -436,6 +437,7 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 	}
 	g := fr.Geometry
 	h := cli.NewHeader(g, hashPath)
+	h.Algorithm = o.hash // veritysetup prints the name given, as given
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
 	if !fr.TreeInData && g.HashOffset == 0 {
 		// veritysetup prints the size only for a hash device of its own.
