@@ -105,6 +105,10 @@ type HashtreeFooterOptions struct {
 	PartitionSize uint64
 	PartitionName string
 	// HashAlgorithm is the tree's hash; "" means sha1, avbtool's default.
+	// Any name hashes.Lookup takes; the descriptor keeps it as given, as
+	// avbtool does (its names are hashlib's, which takes OpenSSL's: sha224,
+	// sha3-256, ripemd160...), and calculate_kernel_cmdline copies it into
+	// the table: the kernel's names (hashes.Algorithm.Name) open there.
 	HashAlgorithm string
 	// BlockSize is the tree's block size; 0 means 4096.
 	BlockSize int
@@ -581,7 +585,7 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	ht := &HashtreeDescriptor{
 		DMVerityVersion: 1, ImageSize: imageSize, TreeOffset: imageSize,
 		DataBlockSize: uint32(bs), HashBlockSize: uint32(bs),
-		HashAlgorithm: p.hash.Name(), PartitionName: o.PartitionName, Salt: p.salt,
+		HashAlgorithm: o.hashName(), PartitionName: o.PartitionName, Salt: p.salt, // as given, as avbtool keeps it
 	}
 	if o.DoNotUseAB {
 		ht.Flags |= HashtreeFlagDoNotUseAB
