@@ -228,7 +228,7 @@ func (o *HashtreeFooterOptions) RequiredLibavbMinor() uint32 {
 func (o *HashtreeFooterOptions) checkTree() (*hashes.Algorithm, error) {
 	alg, err := hashes.Lookup(o.hashName())
 	if err != nil {
-		return nil, paramErr("HashAlgorithm", "one of "+strings.Join(hashes.Names(), ", "), "unknown hash algorithm %q", o.hashName())
+		return nil, paramErr("HashAlgorithm", "e.g. sha256 (sha1 is avbtool's default)", "%v", err)
 	}
 	if err := merkle.CheckBlockSize(o.blockSize()); err != nil {
 		return nil, paramErr("BlockSize", "a power of two from 512 to 524288", "block size %d: %v", o.blockSize(), err)

@@ -190,6 +190,9 @@ func TestLookupSpellings(t *testing.T) {
 			t.Errorf("Lookup(%q): %q, want unknown", name, err)
 		}
 	}
+	if Unsupported("SM3") == "" || Unsupported("sha256") != "" || Unsupported("md6") != "" {
+		t.Error("Unsupported does not tell the names we refuse from the others")
+	}
 	if len(All()) != len(Names()) || All()[0] != SHA1 {
 		t.Error("All and Names disagree")
 	}

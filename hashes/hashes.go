@@ -85,7 +85,7 @@ func All() []*Algorithm { return append([]*Algorithm(nil), all...) }
 // unsupported are names veritysetup (OpenSSL) or the kernel know that we
 // refuse, with why: Lookup's error says it rather than "unknown".
 var unsupported = map[string]string{
-	"whirlpool":    "Go has no Whirlpool (the kernel's wp512)",
+	"whirlpool":    "Go has no Whirlpool, the kernel's wp512",
 	"wp512":        "Go has no Whirlpool",
 	"wp384":        "Go has no Whirlpool",
 	"wp256":        "Go has no Whirlpool",
@@ -104,6 +104,11 @@ var unsupported = map[string]string{
 	"shake-256":    "SHAKE is no fixed-size hash and the kernel has none",
 	"md5-sha1":     "the kernel has no md5-sha1",
 }
+
+// Unsupported says why an algorithm veritysetup or the kernel know by that
+// name is not one of ours ("Go has no SM3"), or "" if the name is not one
+// of those (it may be unknown, or supported).
+func Unsupported(name string) string { return unsupported[strings.ToLower(name)] }
 
 // unknownAlgorithmError is returned by Lookup for a name it does not know.
 type unknownAlgorithmError struct{ name, why string }

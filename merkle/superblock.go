@@ -36,6 +36,9 @@ type SuperblockError struct {
 	Field  string
 	Offset int // byte offset of the field in the superblock
 	Reason string
+	// Name is the algorithm named, when that is what is wrong: not one
+	// hashes.Lookup takes.
+	Name string
 }
 
 func (e *SuperblockError) Error() string {
@@ -147,7 +150,7 @@ func DecodeSuperblock(b []byte) (Params, error) {
 	}
 	alg, err := hashes.Lookup(string(name))
 	if err != nil {
-		return bad("algorithm", sbOffAlgorithm, "%v", err)
+		return Params{}, &SuperblockError{Field: "algorithm", Offset: sbOffAlgorithm, Reason: err.Error(), Name: string(name)}
 	}
 	if strings.ToLower(string(name)) != string(name) {
 		return bad("algorithm", sbOffAlgorithm, "%q is not in lower case", name)

@@ -396,7 +396,7 @@ func TestCLIBadInput(t *testing.T) {
 		{
 			name:  "hash veritysetup has and we do not",
 			setup: withData("--hash=whirlpool"),
-			errs:  []string{`hash algorithm "whirlpool" is not supported: Go has no Whirlpool (the kernel's wp512)`, "supported: sha1"},
+			errs:  []string{`hash algorithm "whirlpool" is not supported: Go has no Whirlpool, the kernel's wp512`, "supported: sha1"},
 			hint:  "--hash=sha256",
 		},
 		{

@@ -511,7 +511,13 @@ func (o *vsOptions) dumpAction(hashPath string, stdout io.Writer) error {
 
 func vsSuperblockError(err error, hashPath string) error {
 	if errors.Is(err, verity.ErrInput) {
-		return vsFail(vsEINVAL, "Device %s is not a valid VERITY device.", hashPath)
+		f := vsFail(vsEINVAL, "Device %s is not a valid VERITY device.", hashPath)
+		var se *merkle.SuperblockError
+		if errors.As(err, &se) && se.Field == "algorithm" && se.Name != "" {
+			// A name we do not know: veritysetup (OpenSSL) says so first.
+			f.lines = append([]string{fmt.Sprintf("Hash algorithm %s not supported.", se.Name)}, f.lines...)
+		}
+		return f
 	}
 	return err
 }
