@@ -148,6 +148,15 @@ func TestSuperblockSpellings(t *testing.T) {
 func FuzzParseSuperblock(f *testing.F) {
 	f.Add(EncodeSuperblock(testSuperblockGeometry(f)))
 	f.Add(make([]byte, 512))
+	// veritysetup's other spellings, and a name it has and we do not.
+	for _, name := range []string{"ripemd160", "2.16.840.1.101.3.4.2.10", "sm3"} {
+		g := testSuperblockGeometry(f)
+		g.Hash, g.HashName = hashes.RMD160, name
+		b := encodeParams(g.Params)
+		copy(b[32:64], make([]byte, 32))
+		copy(b[32:], name)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseSuperblock(b)
 		if err != nil {
