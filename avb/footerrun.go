@@ -254,7 +254,7 @@ func (o *HashtreeFooterOptions) plan(p *prepared, t *target) (*footerPlan, error
 	ht := &HashtreeDescriptor{
 		DMVerityVersion: 1, ImageSize: imageSize, TreeOffset: imageSize,
 		DataBlockSize: uint32(bs), HashBlockSize: uint32(bs),
-		HashAlgorithm: p.hash.Name(), PartitionName: o.PartitionName, Salt: p.salt,
+		HashAlgorithm: o.hashName(), PartitionName: o.PartitionName, Salt: p.salt, // as given, as avbtool keeps it
 	}
 	if o.DoNotUseAB {
 		ht.Flags |= HashtreeFlagDoNotUseAB

@@ -107,6 +107,10 @@ type HashtreeFooterOptions struct {
 	PartitionSize uint64
 	PartitionName string
 	// HashAlgorithm is the tree's hash; "" means sha1, avbtool's default.
+	// Any name hashes.Lookup takes; the descriptor keeps it as given, as
+	// avbtool does (its names are hashlib's, which takes OpenSSL's: sha224,
+	// sha3-256, ripemd160...), and calculate_kernel_cmdline copies it into
+	// the table: the kernel's names (hashes.Algorithm.Name) open there.
 	HashAlgorithm string
 	// BlockSize is the tree's block size; 0 means 4096.
 	BlockSize int
@@ -226,7 +230,7 @@ func (o *HashtreeFooterOptions) RequiredLibavbMinor() uint32 {
 func (o *HashtreeFooterOptions) checkTree() (*hashes.Algorithm, error) {
 	alg, err := hashes.Lookup(o.hashName())
 	if err != nil {
-		return nil, paramErr("HashAlgorithm", "one of "+strings.Join(hashes.Names(), ", "), "unknown hash algorithm %q", o.hashName())
+		return nil, paramErr("HashAlgorithm", "e.g. sha256 (sha1 is avbtool's default)", "%v", err)
 	}
 	if err := merkle.CheckBlockSize(o.blockSize()); err != nil {
 		return nil, paramErr("BlockSize", "e.g. 4096", "%v", err) // it names the size

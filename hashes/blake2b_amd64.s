@@ -17,17 +17,18 @@ GLOBL blake2bIV<>(SB), RODATA|NOPTR, $64
 // func blake2bAVX512x8(st *[1][28][8]uint64, ptrs *[8]*byte, chunks int, counter uint64, flag uint64, half bool)
 // Requires: AVX, AVX512F
 TEXT ·blake2bAVX512x8(SB), NOSPLIT, $0-41
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVQ  counter+24(FP), BX
-	MOVQ  flag+32(FP), SI
-	MOVB  half+40(FP), DI
-	MOVQ  $0x1f83d9abfb41bd6b, R8
-	XORQ  SI, R8
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    blake2bAVX512x8_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVQ    counter+24(FP), BX
+	MOVQ    flag+32(FP), SI
+	MOVB    half+40(FP), DI
+	MOVQ    $0x1f83d9abfb41bd6b, R8
+	XORQ    SI, R8
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      blake2bAVX512x8_done
+	PCALIGN $0x40
 
 blake2bAVX512x8_loop:
 	ADDQ $0x80, BX
@@ -1574,17 +1575,18 @@ blake2bAVX512x8_done:
 // func blake2bAVX512x16(st *[2][28][8]uint64, ptrs *[16]*byte, chunks int, counter uint64, flag uint64, half bool)
 // Requires: AVX, AVX512F
 TEXT ·blake2bAVX512x16(SB), NOSPLIT, $0-41
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVQ  counter+24(FP), BX
-	MOVQ  flag+32(FP), SI
-	MOVB  half+40(FP), DI
-	MOVQ  $0x1f83d9abfb41bd6b, R8
-	XORQ  SI, R8
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    blake2bAVX512x16_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVQ    counter+24(FP), BX
+	MOVQ    flag+32(FP), SI
+	MOVB    half+40(FP), DI
+	MOVQ    $0x1f83d9abfb41bd6b, R8
+	XORQ    SI, R8
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      blake2bAVX512x16_done
+	PCALIGN $0x40
 
 blake2bAVX512x16_loop:
 	ADDQ $0x80, BX
@@ -4638,17 +4640,18 @@ GLOBL blake2bRot<>(SB), RODATA|NOPTR, $64
 // func blake2bAVX2x4(st *[112]uint64, ptrs *[4]*byte, chunks int, counter uint64, flag uint64, half bool)
 // Requires: AVX, AVX2, SSE2
 TEXT ·blake2bAVX2x4(SB), NOSPLIT, $32-41
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVQ  counter+24(FP), BX
-	MOVQ  flag+32(FP), SI
-	MOVB  half+40(FP), DI
-	MOVQ  $0x1f83d9abfb41bd6b, R8
-	XORQ  SI, R8
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    blake2bAVX2x4_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVQ    counter+24(FP), BX
+	MOVQ    flag+32(FP), SI
+	MOVB    half+40(FP), DI
+	MOVQ    $0x1f83d9abfb41bd6b, R8
+	XORQ    SI, R8
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      blake2bAVX2x4_done
+	PCALIGN $0x40
 
 blake2bAVX2x4_loop:
 	ADDQ $0x80, BX

@@ -2,6 +2,7 @@ package hashes
 
 import (
 	"bytes"
+	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -14,20 +15,29 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/blake2b"
+	"golang.org/x/crypto/blake2s"
+	"golang.org/x/crypto/md4"       //lint:ignore SA1019 the reference for the kernel's md4
+	"golang.org/x/crypto/ripemd160" //lint:ignore SA1019 the reference for the kernel's rmd160
+	xsha3 "golang.org/x/crypto/sha3"
 )
 
-// reference returns the standard library's (x/crypto's for BLAKE2b) hash of
-// the same name: the yardstick for every implementation here.
+// reference returns the standard library's (x/crypto's for BLAKE2b,
+// BLAKE2s, MD4 and RIPEMD-160) hash of the same name: the yardstick for
+// every implementation here.
 func reference(t testing.TB, a *Algorithm) func() hash.Hash {
-	switch a {
-	case SHA1:
-		return sha1.New
-	case SHA256:
-		return sha256.New
-	case SHA512:
-		return sha512.New
-	case BLAKE2b256:
-		return func() hash.Hash { h, _ := blake2b.New256(nil); return h }
+	b2b := func(size int) func() hash.Hash {
+		return func() hash.Hash { h, _ := blake2b.New(size, nil); return h }
+	}
+	refs := map[*Algorithm]func() hash.Hash{
+		SHA1: sha1.New, SHA224: sha256.New224, SHA256: sha256.New, SHA384: sha512.New384, SHA512: sha512.New,
+		SHA3_224: func() hash.Hash { return xsha3.New224() }, SHA3_256: func() hash.Hash { return xsha3.New256() },
+		SHA3_384: func() hash.Hash { return xsha3.New384() }, SHA3_512: func() hash.Hash { return xsha3.New512() },
+		BLAKE2b160: b2b(20), BLAKE2b256: b2b(32), BLAKE2b384: b2b(48), BLAKE2b512: b2b(64),
+		BLAKE2s256: func() hash.Hash { h, _ := blake2s.New256(nil); return h },
+		MD5:        md5.New, MD4: md4.New, RMD160: ripemd160.New,
+	}
+	if r, ok := refs[a]; ok {
+		return r
 	}
 	t.Fatalf("no reference for %s", a.Name())
 	return nil
@@ -46,7 +56,7 @@ func refSum(newHash func() hash.Hash, salt, block []byte, pos SaltPosition) []by
 }
 
 func TestLookup(t *testing.T) {
-	for _, name := range []string{"sha1", "SHA256", "Sha512", "BLAKE2B-256", "blake2b-256"} {
+	for _, name := range []string{"sha1", "SHA256", "Sha512", "BLAKE2B-256", "blake2b-256", "sha3-256", "RMD160", "md5"} {
 		a, err := Lookup(name)
 		if err != nil {
 			t.Fatalf("Lookup(%q): %v", name, err)
@@ -55,7 +65,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q).Name() = %q, want lower case", name, a.Name())
 		}
 	}
-	for _, name := range []string{"", "md5", "sha3-256", "blake2b", "blake2b-512", "sha256 "} {
+	for _, name := range []string{"", "whirlpool", "sm3", "blake2b", "sha3_256", "sha256 ", "sha512-256", "streebog256", "shake128", "blake2s-128"} {
 		_, err := Lookup(name)
 		var ue *unknownAlgorithmError
 		if !errors.As(err, &ue) {

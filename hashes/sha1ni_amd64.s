@@ -20,13 +20,14 @@ TEXT ·sha1NIx1(SB), NOSPLIT, $112-24
 	ANDQ $-16, BX
 
 	// Load the states: ABCD with A in the top dword, E in the top dword of zeros.
-	MOVOU  (AX), X1
-	PSHUFD $0x1b, X1, X1
-	PXOR   X2, X2
-	PINSRD $0x03, 16(AX), X2
-	MOVOU  sha1niFlip<>+0(SB), X0
-	TESTQ  DX, DX
-	JZ     done
+	MOVOU   (AX), X1
+	PSHUFD  $0x1b, X1, X1
+	PXOR    X2, X2
+	PINSRD  $0x03, 16(AX), X2
+	MOVOU   sha1niFlip<>+0(SB), X0
+	TESTQ   DX, DX
+	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, 64(BX)
@@ -252,17 +253,18 @@ TEXT ·sha1NIx2(SB), NOSPLIT, $208-24
 	ANDQ $-16, SI
 
 	// Load the states: ABCD with A in the top dword, E in the top dword of zeros.
-	MOVOU  (AX), X1
-	PSHUFD $0x1b, X1, X1
-	PXOR   X2, X2
-	PINSRD $0x03, 16(AX), X2
-	MOVOU  20(AX), X3
-	PSHUFD $0x1b, X3, X3
-	PXOR   X4, X4
-	PINSRD $0x03, 36(AX), X4
-	MOVOU  sha1niFlip<>+0(SB), X0
-	TESTQ  DX, DX
-	JZ     done
+	MOVOU   (AX), X1
+	PSHUFD  $0x1b, X1, X1
+	PXOR    X2, X2
+	PINSRD  $0x03, 16(AX), X2
+	MOVOU   20(AX), X3
+	PSHUFD  $0x1b, X3, X3
+	PXOR    X4, X4
+	PINSRD  $0x03, 36(AX), X4
+	MOVOU   sha1niFlip<>+0(SB), X0
+	TESTQ   DX, DX
+	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, 64(SI)
@@ -648,21 +650,22 @@ TEXT ·sha1NIx3(SB), NOSPLIT, $304-24
 	ANDQ $-16, DI
 
 	// Load the states: ABCD with A in the top dword, E in the top dword of zeros.
-	MOVOU  (AX), X1
-	PSHUFD $0x1b, X1, X1
-	PXOR   X2, X2
-	PINSRD $0x03, 16(AX), X2
-	MOVOU  20(AX), X3
-	PSHUFD $0x1b, X3, X3
-	PXOR   X4, X4
-	PINSRD $0x03, 36(AX), X4
-	MOVOU  40(AX), X5
-	PSHUFD $0x1b, X5, X5
-	PXOR   X6, X6
-	PINSRD $0x03, 56(AX), X6
-	MOVOU  sha1niFlip<>+0(SB), X0
-	TESTQ  DX, DX
-	JZ     done
+	MOVOU   (AX), X1
+	PSHUFD  $0x1b, X1, X1
+	PXOR    X2, X2
+	PINSRD  $0x03, 16(AX), X2
+	MOVOU   20(AX), X3
+	PSHUFD  $0x1b, X3, X3
+	PXOR    X4, X4
+	PINSRD  $0x03, 36(AX), X4
+	MOVOU   40(AX), X5
+	PSHUFD  $0x1b, X5, X5
+	PXOR    X6, X6
+	PINSRD  $0x03, 56(AX), X6
+	MOVOU   sha1niFlip<>+0(SB), X0
+	TESTQ   DX, DX
+	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, 64(DI)
@@ -1208,25 +1211,26 @@ TEXT ·sha1NIx4(SB), NOSPLIT, $400-24
 	ANDQ $-16, R8
 
 	// Load the states: ABCD with A in the top dword, E in the top dword of zeros.
-	MOVOU  (AX), X1
-	PSHUFD $0x1b, X1, X1
-	PXOR   X2, X2
-	PINSRD $0x03, 16(AX), X2
-	MOVOU  20(AX), X3
-	PSHUFD $0x1b, X3, X3
-	PXOR   X4, X4
-	PINSRD $0x03, 36(AX), X4
-	MOVOU  40(AX), X5
-	PSHUFD $0x1b, X5, X5
-	PXOR   X6, X6
-	PINSRD $0x03, 56(AX), X6
-	MOVOU  60(AX), X7
-	PSHUFD $0x1b, X7, X7
-	PXOR   X8, X8
-	PINSRD $0x03, 76(AX), X8
-	MOVOU  sha1niFlip<>+0(SB), X0
-	TESTQ  DX, DX
-	JZ     done
+	MOVOU   (AX), X1
+	PSHUFD  $0x1b, X1, X1
+	PXOR    X2, X2
+	PINSRD  $0x03, 16(AX), X2
+	MOVOU   20(AX), X3
+	PSHUFD  $0x1b, X3, X3
+	PXOR    X4, X4
+	PINSRD  $0x03, 36(AX), X4
+	MOVOU   40(AX), X5
+	PSHUFD  $0x1b, X5, X5
+	PXOR    X6, X6
+	PINSRD  $0x03, 56(AX), X6
+	MOVOU   60(AX), X7
+	PSHUFD  $0x1b, X7, X7
+	PXOR    X8, X8
+	PINSRD  $0x03, 76(AX), X8
+	MOVOU   sha1niFlip<>+0(SB), X0
+	TESTQ   DX, DX
+	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, 64(R8)

@@ -92,6 +92,7 @@ TEXT ·sha256NIx1(SB), NOSPLIT, $0-24
 	PBLENDW $0xf0, X3, X2
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, X8
@@ -322,6 +323,7 @@ TEXT ·sha256NIx2(SB), NOSPLIT, $48-24
 	PBLENDW $0xf0, X5, X4
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, X14
@@ -720,6 +722,7 @@ TEXT ·sha256NIx3(SB), NOSPLIT, $208-24
 	PBLENDW $0xf0, X7, X6
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, X14
@@ -1422,6 +1425,7 @@ TEXT ·sha256NIx4(SB), NOSPLIT, $336-24
 	PBLENDW $0xf0, X9, X8
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO X1, 192(R8)
@@ -2341,6 +2345,7 @@ TEXT ·sha256NIx3VL(SB), NOSPLIT, $0-24
 	PBLENDW $0xf0, X7, X6
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	MOVO      X1, X14
@@ -3020,6 +3025,7 @@ TEXT ·sha256NIx4VL(SB), NOSPLIT, $80-24
 	PBLENDW $0xf0, X9, X8
 	TESTQ   DX, DX
 	JZ      done
+	PCALIGN $0x40
 
 loop:
 	VMOVDQA64 X1, X28

@@ -59,13 +59,14 @@ GLOBL sha1AVX2K<>(SB), RODATA|NOPTR, $128
 // func sha1AVX2x8(st *[232]uint32, ptrs *[8]*byte, chunks int, half bool)
 // Requires: AVX, AVX2
 TEXT ·sha1AVX2x8(SB), NOSPLIT, $0-25
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVB  half+24(FP), BL
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    sha1AVX2x8_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVB    half+24(FP), BL
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      sha1AVX2x8_done
+	PCALIGN $0x40
 
 sha1AVX2x8_loop:
 	// Load, byte-swap and transpose the message words.
@@ -2554,13 +2555,14 @@ GLOBL sha256AVX2K<>(SB), RODATA|NOPTR, $2048
 // func sha256AVX2x8(st *[256]uint32, ptrs *[8]*byte, chunks int, half bool)
 // Requires: AVX, AVX2
 TEXT ·sha256AVX2x8(SB), NOSPLIT, $0-25
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVB  half+24(FP), BL
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    sha256AVX2x8_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVB    half+24(FP), BL
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      sha256AVX2x8_done
+	PCALIGN $0x40
 
 sha256AVX2x8_loop:
 	// Load, byte-swap and transpose the message words.
@@ -6695,13 +6697,14 @@ GLOBL sha512AVX2K<>(SB), RODATA|NOPTR, $2560
 // func sha512AVX2x4(st *[112]uint64, ptrs *[4]*byte, chunks int, half bool)
 // Requires: AVX, AVX2
 TEXT ·sha512AVX2x4(SB), NOSPLIT, $0-25
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVB  half+24(FP), BL
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    sha512AVX2x4_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVB    half+24(FP), BL
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      sha512AVX2x4_done
+	PCALIGN $0x40
 
 sha512AVX2x4_loop:
 	// Load, byte-swap and transpose the message words.

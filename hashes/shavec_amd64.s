@@ -30,6 +30,7 @@ TEXT ·sha1AVX512x16(SB), NOSPLIT, $0-25
 	JZ              sha1AVX512x16_done
 	TESTB           BL, BL
 	JNZ             sha1AVX512x16_half
+	PCALIGN         $0x40
 
 sha1AVX512x16_rows:
 	// Load, byte-swap and transpose the message words.
@@ -1151,6 +1152,7 @@ sha1AVX512x16_rows:
 	DECQ        DX
 	JNZ         sha1AVX512x16_rows
 	JMP         sha1AVX512x16_store
+	PCALIGN $0x40
 
 sha1AVX512x16_half:
 	// Load, byte-swap and transpose the message words.
@@ -2312,13 +2314,14 @@ GLOBL sha1K<>(SB), RODATA|NOPTR, $16
 // func sha256AVX512x16(st *[512]uint32, ptrs *[16]*byte, chunks int, half bool)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·sha256AVX512x16(SB), NOSPLIT, $0-25
-	MOVQ  st+0(FP), AX
-	MOVQ  ptrs+8(FP), CX
-	MOVQ  chunks+16(FP), DX
-	MOVB  half+24(FP), BL
-	XORQ  SI, SI
-	TESTQ DX, DX
-	JZ    sha256AVX512x16_done
+	MOVQ    st+0(FP), AX
+	MOVQ    ptrs+8(FP), CX
+	MOVQ    chunks+16(FP), DX
+	MOVB    half+24(FP), BL
+	XORQ    SI, SI
+	TESTQ   DX, DX
+	JZ      sha256AVX512x16_done
+	PCALIGN $0x40
 
 sha256AVX512x16_loop:
 	// Load, byte-swap and transpose the message words.
@@ -4623,6 +4626,7 @@ TEXT ·sha512AVX512x8(SB), NOSPLIT, $0-25
 	JZ              sha512AVX512x8_done
 	TESTB           BL, BL
 	JNZ             sha512AVX512x8_half
+	PCALIGN         $0x40
 
 sha512AVX512x8_rows:
 	// Load, byte-swap and transpose the message words.
@@ -7118,6 +7122,7 @@ sha512AVX512x8_rows:
 	DECQ        DX
 	JNZ         sha512AVX512x8_rows
 	JMP         sha512AVX512x8_store
+	PCALIGN $0x40
 
 sha512AVX512x8_half:
 	// Load, byte-swap and transpose the message words.

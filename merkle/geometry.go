@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/veritytree/veritytree/hashes"
 )
@@ -29,6 +30,12 @@ const (
 // flags and stores in the superblock.
 type Params struct {
 	Hash *hashes.Algorithm
+	// HashName is the algorithm's name as the superblock stores it, when
+	// it is not Hash.Name(): veritysetup stores the --hash given, in lower
+	// case, and takes OpenSSL's names too ("ripemd160" for rmd160,
+	// "sha2-256" for sha256). "", or a name of another algorithm, means
+	// Hash.Name(). The kernel table names Hash.Name() whatever it is.
+	HashName string
 	// Format is the hash type: 1 (salt before each block, digests in
 	// power-of-two slots) or 0 (Chrome OS: salt after, digests packed).
 	Format        int
@@ -171,6 +178,18 @@ func NewGeometry(p Params) (*Geometry, error) {
 		return nil, invalid("hash device end does not fit in 63 bits")
 	}
 	return g, nil
+}
+
+// SuperblockHashName is the algorithm's name as the superblock stores it:
+// HashName in lower case when it names Hash, else Hash.Name().
+func (p *Params) SuperblockHashName() string {
+	if p.HashName != "" && p.Hash != nil && p.Hash.Is(p.HashName) {
+		return strings.ToLower(p.HashName)
+	}
+	if p.Hash == nil {
+		return ""
+	}
+	return p.Hash.Name()
 }
 
 // SaltPosition is where each block's salt goes in this format.

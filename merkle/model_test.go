@@ -55,13 +55,16 @@ func TestPythonModel(t *testing.T) {
 	}
 	type bsPair struct{ dbs, hbs int }
 	pairs := []bsPair{{512, 512}, {4096, 4096}, {1024, 4096}, {4096, 512}}
-	// blake2b-256 over every salt size; sha256 (checked against
-	// veritysetup elsewhere) with one salt per case, to test the model.
+	// blake2b-256 over every salt size; blake2b-160 and blake2b-384, which
+	// veritysetup lacks too, and sha256 (checked against veritysetup
+	// elsewhere, to test the model) with one salt per case.
 	algs := []struct {
 		alg   *hashes.Algorithm
 		salts []int
 	}{
 		{hashes.BLAKE2b256, []int{0, 1, 32, 256}},
+		{hashes.BLAKE2b160, nil},
+		{hashes.BLAKE2b384, nil},
 		{hashes.SHA256, nil},
 	}
 	var cases []*peerModelCase

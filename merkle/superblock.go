@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/veritytree/veritytree/hashes"
 )
@@ -35,6 +36,9 @@ type SuperblockError struct {
 	Field  string
 	Offset int // byte offset of the field in the superblock
 	Reason string
+	// Name is the algorithm named, when that is what is wrong: not one
+	// hashes.Lookup takes.
+	Name string
 }
 
 func (e *SuperblockError) Error() string {
@@ -53,7 +57,7 @@ func encodeParams(g Params) []byte {
 	le.PutUint32(b[sbOffVersion:], sbVersion)
 	le.PutUint32(b[sbOffHashType:], uint32(g.Format))
 	copy(b[sbOffUUID:], g.UUID[:])
-	copy(b[sbOffAlgorithm:sbOffAlgorithm+sbAlgorithmLen-1], g.Hash.Name())
+	copy(b[sbOffAlgorithm:sbOffAlgorithm+sbAlgorithmLen-1], g.SuperblockHashName())
 	le.PutUint32(b[sbOffDataBlock:], uint32(g.DataBlockSize))
 	le.PutUint32(b[sbOffHashBlock:], uint32(g.HashBlockSize))
 	le.PutUint64(b[sbOffDataBlocks:], g.DataBlocks)
@@ -146,12 +150,15 @@ func DecodeSuperblock(b []byte) (Params, error) {
 	}
 	alg, err := hashes.Lookup(string(name))
 	if err != nil {
-		return bad("algorithm", sbOffAlgorithm, "%v", err)
+		return Params{}, &SuperblockError{Field: "algorithm", Offset: sbOffAlgorithm, Reason: err.Error(), Name: string(name)}
 	}
-	if alg.Name() != string(name) {
+	if strings.ToLower(string(name)) != string(name) {
 		return bad("algorithm", sbOffAlgorithm, "%q is not in lower case", name)
 	}
 	p.Hash = alg
+	if alg.Name() != string(name) {
+		p.HashName = string(name) // veritysetup's other spelling: "ripemd160", "sha2-256"
+	}
 
 	p.DataBlockSize = int(le.Uint32(b[sbOffDataBlock:]))
 	if err := CheckBlockSize(p.DataBlockSize); err != nil {

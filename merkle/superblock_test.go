@@ -70,8 +70,9 @@ func TestSuperblockStrict(t *testing.T) {
 		{"version 0", "version", func(b []byte) { le.PutUint32(b[8:], 0) }},
 		{"version 2", "version", func(b []byte) { le.PutUint32(b[8:], 2) }},
 		{"hash type 2", "hash type", func(b []byte) { le.PutUint32(b[12:], 2) }},
-		{"unknown algorithm", "algorithm", func(b []byte) { copy(b[32:], "md5\x00\x00\x00\x00\x00\x00\x00\x00") }},
+		{"unknown algorithm", "algorithm", func(b []byte) { copy(b[32:], "whirlpool\x00\x00") }},
 		{"upper-case algorithm", "algorithm", func(b []byte) { copy(b[32:], "BLAKE2B-256") }},
+		{"upper-case spelling", "algorithm", func(b []byte) { copy(b[32:], "SHA2-256\x00\x00\x00") }},
 		{"unterminated algorithm", "algorithm", func(b []byte) { copy(b[32:64], bytes.Repeat([]byte{'a'}, 32)) }},
 		{"junk after algorithm", "algorithm", func(b []byte) { b[60] = 1 }},
 		{"data block size 0", "data block size", func(b []byte) { le.PutUint32(b[64:], 0) }},
@@ -106,12 +107,56 @@ func TestSuperblockStrict(t *testing.T) {
 	}
 }
 
+// TestSuperblockSpellings: the superblock keeps the name veritysetup was
+// given (in lower case): another spelling of the algorithm reads back as
+// that algorithm and encodes to the same bytes; the kernel name is stored
+// when none is given, or one of another algorithm.
+func TestSuperblockSpellings(t *testing.T) {
+	for _, c := range []struct {
+		alg        *hashes.Algorithm
+		name, want string
+	}{
+		{hashes.RMD160, "ripemd160", "ripemd160"},
+		{hashes.RMD160, "RIPEMD-160", "ripemd-160"},
+		{hashes.SHA256, "sha2-256", "sha2-256"},
+		{hashes.BLAKE2b512, "blake2b512", "blake2b512"},
+		{hashes.SHA3_256, "", "sha3-256"},
+		{hashes.SHA256, "sha512", "sha256"}, // another algorithm's name is not this one's spelling
+	} {
+		g := testSuperblockGeometry(t)
+		g.Hash, g.HashName = c.alg, c.name
+		b := EncodeSuperblock(g)
+		if got := string(bytes.TrimRight(b[32:64], "\x00")); got != c.want {
+			t.Errorf("%s as %q: superblock names %q, want %q", c.alg, c.name, got, c.want)
+		}
+		p, err := ParseSuperblock(b)
+		if err != nil {
+			t.Fatalf("%s as %q: %v", c.alg, c.name, err)
+		}
+		if p.Hash != c.alg || p.SuperblockHashName() != c.want {
+			t.Errorf("%s as %q: read back %s as %q", c.alg, c.name, p.Hash, p.SuperblockHashName())
+		}
+		if g2, err := NewGeometry(p); err != nil || !bytes.Equal(EncodeSuperblock(g2), b) {
+			t.Errorf("%s as %q: does not encode back to the same bytes (%v)", c.alg, c.name, err)
+		}
+	}
+}
+
 // FuzzParseSuperblock: any input either fails cleanly or describes
 // parameters whose encoding is exactly the input (the format has one
 // encoding per parameter set).
 func FuzzParseSuperblock(f *testing.F) {
 	f.Add(EncodeSuperblock(testSuperblockGeometry(f)))
 	f.Add(make([]byte, 512))
+	// veritysetup's other spellings, and a name it has and we do not.
+	for _, name := range []string{"ripemd160", "2.16.840.1.101.3.4.2.10", "sm3"} {
+		g := testSuperblockGeometry(f)
+		g.Hash, g.HashName = hashes.RMD160, name
+		b := encodeParams(g.Params)
+		copy(b[32:64], make([]byte, 32))
+		copy(b[32:], name)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseSuperblock(b)
 		if err != nil {

@@ -22,16 +22,30 @@ const peerVectorUUID = "a60c98d2-ae9b-4865-bfcb-b4e3ace11033"
 
 // peerVector is one row of roots.tsv.
 type peerVector struct {
+	file                                 string
 	line                                 int
 	name, data, hash, salt, layout, root string
 	dbs, hbs, format                     int
 	hashfileSHA256                       string
 }
 
+// peerVectorFiles are the known-answer tables: roots.tsv, a copy of
+// ../shared/vectors/roots.tsv (so that a clone passes anywhere), and
+// roots-hashes.tsv, the other algorithms, in the same columns.
+var peerVectorFiles = []string{"roots.tsv", "roots-hashes.tsv"}
+
 func peerReadVectors(t *testing.T) []peerVector {
 	t.Helper()
-	// A copy of ../shared/vectors/roots.tsv, so that a clone passes anywhere.
-	f, err := os.Open(filepath.Join("testdata", "roots.tsv"))
+	var vs []peerVector
+	for _, name := range peerVectorFiles {
+		vs = append(vs, peerReadVectorFile(t, name)...)
+	}
+	return vs
+}
+
+func peerReadVectorFile(t *testing.T, file string) []peerVector {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,24 +66,24 @@ func peerReadVectors(t *testing.T) []peerVector {
 			}
 			for _, c := range []string{"name", "data", "dbs", "hbs", "format", "hash", "salt", "layout", "root", "hashfile_sha256"} {
 				if _, ok := cols[c]; !ok {
-					t.Fatalf("roots.tsv header lacks column %q", c)
+					t.Fatalf("%s header lacks column %q", file, c)
 				}
 			}
 			continue
 		}
 		if len(fields) != len(cols) {
-			t.Fatalf("roots.tsv:%d: %d fields, header has %d", line, len(fields), len(cols))
+			t.Fatalf("%s:%d: %d fields, header has %d", file, line, len(fields), len(cols))
 		}
 		get := func(c string) string { return fields[cols[c]] }
 		atoi := func(c string) int {
 			n, err := strconv.Atoi(get(c))
 			if err != nil {
-				t.Fatalf("roots.tsv:%d: %s: %v", line, c, err)
+				t.Fatalf("%s:%d: %s: %v", file, line, c, err)
 			}
 			return n
 		}
 		vs = append(vs, peerVector{
-			line: line, name: get("name"), data: get("data"), hash: get("hash"), salt: get("salt"),
+			file: file, line: line, name: get("name"), data: get("data"), hash: get("hash"), salt: get("salt"),
 			layout: get("layout"), root: get("root"), hashfileSHA256: get("hashfile_sha256"),
 			dbs: atoi("dbs"), hbs: atoi("hbs"), format: atoi("format"),
 		})
@@ -78,7 +92,7 @@ func peerReadVectors(t *testing.T) []peerVector {
 		t.Fatal(err)
 	}
 	if len(vs) == 0 {
-		t.Fatal("roots.tsv has no vectors")
+		t.Fatalf("%s has no vectors", file)
 	}
 	return vs
 }
@@ -120,14 +134,14 @@ func TestVectors(t *testing.T) {
 func peerCheckVector(t *testing.T, v peerVector) {
 	alg, err := hashes.Lookup(v.hash)
 	if err != nil {
-		t.Fatalf("roots.tsv:%d: %v", v.line, err)
+		t.Fatalf("%s:%d: %v", v.file, v.line, err)
 	}
 	p := merkle.Params{
 		Hash: alg, Format: v.format, DataBlockSize: v.dbs, HashBlockSize: v.hbs, Salt: []byte{},
 	}
 	if v.salt != "-" {
 		if p.Salt, err = hex.DecodeString(v.salt); err != nil {
-			t.Fatalf("roots.tsv:%d: salt: %v", v.line, err)
+			t.Fatalf("%s:%d: salt: %v", v.file, v.line, err)
 		}
 	}
 
@@ -154,7 +168,7 @@ func peerCheckVector(t *testing.T, v peerVector) {
 	case strings.HasPrefix(v.layout, "offset:"):
 		off, err := strconv.ParseUint(strings.TrimPrefix(v.layout, "offset:"), 10, 64)
 		if err != nil {
-			t.Fatalf("roots.tsv:%d: layout %q: %v", v.line, v.layout, err)
+			t.Fatalf("%s:%d: layout %q: %v", v.file, v.line, v.layout, err)
 		}
 		p.HashOffset = off
 		p.DataBlocks = off / uint64(v.dbs)
@@ -162,7 +176,7 @@ func peerCheckVector(t *testing.T, v peerVector) {
 		p.UUID = peerParseUUID(t, peerVectorUUID)
 		hashPath, separate = dataPath, false
 	default:
-		t.Fatalf("roots.tsv:%d: unknown layout %q", v.line, v.layout)
+		t.Fatalf("%s:%d: unknown layout %q", v.file, v.line, v.layout)
 	}
 	g, err := merkle.NewGeometry(p)
 	if err != nil {
@@ -184,7 +198,7 @@ func peerCheckVector(t *testing.T, v peerVector) {
 		t.Fatal(err)
 	}
 	if got := hex.EncodeToString(root); got != v.root {
-		t.Errorf("root %s, want %s (roots.tsv:%d)", got, v.root, v.line)
+		t.Errorf("root %s, want %s (%s:%d)", got, v.root, v.file, v.line)
 	}
 
 	hst, err := hf.Stat()
@@ -200,7 +214,7 @@ func peerCheckVector(t *testing.T, v peerVector) {
 	}
 	if v.hashfileSHA256 != "-" {
 		if got := peerFileSHA256(t, hashPath); got != v.hashfileSHA256 {
-			t.Errorf("hash file SHA-256 %s, want %s (roots.tsv:%d)", got, v.hashfileSHA256, v.line)
+			t.Errorf("hash file SHA-256 %s, want %s (%s:%d)", got, v.hashfileSHA256, v.file, v.line)
 		}
 	}
 }

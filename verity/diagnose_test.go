@@ -42,6 +42,14 @@ func TestRootDiagnosis(t *testing.T) {
 		{"hash block size", TreeOptions{HashBlockSize: 8192, Salt: salt}, TreeOptions{Salt: salt}, []string{"--hash-block-size=8192"}, true},
 		{"two at once", TreeOptions{Hash: "blake2b-256", LegacyFormat: true, Salt: salt}, TreeOptions{Salt: salt},
 			[]string{"--hash=blake2b-256", "--format=0"}, true},
+		// The other algorithms of a digest size are tried too; the
+		// match is named by its kernel name.
+		{"hash sha3-256", TreeOptions{Hash: "sha3-256", Salt: salt}, TreeOptions{Salt: salt}, []string{"--hash=sha3-256"}, true},
+		{"hash blake2s-256", TreeOptions{Hash: "blake2s-256", Salt: salt}, TreeOptions{Hash: "blake2b-256", Salt: salt}, []string{"--hash=blake2s-256"}, true},
+		{"hash rmd160 given sha1", TreeOptions{Hash: "ripemd160", Salt: salt}, TreeOptions{Hash: "sha1", Salt: salt}, []string{"--hash=rmd160"}, true},
+		{"hash md4 given md5", TreeOptions{Hash: "md4", LegacyFormat: true, Salt: salt}, TreeOptions{Hash: "md5", Salt: salt},
+			[]string{"--hash=md4", "--format=0"}, true},
+		{"hash sha384 given blake2b-384", TreeOptions{Hash: "sha384", Salt: salt}, TreeOptions{Hash: "blake2b-384", Salt: salt}, []string{"--hash=sha384"}, true},
 		{"nothing matches", TreeOptions{Salt: []byte{1, 2, 3}}, TreeOptions{Salt: salt}, nil, true},
 		{"superblock", TreeOptions{Salt: salt}, TreeOptions{}, nil, false},
 	} {

@@ -411,7 +411,8 @@ func TestFormatParamErrors(t *testing.T) {
 		msg   string
 	}{
 		{"too many blocks", func(o *FormatOptions) { o.DataBlocks = 9 }, "", "DataBlocks", "--data-blocks 9 needs 36864 bytes, but DATA " + data + " has only 32768"},
-		{"hash", func(o *FormatOptions) { o.Hash = "md4" }, "", "Hash", "md4"},
+		{"hash", func(o *FormatOptions) { o.Hash = "md6" }, "", "Hash", "md6"},
+		{"hash without Go implementation", func(o *FormatOptions) { o.Hash = "sm3" }, "", "Hash", "Go has no SM3"},
 		{"block size", func(o *FormatOptions) { o.DataBlockSize = 1000 }, "", "DataBlockSize", "--data-block-size"},
 		{"FEC with unequal blocks", func(o *FormatOptions) { o.FECDevice, o.HashBlockSize = data+".fec", 1024 }, "", "FECRoots", "equal data and hash block sizes"},
 		{"append with a hash file", func(o *FormatOptions) { o.Append = true }, data + ".verity", "Append", "--append writes the tree into DATA"},

@@ -1,9 +1,11 @@
 package verity
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -56,6 +58,11 @@ func readSuperblock(hashFile io.ReaderAt, hashPath string, offset uint64) (merkl
 		hint := "if the tree was made with --no-superblock, add --no-superblock and its parameters (--hash, --salt, ...)"
 		if offset == 0 {
 			hint += "\nif the tree is inside the image, give its place with --hash-offset"
+		}
+		if se := (*merkle.SuperblockError)(nil); errors.As(err, &se) && hashes.Unsupported(se.Name) != "" {
+			// A superblock, of a tree made with an algorithm we lack
+			// (veritysetup has whirlpool, sm3...): not another layout.
+			hint = "the tree was made with an algorithm this program does not have: check it with the tool that made it (veritysetup verify)"
 		}
 		return merkle.Params{}, &Error{Kind: KindInput, Err: fmt.Errorf("HASH %s has no valid verity superblock at byte %d: %w", hashPath, offset, err), Hint: hint}
 	}

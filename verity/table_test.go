@@ -59,6 +59,12 @@ func TestTableFormat(t *testing.T) {
 			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 sha256 " + rootHex + " abcd 2 ignore_corruption ignore_zero_blocks"},
 		{"fec", tblGeometry(t, 2048, nil), TableOptions{}, fecRes,
 			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 sha256 " + rootHex + " abcd 8 use_fec_from_device /dev/sda3 fec_start 17 fec_blocks 2066 fec_roots 2"},
+		// veritysetup's other name, which the superblock keeps: the
+		// table names the kernel's algorithm.
+		{"spelled ripemd160", tblGeometry(t, 2048, func(p *merkle.Params) { p.Hash, p.HashName = hashes.RMD160, "ripemd160" }), TableOptions{}, nil,
+			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 rmd160 " + rootHex + " abcd"},
+		{"spelled by its OID", tblGeometry(t, 2048, func(p *merkle.Params) { p.Hash, p.HashName = hashes.SHA3_512, "2.16.840.1.101.3.4.2.10" }), TableOptions{}, nil,
+			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 sha3-512 " + rootHex + " abcd"},
 		{"fec and flags", tblGeometry(t, 2048, nil), TableOptions{IgnoreZeroBlocks: true}, fecRes,
 			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 sha256 " + rootHex + " abcd 9 ignore_zero_blocks use_fec_from_device /dev/sda3 fec_start 17 fec_blocks 2066 fec_roots 2"},
 	} {

@@ -3,6 +3,7 @@ package verity
 import (
 	"crypto/rand"
 	"fmt"
+	"strings"
 
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
@@ -14,7 +15,10 @@ import (
 // veritysetup's default: sha256, format 1, 4096-byte blocks, a random salt
 // and UUID, a superblock at offset 0, every whole block of the data.
 type TreeOptions struct {
-	// Hash is the algorithm's name (see hashes.Names); "" means sha256.
+	// Hash is the algorithm's name (see hashes.Names), or another name
+	// veritysetup takes for it (hashes.Lookup); "" means sha256. The
+	// superblock stores it as given, in lower case, as veritysetup does;
+	// the kernel table names the algorithm by its kernel name.
 	Hash string
 	// LegacyFormat selects format (hash type) 0, the original Chrome OS
 	// layout: the salt after each block, digests packed. The default is
@@ -60,6 +64,9 @@ func (t *TreeOptions) params() (merkle.Params, error) {
 		return p, &Error{Kind: KindParam, Field: "Hash", Err: err, Hint: "choose one with --hash, e.g. --hash=sha256"}
 	}
 	p.Hash = alg
+	if n := strings.ToLower(name); n != alg.Name() {
+		p.HashName = n // another of veritysetup's spellings, which the superblock keeps
+	}
 	if !t.LegacyFormat {
 		p.Format = 1
 	}

@@ -389,8 +389,14 @@ func TestCLIBadInput(t *testing.T) {
 		},
 		{
 			name:  "unknown hash",
-			setup: withData("--hash=md5"),
-			errs:  []string{`unknown hash algorithm "md5"`, "supported: sha1, sha256, sha512, blake2b-256"},
+			setup: withData("--hash=md6"),
+			errs:  []string{`unknown hash algorithm "md6"`, "supported: sha1, sha256, sha512, blake2b-256, sha224, sha384, sha3-224", "md5, md4, rmd160"},
+			hint:  "--hash=sha256",
+		},
+		{
+			name:  "hash veritysetup has and we do not",
+			setup: withData("--hash=whirlpool"),
+			errs:  []string{`hash algorithm "whirlpool" is not supported: Go has no Whirlpool, the kernel's wp512`, "supported: sha1"},
 			hint:  "--hash=sha256",
 		},
 		{

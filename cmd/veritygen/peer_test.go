@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/testimages"
 )
@@ -61,8 +62,11 @@ func (c peerCase) String() string {
 
 // peerHPB is FORMAT.md's digests per hash block.
 func peerHPB(hash string, hbs int) int {
-	ds := map[string]int{"sha1": 20, "sha256": 32, "sha512": 64}[hash]
-	return 1 << (bits.Len(uint(hbs/ds)) - 1)
+	a, err := hashes.Lookup(hash)
+	if err != nil {
+		panic(err)
+	}
+	return 1 << (bits.Len(uint(hbs/a.Size())) - 1)
 }
 
 // peerSalt returns n fixed pseudo-random bytes as veritysetup's --salt.

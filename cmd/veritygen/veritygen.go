@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	} else {
 		h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
 			DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
-			Algorithm: res.HashAlgorithm, Salt: res.Salt, RootHash: res.RootHash}
+			Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
 		if res.separate && res.HashOffset == 0 {
 			// veritysetup prints the size only for a hash device of its own.
 			h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true

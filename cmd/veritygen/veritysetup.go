@@ -343,8 +343,10 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 	if o.fs.Changed("salt") {
 		if o.salt == "-" {
 			t.Salt = []byte{}
-		} else if t.Salt, err = cli.ParseHex("salt", o.salt); err != nil || len(t.Salt) == 0 || len(t.Salt) > merkle.MaxSaltSize {
+		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
 			return t, vsFail(vsEINVAL, "Invalid salt string specified.")
+		} else {
+			t.Salt = salt
 		}
 	}
 	if f := nums["format"]; f > 1 {
@@ -373,11 +375,10 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 			return t, err
 		}
 	}
-	alg, err := hashes.Lookup(o.hash)
-	if err != nil {
+	if _, err = hashes.Lookup(o.hash); err != nil {
 		return t, vsFail(vsEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
-	t.Hash = alg.Name()
+	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
 	if hooks.afterHash != nil {
 		if err := hooks.afterHash(&t); err != nil {
 			return t, err
@@ -583,6 +584,7 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 	}
 	g := fr.Geometry
 	h := cli.NewHeader(g, hashPath)
+	h.Algorithm = o.hash // veritysetup prints the name given, as given
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
 	if !fr.TreeInData && g.HashOffset == 0 {
 		// veritysetup prints the size only for a hash device of its own.
@@ -656,7 +658,13 @@ func (o *vsOptions) dumpAction(hashPath string, stdout io.Writer) error {
 
 func vsSuperblockError(err error, hashPath string) error {
 	if errors.Is(err, verity.ErrInput) {
-		return vsFail(vsEINVAL, "Device %s is not a valid VERITY device.", hashPath)
+		f := vsFail(vsEINVAL, "Device %s is not a valid VERITY device.", hashPath)
+		var se *merkle.SuperblockError
+		if errors.As(err, &se) && se.Field == "algorithm" && se.Name != "" {
+			// A name we do not know: veritysetup (OpenSSL) says so first.
+			f.lines = append([]string{fmt.Sprintf("Hash algorithm %s not supported.", se.Name)}, f.lines...)
+		}
+		return f
 	}
 	return err
 }

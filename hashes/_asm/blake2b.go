@@ -102,7 +102,7 @@ func blake2bAVX512(groups int, iv Mem) {
 
 	TESTQ(cnt, cnt)
 	JZ(LabelRef(name + "_done"))
-	Label(name + "_loop")
+	loopLabel(name + "_loop")
 	ADDQ(Imm(128), ctr)
 
 	Comment("Load and transpose the message words.")

@@ -46,7 +46,7 @@ func genBLAKE2bAVX2(iv Mem) {
 
 	TESTQ(cnt, cnt)
 	JZ(LabelRef(name + "_done"))
-	Label(name + "_loop")
+	loopLabel(name + "_loop")
 	ADDQ(Imm(128), ctr)
 
 	Comment("Load and transpose the message words, 4 at a time.")

@@ -177,7 +177,7 @@ func genMDRegs(d mdRegs) {
 		if hm {
 			loop = d.name + "_half"
 		}
-		Label(loop)
+		loopLabel(loop)
 		Comment("Load, byte-swap and transpose the message words.")
 		for l := range lanes {
 			MOVQ(Mem{Base: ptrs, Disp: 8 * l}, p)

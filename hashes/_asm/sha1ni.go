@@ -108,7 +108,7 @@ func sha1NIStreams(n int, flip Mem) {
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("done"))
 
-	Label("loop")
+	loopLabel("loop")
 	for s := range n {
 		MOVO(abcd[s], ffA(s))
 		MOVO(e[s], ffE(s))

@@ -192,7 +192,7 @@ func sha256NIStreams(n int, k, flip Mem, evex bool) {
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("done"))
 
-	Label("loop")
+	loopLabel("loop")
 	for s := range n {
 		for j, r := range []VecPhysical{s0[s], s1[s]} {
 			if ff[s][j].hi {

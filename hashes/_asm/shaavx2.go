@@ -112,7 +112,7 @@ func genAVX2MD(d avx2MD, flip Mem) {
 
 	TESTQ(cnt, cnt)
 	JZ(LabelRef(d.name + "_done"))
-	Label(d.name + "_loop")
+	loopLabel(d.name + "_loop")
 	Comment("Load, byte-swap and transpose the message words.")
 	TESTB(half, half)
 	JNZ(LabelRef(d.name + "_half"))

@@ -113,7 +113,7 @@ func genMDVec(d mdVec) {
 
 	TESTQ(cnt, cnt)
 	JZ(LabelRef(d.name + "_done"))
-	Label(d.name + "_loop")
+	loopLabel(d.name + "_loop")
 	Comment("Load, byte-swap and transpose the message words.")
 	VBROADCASTI32X4(mask, flip)
 	for _, hm := range []bool{false, true} {

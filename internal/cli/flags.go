@@ -40,7 +40,7 @@ func (t *TreeFlags) RegisterForCheck(fs *pflag.FlagSet) { t.register(fs, true) }
 // help and exit 0 with nothing written; help is --help.
 func (t *TreeFlags) register(fs *pflag.FlagSet, check bool) {
 	t.fs = fs
-	algs := strings.Join(hashes.Names(), ", ")
+	algs := strings.Join(hashes.Names(), ", ") + ", or veritysetup's other names for them (ripemd160, sha2-256, blake2b512...)"
 	if !check {
 		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "hash `algorithm`: "+algs+" (-h as in veritysetup; help is --help)")
 		fs.StringVarP(&t.Salt, "salt", "s", "", "salt as `hex`, or - for none (default: 32 random bytes)")

@@ -32,10 +32,12 @@ func NewTreeJSON(g *merkle.Geometry, dataPath, hashPath string) *TreeJSON {
 }
 
 // NewHeader returns the veritysetup-style header of g, without the root
-// hash and the device sizes, which depend on the command.
+// hash and the device sizes, which depend on the command. The algorithm is
+// named as the superblock names it (veritysetup dump's), which may be
+// another spelling than the kernel name of --json's hash_algorithm.
 func NewHeader(g *merkle.Geometry, hashPath string) *Header {
 	h := &Header{HashFile: hashPath, HashType: g.Format, DataBlocks: g.DataBlocks, DataBlockSize: g.DataBlockSize,
-		HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, Algorithm: g.Hash.Name(), Salt: FormatSalt(g.Salt)}
+		HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, Algorithm: g.SuperblockHashName(), Salt: FormatSalt(g.Salt)}
 	if g.Superblock {
 		h.UUID = FormatUUID(g.UUID)
 	}

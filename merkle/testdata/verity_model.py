@@ -3,7 +3,8 @@
 
 Usage: verity_model.py DATA HASH FORMAT DBS HBS SALT OUT
        verity_model.py --batch < JOBS
-  HASH   hashlib name, or blake2b-256 (BLAKE2b with digest length 32)
+  HASH   hashlib name, or a kernel name: blake2b-N (BLAKE2b with digest length
+         N/8), blake2s-256, sha3-N, rmd160
   FORMAT 1 (H(salt || block), power-of-two slots) or 0 (H(block || salt), packed)
   SALT   hex, or - for none
 Covers every whole DBS-byte block of DATA, writes the tree without superblock
@@ -17,8 +18,15 @@ import sys
 
 
 def new_hash(name):
-    if name == "blake2b-256":
-        return lambda: hashlib.blake2b(digest_size=32)
+    if name.startswith("blake2b-"):
+        size = int(name[len("blake2b-"):]) // 8
+        return lambda: hashlib.blake2b(digest_size=size)
+    if name == "blake2s-256":
+        return lambda: hashlib.blake2s(digest_size=32)
+    if name.startswith("sha3-"):
+        name = name.replace("-", "_")
+    if name == "rmd160":
+        name = "ripemd160"
     return lambda: hashlib.new(name)
 
 

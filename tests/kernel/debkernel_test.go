@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,15 +32,18 @@ const metaPackage = "linux-image-amd64"
 
 // cacheLayout changes when what the cache holds changes, so that an old
 // cache is not mistaken for a new one.
-const cacheLayout = "v1"
+const cacheLayout = "v2"
 
 // Modules the guest loads, by module name ('-' and '_' are the same), with
 // their dependencies; those built into the kernel are skipped.
 var rootModules = []string{"virtio_pci", "virtio_blk", "dm_verity"}
 
 // Crypto algorithms dm-verity will ask for; each is found built in (its
-// "crypto-NAME" alias in modules.builtin.modinfo) or as a module.
-var cryptoAlgs = []string{"sha1", "sha256", "sha512", "blake2b-256"}
+// "crypto-NAME" alias in modules.builtin.modinfo) or as a module. Debian's
+// 6.1 has no blake2s-256 (the kernel dropped its shash in 5.19): there
+// dm-verity cannot open a blake2s-256 tree.
+var cryptoAlgs = []string{"sha1", "sha256", "sha512", "blake2b-256",
+	"sha224", "sha384", "sha3-256", "md5", "md4", "rmd160"}
 
 // kernelImage is an unpacked kernel in the cache.
 type kernelImage struct {
@@ -358,28 +362,11 @@ func selectModules(mdir string) (mods []*module, builtin []string, err error) {
 			builtin = append(builtin, alg+" ("+mod+")")
 			continue
 		}
-		// The generic C implementation: the arch-specific ones refuse to
-		// load on CPUs without their instructions.
-		var found []string
-		for name := range byName {
-			if !strings.HasSuffix(name, "_generic") {
-				continue
-			}
-			m, err := info(name)
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, a := range m.aliases {
-				if a == "crypto-"+alg {
-					found = append(found, name)
-				}
-			}
+		name, err := cryptoModule(byName, info, alg)
+		if err != nil {
+			return nil, nil, err
 		}
-		if len(found) == 0 {
-			return nil, nil, fmt.Errorf("no module provides crypto-%s, and it is not built in", alg)
-		}
-		sort.Strings(found)
-		roots = append(roots, found[0])
+		roots = append(roots, name)
 	}
 
 	// Depth-first, dependencies before their users.
@@ -413,6 +400,43 @@ func selectModules(mdir string) (mods []*module, builtin []string, err error) {
 		}
 	}
 	return mods, builtin, nil
+}
+
+// cryptoModule names the module that provides the crypto algorithm alg
+// (its "crypto-ALG" alias): the generic C implementation where there is
+// one, as the arch-specific ones refuse to load on CPUs without their
+// instructions; else the one module there is (rmd160, md4 have no
+// "_generic" in their names).
+func cryptoModule(byName map[string]string, info func(string) (*module, error), alg string) (string, error) {
+	var generic, other []string
+	for name := range byName {
+		if !strings.Contains(filepath.ToSlash(byName[name]), "/crypto/") {
+			continue
+		}
+		m, err := info(name)
+		if err != nil {
+			return "", err
+		}
+		if !slices.Contains(m.aliases, "crypto-"+alg) {
+			continue
+		}
+		if strings.HasSuffix(name, "_generic") {
+			generic = append(generic, name)
+		} else {
+			other = append(other, name)
+		}
+	}
+	sort.Strings(generic)
+	sort.Strings(other)
+	switch {
+	case len(generic) > 0:
+		return generic[0], nil
+	case len(other) == 1:
+		return other[0], nil
+	case len(other) > 1:
+		return "", fmt.Errorf("no generic module provides crypto-%s, and several others do: %v", alg, other)
+	}
+	return "", fmt.Errorf("no module provides crypto-%s, and it is not built in", alg)
 }
 
 // parseModinfo reads the name, dependencies and aliases from a module's

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -25,8 +27,12 @@ var initScript []byte
 
 // kcase is one tree the kernel must open.
 type kcase struct {
-	name       string
-	alg        string // default sha256
+	name string
+	alg  string // default sha256
+	// tableAlg is the algorithm's kernel name, which the table gives, when
+	// alg is another of veritysetup's names for it (the superblock keeps
+	// alg).
+	tableAlg   string
 	format     int
 	dbs, hbs   int    // default 4096
 	blocks     int    // data blocks in the image
@@ -96,6 +102,21 @@ var kcases = append(fecCases, []kcase{
 	{name: "sha512-f0", alg: "sha512", format: 0, blocks: 512},
 	{name: "blake2b-256-f1", alg: "blake2b-256", format: 1, blocks: 512},
 	{name: "blake2b-256-f0", alg: "blake2b-256", format: 0, blocks: 512},
+	// The other algorithms this kernel has (Debian's 6.1 has no
+	// blake2s-256: see cryptoAlgs), small: they share the boot.
+	{name: "sha224-f1", alg: "sha224", format: 1, blocks: 64},
+	{name: "sha384-f0-nosb", alg: "sha384", format: 0, blocks: 64, noSB: true},
+	{name: "sha3-224-f0", alg: "sha3-224", format: 0, blocks: 64},
+	{name: "sha3-256-f1-nosb", alg: "sha3-256", format: 1, blocks: 64, noSB: true},
+	{name: "sha3-384-f1-1024-512", alg: "sha3-384", format: 1, dbs: 1024, hbs: 512, blocks: 100},
+	{name: "sha3-512-f0-512", alg: "sha3-512", format: 0, dbs: 512, hbs: 512, blocks: 65},
+	{name: "blake2b-160-f1", alg: "blake2b-160", format: 1, blocks: 64},
+	{name: "blake2b-384-f0", alg: "blake2b-384", format: 0, blocks: 64},
+	{name: "blake2b-512-f1-no-salt", alg: "blake2b-512", format: 1, blocks: 64, salt: "-"},
+	{name: "md5-f1", alg: "md5", format: 1, blocks: 64},
+	{name: "md4-f0-nosb", alg: "md4", format: 0, blocks: 64, noSB: true},
+	{name: "rmd160-f1", alg: "rmd160", format: 1, blocks: 64},
+	{name: "ripemd160-spelling", alg: "ripemd160", tableAlg: "rmd160", format: 1, blocks: 64},
 	// No superblock: the tree starts at block 0 of the hash file.
 	{name: "nosb-sha1-f0", alg: "sha1", format: 0, blocks: 200, noSB: true},
 	{name: "nosb-sha256-f1", alg: "sha256", format: 1, blocks: 200, noSB: true},
@@ -146,6 +167,8 @@ var kcases = append(fecCases, []kcase{
 	{name: "corrupt-hash-sha256-f0", alg: "sha256", format: 0, blocks: 256, corrupt: "hash"},
 	{name: "corrupt-hash-sha512-f1", alg: "sha512", format: 1, blocks: 256, corrupt: "hash"},
 	{name: "corrupt-hash-blake2b-256-f0", alg: "blake2b-256", format: 0, blocks: 256, corrupt: "hash"},
+	{name: "corrupt-data-sha3-256-f0", alg: "sha3-256", format: 0, blocks: 64, corrupt: "data"},
+	{name: "corrupt-hash-rmd160-f1", alg: "rmd160", format: 1, blocks: 256, corrupt: "hash"},
 	{name: "corrupt-data-nosb", format: 1, blocks: 256, noSB: true, corrupt: "data"},
 	{name: "corrupt-hash-nosb", format: 1, blocks: 256, noSB: true, corrupt: "hash"},
 	{name: "corrupt-data-inplace", format: 1, blocks: 256, inPlace: true, corrupt: "data"},
@@ -395,8 +418,18 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	p.vg = runVeritygen(t, veritygen, c.name, args)
 	vg := p.vg
 	if vg.DataBlocks != uint64(covered) || vg.DataBlockSize != uint64(c.dbs) || vg.HashBlockSize != uint64(c.hbs) ||
-		vg.HashAlgorithm != c.alg || vg.Format != c.format || vg.Superblock == c.noSB {
+		vg.HashAlgorithm != cmp.Or(c.tableAlg, c.alg) || vg.Format != c.format || vg.Superblock == c.noSB {
 		t.Fatalf("%s: veritygen --json does not report what was asked: %+v", c.name, vg)
+	}
+	if c.tableAlg != "" && !c.noSB {
+		// The superblock names the algorithm as it was given.
+		b, err := os.ReadFile(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := string(bytes.TrimRight(b[vg.HashOffset+32:vg.HashOffset+64], "\x00")); name != c.alg {
+			t.Fatalf("%s: the superblock names %q, want %q", c.name, name, c.alg)
+		}
 	}
 	if c.fec != "" {
 		bs := uint64(c.dbs)
@@ -750,7 +783,11 @@ func (p *prepared) checkHashFixReports(t *testing.T, rep *report, status []strin
 // dataBlocksUnderSpoiledLeaf counts the data blocks in the FEC round of the
 // spoiled hash block, the tree's last (a leaf), that hang from it.
 func (p *prepared) dataBlocksUnderSpoiledLeaf() int {
-	digest := map[string]int{"sha1": 20, "sha256": 32, "sha512": 64, "blake2b-256": 32}[p.vg.HashAlgorithm]
+	alg, err := hashes.Lookup(p.vg.HashAlgorithm)
+	if err != nil {
+		panic(err)
+	}
+	digest := alg.Size()
 	slot := digest
 	if p.vg.Format == 1 { // digests padded to a power of two
 		for slot = 1; slot < digest; slot <<= 1 {
