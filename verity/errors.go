@@ -24,8 +24,13 @@ const (
 	KindIO
 	// KindRefused: the operation would destroy something it was not given
 	// to write (an output that does not look like one of ours), or a file
-	// is locked by another process.
+	// is locked by another process; for Activate and Deactivate, a device
+	// of that name exists already, or is in use.
 	KindRefused
+	// KindSystem: the system cannot do it: no device-mapper or loop
+	// devices (another OS, a kernel without them), no root privileges, no
+	// free loop device.
+	KindSystem
 )
 
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
@@ -35,6 +40,7 @@ var (
 	ErrCorrupt = merkle.ErrCorrupt
 	ErrIO      = errors.New("verity: I/O error")
 	ErrRefused = errors.New("verity: refused")
+	ErrSystem  = errors.New("verity: not possible on this system")
 	// ErrLocked is a KindRefused error's cause when another process holds
 	// a lock on a file the operation reads or writes.
 	ErrLocked = errors.New("locked by another process")
@@ -52,6 +58,8 @@ func (k Kind) sentinel() error {
 		return ErrIO
 	case KindRefused:
 		return ErrRefused
+	case KindSystem:
+		return ErrSystem
 	}
 	return nil
 }
