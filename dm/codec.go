@@ -123,9 +123,11 @@ func decodeReply(b []byte) (*reply, error) {
 	for i := range r.version {
 		r.version[i] = order.Uint32(b[4*i:])
 	}
+	// A command that answers nothing leaves data_size at offsetof(struct
+	// dm_ioctl, data), before data_start: no data.
 	start, size := order.Uint32(b[offDataStart:]), order.Uint32(b[offDataSize:])
-	if r.flags&flagBufferFull == 0 {
-		if start < headerSize || start > size || uint64(size) > uint64(len(b)) {
+	if r.flags&flagBufferFull == 0 && size > start {
+		if start < headerSize || uint64(size) > uint64(len(b)) {
 			return nil, fmt.Errorf("reply's data from byte %d to %d is outside its %d-byte buffer", start, size, len(b))
 		}
 		r.data = b[start:size]

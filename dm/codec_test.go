@@ -89,7 +89,12 @@ func TestReplyLayout(t *testing.T) {
 	if r.version != (Version{4, 47, 0}) || string(r.data) != "12345678" {
 		t.Errorf("version %v, data %q", r.version, r.data)
 	}
-	for _, bad := range []struct{ start, size uint32 }{{100, 320}, {312, 2000}, {400, 320}} {
+	// What the kernel leaves for a command that answers nothing.
+	put32(b, 12, 305)
+	if r, err := decodeReply(b); err != nil || len(r.data) != 0 {
+		t.Errorf("no data: %v, data %q", err, r.data)
+	}
+	for _, bad := range []struct{ start, size uint32 }{{100, 320}, {312, 2000}} {
 		put32(b, 16, bad.start)
 		put32(b, 12, bad.size)
 		if _, err := decodeReply(b); err == nil {

@@ -119,9 +119,14 @@ func (c *controlFile) ioctl(cmd command, b []byte) error {
 	return nil
 }
 
-// nodeMode is the mode of the nodes made without udev: libdevmapper's
-// default (DM_DEVICE_MODE), owner root.
-const nodeMode = 0o600
+// nodeMode and nodeGID are the mode and group of the nodes made without
+// udev: Debian's libdevmapper's (DM_DEVICE_MODE, DM_DEVICE_GID: group
+// disk), as veritysetup makes them there (seen in tests/kernel), which
+// udev's rules give /dev/dm-N too. Owner root.
+const (
+	nodeMode = 0o660
+	nodeGID  = 6
+)
 
 // makeNode makes /dev/mapper/NAME, a block device node of major:minor,
 // unless it is there already (udev's link, or a node made before). A
@@ -157,6 +162,9 @@ func makeNode(name string, major, minor uint32) error {
 	}
 	if err := unix.Mknod(path, unix.S_IFBLK|nodeMode, int(dev)); err != nil && err != unix.EEXIST {
 		return fmt.Errorf("mknod %s: %w", path, err)
+	}
+	if err := unix.Chown(path, 0, nodeGID); err != nil {
+		return err
 	}
 	return unix.Chmod(path, nodeMode) // whatever the umask
 }

@@ -75,8 +75,8 @@ func TestNodes(t *testing.T) {
 		if err := unix.Lstat(filepath.Join(mapperDir, name), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
 			return 0, 0, false
 		}
-		if st.Mode&0o7777 != nodeMode {
-			t.Errorf("node %s has mode %o, want %o", name, st.Mode&0o7777, nodeMode)
+		if st.Mode&0o7777 != nodeMode || st.Uid != 0 || st.Gid != nodeGID {
+			t.Errorf("node %s has mode %o, owner %d:%d; want %o, 0:%d", name, st.Mode&0o7777, st.Uid, st.Gid, nodeMode, nodeGID)
 		}
 		return unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)), true
 	}

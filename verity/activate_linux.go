@@ -141,6 +141,10 @@ type deviceRole struct {
 	role, path string
 	f          *os.File
 	info       os.FileInfo
+	// blockSize is the block size the kernel reads it in: a loop device
+	// for it gets it as its logical block size, as veritysetup's do; 0
+	// for the FEC device (512, as veritysetup's).
+	blockSize int
 }
 
 func (f *activationFiles) close() {
@@ -193,7 +197,7 @@ func openActivation(p merkle.Params, o *ActivateOptions, dataPath, hashPath stri
 	if files.g, err = geometryFor(p, src, hashFile, hashPath, hashSize, inPlace, root); err != nil {
 		return fail(err)
 	}
-	files.roles = []deviceRole{{"HASH", hashPath, hashFile, hashInfo}, {"DATA", dataPath, src.file, dataInfo}}
+	files.roles = []deviceRole{{"HASH", hashPath, hashFile, hashInfo, files.g.HashBlockSize}, {"DATA", dataPath, src.file, dataInfo, files.g.DataBlockSize}}
 	if o.FECDevice != "" {
 		if files.parity, err = openFEC(o.verifyOptions(), files.g, src, dataInfo, hashInfo, hashPath, hashSize); err != nil {
 			return fail(err)
@@ -202,7 +206,7 @@ func openActivation(p merkle.Params, o *ActivateOptions, dataPath, hashPath stri
 		if err != nil {
 			return fail(errorf(KindIO, "", "FEC device %s: %v", o.FECDevice, unwrapPath(err)))
 		}
-		files.roles = append(files.roles, deviceRole{"FEC device", o.FECDevice, files.parity.f, info})
+		files.roles = append(files.roles, deviceRole{"FEC device", o.FECDevice, files.parity.f, info, 0})
 	}
 	return files, nil
 }
@@ -304,7 +308,7 @@ next:
 			numbers[i] = n
 			continue
 		}
-		l, err := loop.AttachFile(ctx, r.f, &loop.AttachOptions{ReadOnly: true})
+		l, err := loop.AttachFile(ctx, r.f, &loop.AttachOptions{ReadOnly: true, BlockSize: loopBlockSize(roles, i)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -318,6 +322,25 @@ next:
 		}
 	}
 	return numbers, nil
+}
+
+// loopBlockSize is the logical block size of the loop device for role i
+// and the later roles of the same file: the smallest block size the
+// kernel reads them in (a larger one would refuse the smaller reads), at
+// most a page (the loop driver's limit); 0 for the default, 512.
+//
+// veritysetup 2.6.1 gives its hash and data loops their block sizes and
+// its FEC loop 512 (seen in tests/kernel); its loops are read-write,
+// falling back to read-only, where these are read-only: nothing is ever
+// written through them.
+func loopBlockSize(roles []deviceRole, i int) int {
+	bs := 0
+	for _, r := range roles[i:] {
+		if r.blockSize != 0 && os.SameFile(r.info, roles[i].info) && (bs == 0 || r.blockSize < bs) {
+			bs = r.blockSize
+		}
+	}
+	return min(bs, os.Getpagesize())
 }
 
 // blockNumber is a block device's MAJOR:MINOR. The data device must not
