@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,4 +338,165 @@ func TestKernelBufferFull(t *testing.T) {
 	if _, got, err := c.Table(names[0]); err != nil || !slices.Equal(got, table) {
 		t.Errorf("a 40-target table through a 512-byte buffer: %d targets, %v", len(got), err)
 	}
+}
+
+// uevent is a kernel uevent's variables.
+type uevent map[string]string
+
+// listenUevents reads the kernel's uevents (NETLINK_KOBJECT_UEVENT) and
+// sends those of device-mapper's devices on the channel, until the test
+// ends.
+func listenUevents(t *testing.T) <-chan uevent {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}); err != nil {
+		unix.Close(fd)
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "uevents")
+	t.Cleanup(func() { f.Close() })
+	ch := make(chan uevent, 64)
+	go func() {
+		buf := make([]byte, 16<<10)
+		for {
+			n, err := f.Read(buf)
+			if err != nil {
+				close(ch)
+				return
+			}
+			ev := uevent{}
+			for _, kv := range strings.Split(string(buf[:n]), "\x00") {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					ev[k] = v
+				}
+			}
+			if strings.HasPrefix(ev["DEVNAME"], "dm-") {
+				ch <- ev
+			}
+		}
+	}()
+	return ch
+}
+
+// completeCookie does what udev's rules do with an event's DM_COOKIE
+// (`dmsetup udevcomplete`): take the event from the semaphore keyed by
+// the cookie's base and DM_COOKIE_MAGIC.
+func completeCookie(t *testing.T, cookie uint32) {
+	key := uintptr(cookieMagic<<16 | cookie&0xffff)
+	id, _, errno := unix.Syscall(unix.SYS_SEMGET, key, 1, 0)
+	if errno != 0 {
+		t.Errorf("no semaphore for cookie %#x: %v", cookie, errno)
+		return
+	}
+	unix.Syscall6(unix.SYS_SEMCTL, id, 0, semSETVAL, 0, 0, 0)
+}
+
+// TestKernelUdevCookie plays udev: the resume's and the remove's uevents
+// must carry the cookie (its base, and the flags: primary source, library
+// fallback off), whose semaphore udev's completion releases; Resume and
+// Remove wait for it, then make and remove the node, which this udev
+// did not. Without udev, the events carry the flags that keep udev's
+// device-mapper rules off the node.
+func TestKernelUdevCookie(t *testing.T) {
+	requireKernel(t)
+	events := listenUevents(t)
+	old := udevRunning
+	udevRunning = func() bool { return true }
+	c, err := Open(&Options{UdevTimeout: 20 * time.Second})
+	udevRunning = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.udev {
+		t.Fatal("the control does not synchronize with udev")
+	}
+	plain := requireKernel(t) // UdevAuto, and no udev runs here
+	ctx := context.Background()
+	name := "vt-dm-cookie"
+	removeAtEnd(t, c, name)
+	var mu sync.Mutex
+	var seen []string
+	udev := func(action string, flags uint32, done chan<- uint32) {
+		for ev := range events {
+			var cookie uint32
+			fmt.Sscan(ev["DM_COOKIE"], &cookie)
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s %s DM_COOKIE=%#x", ev["ACTION"], ev["DEVNAME"], cookie))
+			mu.Unlock()
+			if ev["ACTION"] != action || cookie == 0 {
+				continue
+			}
+			if cookie>>16 != flags {
+				t.Errorf("%s event: DM_COOKIE %#x, want flags %#x", action, cookie, flags)
+			}
+			if flags&udevDisableLibraryFallback != 0 {
+				completeCookie(t, cookie)
+			}
+			done <- cookie
+			return
+		}
+	}
+	for _, step := range []struct {
+		c      *Control
+		flags  uint32
+		action string
+		run    func(*Control) error
+	}{
+		{c, udevPrimarySource | udevDisableLibraryFallback, "change", func(c *Control) error {
+			if _, err := c.Create(name, ""); err != nil {
+				return err
+			}
+			if err := c.Load(name, []Target{{0, 8, "error", ""}}, nil); err != nil {
+				return err
+			}
+			_, err := c.Resume(ctx, name)
+			return err
+		}},
+		{c, udevPrimarySource | udevDisableLibraryFallback, "remove", func(c *Control) error { _, err := c.Remove(ctx, name, nil); return err }},
+		{plain, udevPrimarySource | udevDisableDMRules | udevDisableSubsystemRules, "change", func(c *Control) error {
+			if _, err := c.Create(name, ""); err != nil {
+				return err
+			}
+			if err := c.Load(name, []Target{{0, 8, "error", ""}}, nil); err != nil {
+				return err
+			}
+			_, err := c.Resume(ctx, name)
+			return err
+		}},
+		{plain, udevPrimarySource | udevDisableDMRules | udevDisableSubsystemRules, "remove", func(c *Control) error { _, err := c.Remove(ctx, name, nil); return err }},
+	} {
+		done := make(chan uint32, 1)
+		go udev(step.action, step.flags, done)
+		start := time.Now()
+		if err := step.run(step.c); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		select {
+		case cookie := <-done:
+			t.Logf("%s: DM_COOKIE=%#x; the call returned after %v", step.action, cookie, took.Round(time.Millisecond))
+		case <-time.After(20 * time.Second):
+			mu.Lock()
+			t.Fatalf("no %s event with a cookie; events seen: %v", step.action, seen)
+		}
+		if _, err := os.Stat(NodePath(name)); (err == nil) != (step.action == "change") {
+			t.Errorf("after the %s: node %v", step.action, err)
+		}
+	}
+	// No semaphore of ours is left.
+	out, _ := os.ReadFile("/proc/sysvipc/sem")
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(fmt.Sprintf("%08x", atoi(f[0])), "0d4d") {
+			t.Errorf("a cookie's semaphore is left: %s", line)
+		}
+	}
+}
+
+func atoi(s string) uint32 {
+	var n int64
+	fmt.Sscan(s, &n)
+	return uint32(n)
 }

@@ -86,7 +86,7 @@ func Activate(ctx context.Context, name, dataPath, hashPath string, root []byte,
 		return nil, deviceError(err)
 	}
 	defer ctl.Close()
-	if err := checkInactive(ctl, name); err != nil {
+	if err := checkInactive(ctx, ctl, name, dmUUID(files.g, name)); err != nil {
 		return nil, err
 	}
 	a := &activation{ctl: ctl, name: name}
@@ -211,10 +211,18 @@ func openActivation(p merkle.Params, o *ActivateOptions, dataPath, hashPath stri
 	return files, nil
 }
 
-// checkInactive fails unless no device has the name.
-func checkInactive(ctl mapper, name string) error {
-	_, err := ctl.Info(name)
+// checkInactive fails unless no device has the name, but for the one an
+// Activate killed before it made its table live leaves: the UUID this one
+// would give, no live table, not open. That one is removed, so that a
+// rerun completes.
+func checkInactive(ctx context.Context, ctl mapper, name, uuid string) error {
+	info, err := ctl.Info(name)
 	switch {
+	case err == nil && info.UUID == uuid && !info.Active() && info.OpenCount == 0:
+		if _, err := ctl.Remove(ctx, name, nil); err == nil {
+			return nil
+		}
+		fallthrough
 	case err == nil:
 		return &Error{Kind: KindRefused, Err: &causedError{msg: fmt.Sprintf("device %s already exists", name), cause: dm.ErrExist},
 			Hint: fmt.Sprintf("close it first (veritysetup close %s), or choose another name", name)}
@@ -482,6 +490,9 @@ func Deactivate(ctx context.Context, name string, opts *DeactivateOptions) (*Dea
 // verityTarget is the table of a device that is a dm-verity device: one
 // verity target.
 func verityTarget(name string, targets []dm.Target) (*KernelTable, error) {
+	if len(targets) == 0 {
+		return nil, errorf(KindInput, "", "device %s has no live table: it is not a dm-verity device yet", name)
+	}
 	if len(targets) != 1 || targets[0].Type != "verity" {
 		types := make([]string, len(targets))
 		for i, t := range targets {

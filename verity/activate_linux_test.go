@@ -397,6 +397,31 @@ func TestActivateRefused(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != KindRefused || !errors.Is(err, dm.ErrExist) || err.Error() != "device taken already exists" {
 		t.Errorf("an active name: %v, want KindRefused, dm.ErrExist, 'device taken already exists'", err)
 	}
+	// What an Activate killed between creating the device and making
+	// its table live leaves (this image's UUID, no live table) is
+	// removed, so that the rerun completes; with a live table, or
+	// another UUID, it is another device.
+	uuid := dmUUID(fx.g, "left")
+	for _, c := range []struct {
+		uuid string
+		live bool
+		ok   bool
+	}{{uuid, false, true}, {uuid, true, false}, {"CRYPT-VERITY-left", false, false}} {
+		fm.Create("left", c.uuid)
+		if c.live {
+			fm.devs["left"].live = true
+			fm.devs["left"].info.Flags |= dm.FlagActivePresent
+		}
+		_, err := Activate(ctx, "left", fx.dataPath, fx.hashPath, fx.root, nil)
+		if (err == nil) != c.ok || !c.ok && !errors.Is(err, dm.ErrExist) {
+			t.Errorf("a device left with UUID %s, live %v: %v", c.uuid, c.live, err)
+		}
+		if d := fm.devs["left"]; err == nil && (d.info.UUID != uuid || !d.live || len(d.table) != 1) {
+			t.Errorf("the device made: %+v", d)
+		}
+		fm.Remove(ctx, "left", nil)
+		noLoopsLeft(t, fx.dataPath, fx.hashPath)
+	}
 	sparseImage := fx.dataPath + ".simg"
 	writeSparse(t, sparseImage, fx.data)
 	for _, c := range []struct {
@@ -424,7 +449,7 @@ func TestActivateRefused(t *testing.T) {
 		}
 	}
 	noLoopsLeft(t, sparseImage)
-	if len(fm.devs) != 1 {
+	if len(fm.devs) != 1 || fm.devs["taken"] == nil {
 		t.Errorf("devices %v", fm.devs)
 	}
 }

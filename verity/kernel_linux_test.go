@@ -411,6 +411,28 @@ func TestKernelActivateTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGone(t, d)
+
+	// What an Activate killed before its table went live leaves (this
+	// image's UUID, no table) does not stop the rerun.
+	ctl, err := dm.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if _, err := ctl.Create("vt-twice", dmUUID(k.res.Geometry, "vt-twice")); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Activate(context.Background(), "vt-twice", k.data, k.hash, k.root, nil)
+	if err != nil {
+		t.Fatalf("a rerun after a killed Activate: %v", err)
+	}
+	if sum, err := readAll(t, d.Path); err != nil || sum != k.sum() {
+		t.Errorf("reading: %v", err)
+	}
+	if err := d.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, d)
 }
 
 // TestKernelDeferred: a device held open is not closed; deferred, it is

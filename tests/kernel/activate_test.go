@@ -39,7 +39,7 @@ var guestPrograms = []guestProgram{
 	{"loop", ".", []string{"TestAttachReadOnly", "TestAttachReadWriteBlockSize", "TestAttachFile", "TestAttachLegacy",
 		"TestAttachNoAutoclear", "TestAttachRefused", "TestAttachConcurrent"}},
 	{"dm", ".", []string{"TestKernelVersionAndTargets", "TestKernelLifecycle", "TestKernelDeferredRemove", "TestKernelErrors",
-		"TestKernelBufferFull", "TestNodes", "TestUdevCookie"}},
+		"TestKernelBufferFull", "TestKernelUdevCookie", "TestNodes", "TestUdevCookie"}},
 	{"verity", "^(TestKernel|TestActivate|TestDeactivate)", []string{"TestKernelActivateFile", "TestKernelActivateBlockDevice",
 		"TestKernelWrongRoot", "TestKernelCorruption", "TestKernelFEC", "TestKernelHashOffsetNoSuperblock", "TestKernelActivateTwice",
 		"TestKernelDeferred", "TestKernelUndo", "TestKernelSignatureKeyMissing", "TestKernelVeritysetup", "TestKernelLoopsAsVeritysetup", "TestKernelOpenTiming", "TestActivateFake",
