@@ -264,14 +264,14 @@ func (a *activation) run(ctx context.Context, files *activationFiles, opts *Acti
 		return nil, err
 	}
 	if err := a.ctl.Load(a.name, []dm.Target{{Start: 0, Length: bp.Sectors, Type: "verity", Params: bp.Table}}, &dm.LoadOptions{ReadOnly: true}); err != nil {
-		return nil, deviceError(err)
+		return nil, a.madeError(err)
 	}
 	if err := step(ctx, "load"); err != nil {
 		return nil, err
 	}
 	info, err := a.ctl.Resume(ctx, a.name)
 	if err != nil {
-		return nil, deviceError(err)
+		return nil, a.madeError(err)
 	}
 	if err := step(ctx, "resume"); err != nil {
 		return nil, err
@@ -286,6 +286,17 @@ func (a *activation) run(ctx context.Context, files *activationFiles, opts *Acti
 	}
 	a.loops = nil
 	return d, nil
+}
+
+// madeError is the error of a step on the device created: one that is
+// gone was removed by another process (an Activate of the same name
+// taking it for a killed one's leftover), which then has the name.
+func (a *activation) madeError(err error) error {
+	if errors.Is(err, dm.ErrNoDevice) {
+		a.created = false
+		return &Error{Kind: KindRefused, Err: &causedError{msg: fmt.Sprintf("device %s was removed by another process while it was being made", a.name), cause: err}}
+	}
+	return deviceError(err)
 }
 
 // step ends Activate when ctx has ended, or a test makes the step fail.

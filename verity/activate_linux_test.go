@@ -30,6 +30,8 @@ type fakeMapper struct {
 	calls   []string
 	minor   uint32
 	removed int
+	// lose: another process removes the device before its table loads.
+	lose bool
 }
 
 type fakeDevice struct {
@@ -122,8 +124,14 @@ func (f *fakeMapper) Load(name string, targets []dm.Target, opts *dm.LoadOptions
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.lose {
+		delete(f.devs, name)
+	}
 	d, err := f.get("load the table of", name)
 	if err != nil {
+		for _, h := range held {
+			h.Close()
+		}
 		return err
 	}
 	d.table, d.held = targets, held
@@ -422,6 +430,14 @@ func TestActivateRefused(t *testing.T) {
 		fm.Remove(ctx, "left", nil)
 		noLoopsLeft(t, fx.dataPath, fx.hashPath)
 	}
+	// Another process takes the device away half-way.
+	fm.lose = true
+	_, err = Activate(ctx, "lost", fx.dataPath, fx.hashPath, fx.root, nil)
+	fm.lose = false
+	if !errors.As(err, &e) || e.Kind != KindRefused || err.Error() != "device lost was removed by another process while it was being made" {
+		t.Errorf("a device removed half-way: %v", err)
+	}
+	noLoopsLeft(t, fx.dataPath, fx.hashPath)
 	sparseImage := fx.dataPath + ".simg"
 	writeSparse(t, sparseImage, fx.data)
 	for _, c := range []struct {
