@@ -64,6 +64,10 @@ const undoTimeout = 30 * time.Second
 // kernel then checks every block read against root: a wrong root hash
 // opens, and the first read fails with an I/O error, as in veritysetup.
 //
+// The files stay share-locked while the device is there (its loop
+// devices hold the descriptors Activate locked): veritygen and a repair,
+// which lock them exclusively, are refused until Deactivate.
+//
 // When a step fails, or ctx ends, what the earlier steps did is undone:
 // no device, no loop device is left. A name that is already active is a
 // KindRefused error matching dm.ErrExist; no device-mapper, loop devices

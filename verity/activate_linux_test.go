@@ -293,6 +293,12 @@ func TestActivateFake(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(fm.calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
 
+	// The loops hold the descriptors Activate share-locked: a writer
+	// (veritygen, a repair) is refused while the device is there.
+	if locked(t, fx.hashPath) != unix.EWOULDBLOCK || locked(t, fx.dataPath) != unix.EWOULDBLOCK {
+		t.Error("the files are not locked against writers while the device is active")
+	}
+
 	s, err := Status(ctx, "vt-fake")
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +318,20 @@ func TestActivateFake(t *testing.T) {
 	if res.Deferred || !slices.Equal(res.Released, d.Loops) {
 		t.Errorf("deactivation %+v, want the loops %v released", res, d.Loops)
 	}
+	if err := locked(t, fx.hashPath); err != nil {
+		t.Errorf("HASH still locked after Deactivate: %v", err)
+	}
+}
+
+// locked tries an exclusive lock on the file, as a writer takes it, and
+// returns the error (EWOULDBLOCK when someone holds a lock).
+func locked(t *testing.T, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 }
 
 // TestActivateOneLoopPerFile: the tree (and the parity) in the image
