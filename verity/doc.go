@@ -30,6 +30,12 @@
 //     ParseRootHashSignatureFile write and read systemd's verity signature
 //     JSON; LoadSigningKey and LoadCertificates read PEM keys and
 //     certificates.
+//   - Activate opens an image as a dm-verity device of Linux's
+//     device-mapper, as `veritysetup open` does (files through loop
+//     devices), so that the kernel checks every read; Status says what
+//     the kernel says of such a device (veritysetup's too), Deactivate
+//     closes it, as `veritysetup status` and `close` do. They use the
+//     packages dm and loop, which talk to the kernel in Go.
 //
 // Nothing a caller did not name for writing is destroyed: every output is
 // opened and locked before anything is hashed, a new tree appears under
@@ -54,12 +60,13 @@
 // Errors are *Error values whose Kind tells a caller's mistake (KindParam,
 // with the option in Field) from unusable input (KindInput), corruption
 // (KindCorrupt), a refusal to destroy something or a lock held by another
-// process (KindRefused), I/O trouble (KindIO) and a root hash signature
+// process (KindRefused), what the system cannot do (KindSystem: no
+// device-mapper, no root), I/O trouble (KindIO) and a root hash signature
 // that does not verify (KindUntrusted); errors.Is works with the
-// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused, ErrIO and
-// ErrUntrusted. A
-// verification that finds corruption is not an error: VerifyResult says
-// what it found.
+// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused, ErrSystem, ErrIO
+// and ErrUntrusted, and with the dm package's and the errno an error of
+// the kernel's wraps. A verification that finds corruption is not an
+// error: VerifyResult says what it found.
 //
 // The engines underneath are public too: merkle (geometry, builder,
 // verifier, verifying reader), fec (Reed-Solomon parity as veritysetup and

@@ -24,11 +24,16 @@ const (
 	KindIO
 	// KindRefused: the operation would destroy something it was not given
 	// to write (an output that does not look like one of ours), or a file
-	// is locked by another process.
+	// is locked by another process; for Activate and Deactivate, a device
+	// of that name exists already, or is in use.
 	KindRefused
 	// KindUntrusted: a root hash signature does not verify, or not with a
 	// trusted certificate.
 	KindUntrusted
+	// KindSystem: the system cannot do it: no device-mapper or loop
+	// devices (another OS, a kernel without them), no root privileges, no
+	// free loop device.
+	KindSystem
 )
 
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
@@ -40,6 +45,7 @@ var (
 	ErrRefused = errors.New("verity: refused")
 	// ErrUntrusted matches KindUntrusted errors.
 	ErrUntrusted = errors.New("verity: root hash signature not trusted")
+	ErrSystem    = errors.New("verity: not possible on this system")
 	// ErrLocked is a KindRefused error's cause when another process holds
 	// a lock on a file the operation reads or writes.
 	ErrLocked = errors.New("locked by another process")
@@ -59,6 +65,8 @@ func (k Kind) sentinel() error {
 		return ErrRefused
 	case KindUntrusted:
 		return ErrUntrusted
+	case KindSystem:
+		return ErrSystem
 	}
 	return nil
 }

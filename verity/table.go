@@ -46,6 +46,13 @@ type TableOptions struct {
 	CheckAtMostOnce bool
 	// OnCorruption chooses the corruption mode.
 	OnCorruption CorruptionMode
+	// UseTasklets adds try_verify_in_tasklet (Linux 6.0 on: blocks in the
+	// page cache are verified in softirq context).
+	UseTasklets bool
+	// RootHashSigKey, if not "", adds root_hash_sig_key_desc with it: the
+	// description of a key in the kernel's keyring holding the PKCS#7
+	// signature of the root hash, which the kernel then checks.
+	RootHashSigKey string
 }
 
 // FECInfo is where the error-correction parity of a tree is and what it
@@ -91,9 +98,10 @@ type BootParams struct {
 // root, and the dm-mod.create= and Android dm= boot arguments around it;
 // fec is nil for a tree without error correction. The layout and order are
 // those of cryptsetup's get_dm_verity_params (lib/libdevmapper.c): the
-// corruption mode, ignore_zero_blocks, check_at_most_once, then
-// use_fec_from_device <dev> fec_start <n> fec_blocks <n> fec_roots <n>,
-// each name and each value counted as one argument. The kernel accepts the
+// corruption mode, ignore_zero_blocks, check_at_most_once,
+// try_verify_in_tasklet, then use_fec_from_device <dev> fec_start <n>
+// fec_blocks <n> fec_roots <n>, then root_hash_sig_key_desc <key>, each
+// name and each value counted as one argument. The kernel accepts the
 // optional arguments in any order; avbtool writes the FEC ones as
 // fec_roots, fec_blocks, fec_start.
 //
@@ -133,6 +141,11 @@ func (o *TableOptions) Check() error {
 	if o.DMName != "" {
 		if err := checkDMName(o.DMName); err != nil {
 			return err
+		}
+	}
+	if o.RootHashSigKey != "" {
+		if err := CheckDeviceName(o.RootHashSigKey); err != nil {
+			return paramErrorf("RootHashSigKey", "", "the root hash signature's key description %q %v", o.RootHashSigKey, err)
 		}
 	}
 	for _, d := range []struct{ field, flag, v string }{{"DataDevice", "data-device", o.DataDevice}, {"HashDevice", "hash-device", o.HashDevice}, {"FECDevice", "fec-device-name", o.FECDevice}} {
@@ -207,9 +220,15 @@ func verityTable(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo) s
 	if o.CheckAtMostOnce {
 		opts = append(opts, "check_at_most_once")
 	}
+	if o.UseTasklets {
+		opts = append(opts, "try_verify_in_tasklet")
+	}
 	if f != nil {
 		opts = append(opts, "use_fec_from_device", o.FECDevice, "fec_start", fmt.Sprint(f.Start),
 			"fec_blocks", fmt.Sprint(f.Blocks), "fec_roots", fmt.Sprint(f.Roots))
+	}
+	if o.RootHashSigKey != "" {
+		opts = append(opts, "root_hash_sig_key_desc", o.RootHashSigKey)
 	}
 	salt := "-"
 	if len(g.Salt) > 0 {

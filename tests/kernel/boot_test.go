@@ -29,6 +29,27 @@ func requireGuestTools(t *testing.T) guestTools {
 // guest reported. It fails the test if the guest does not finish.
 func bootGuest(t *testing.T, tools guestTools, k *kernelImage, work string, parts []partition, cases []byte) (*guestReport, string, time.Duration) {
 	t.Helper()
+	r := &initramfs{
+		init: initScript,
+		files: map[string][]byte{
+			"etc/vt/cases":      cases,
+			"etc/vt/partitions": []byte(strconv.Itoa(len(parts)) + "\n"),
+		},
+		programs: map[string]string{"bin/busybox": tools.busybox, "sbin/dmsetup": tools.dmsetup},
+	}
+	console, vmTime, err := runGuest(t, tools.qemu, k, work, parts, r)
+	g := parseConsole(console)
+	if err != nil || g.done == "" {
+		t.Fatalf("the guest did not finish (%v); console:\n%s", err, tail(console, 60))
+	}
+	return g, console, vmTime
+}
+
+// runGuest puts the images on one GPT disk and boots the kernel on it
+// with the initramfs r, to which it adds the kernel's modules (their list
+// in /etc/vt/modules). It returns the guest's console.
+func runGuest(t *testing.T, qemu string, k *kernelImage, work string, parts []partition, r *initramfs) (string, time.Duration, error) {
+	t.Helper()
 	if len(parts) > maxPartitions {
 		t.Fatalf("%d partitions, the kernel reads at most %d", len(parts), maxPartitions)
 	}
@@ -36,16 +57,7 @@ func bootGuest(t *testing.T, tools guestTools, k *kernelImage, work string, part
 	if err := writeGPTDisk(diskImage, parts); err != nil {
 		t.Fatalf("disk image: %v", err)
 	}
-
-	r := &initramfs{
-		init: initScript,
-		files: map[string][]byte{
-			"etc/vt/cases":      cases,
-			"etc/vt/partitions": []byte(strconv.Itoa(len(parts)) + "\n"),
-			"etc/vt/modules":    []byte(strings.Join(k.Modules, "\n") + "\n"),
-		},
-		programs: map[string]string{"bin/busybox": tools.busybox, "sbin/dmsetup": tools.dmsetup},
-	}
+	r.files["etc/vt/modules"] = []byte(strings.Join(k.Modules, "\n") + "\n")
 	for _, m := range k.Modules {
 		b, err := os.ReadFile(k.modulePath(m))
 		if err != nil {
@@ -77,14 +89,10 @@ func bootGuest(t *testing.T, tools guestTools, k *kernelImage, work string, part
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	vmStart := time.Now()
-	console, err := runVM(ctx, tools.qemu, k.bootPath(), initrd, diskImage, work)
+	console, err := runVM(ctx, qemu, k.bootPath(), initrd, diskImage, work)
 	vmTime := time.Since(vmStart)
 	if dump := os.Getenv("VERITYTREE_KERNEL_CONSOLE"); dump != "" {
 		os.WriteFile(dump, []byte(console), 0o644)
 	}
-	g := parseConsole(console)
-	if err != nil || g.done == "" {
-		t.Fatalf("the guest did not finish (%v); console:\n%s", err, tail(console, 60))
-	}
-	return g, console, vmTime
+	return console, vmTime, err
 }
