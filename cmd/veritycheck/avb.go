@@ -660,13 +660,3 @@ func propertyValue(v []byte) string {
 	}
 	return "'" + string(v) + "'"
 }
-
-// unwrapPath drops the "op path:" of a *fs.PathError (Go's wording), for
-// messages that name the file themselves.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
