@@ -138,59 +138,80 @@ func (pl *FooterPlan) result(ht *HashtreeDescriptor, root, blob []byte, ft *Foot
 
 // writeRaw appends to a raw image (see the top of this file).
 func (pl *FooterPlan) writeRaw(ctx context.Context) (*HashtreeFooterResult, error) {
-	t, f := pl.t, pl.t.f
-	at := roundUp(max(pl.Size, t.tail), t.ib)
-	prov, err := provisionalBlock(t.orig, at, t.ib)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeAt(f, prov, at); err != nil {
-		return nil, err
-	}
-	// What an earlier run left below the finished image's end reads as
-	// zeros: the padding and the gaps are zeros in the finished image.
-	if err := verity.ZeroRange(f, t.orig, min(t.fileSize, pl.Size)); err != nil {
-		return nil, err
-	}
-	src, err := verity.OpenSource(t.path, &verity.SourceOptions{Raw: true})
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	root, err := pl.hash(ctx, src, io.NewOffsetWriter(f, int64(pl.ht.TreeOffset)))
-	if err != nil {
-		return nil, err
-	}
-	if err := pl.parity(ctx, src, f, f, int64(pl.TreeEnd)); err != nil {
-		return nil, err
-	}
-	ht, blob, err := pl.vbmeta(root)
-	if err != nil {
-		return nil, err
-	}
-	padded, footerBlock, ft := pl.metadata(blob)
-	if !pl.o.DoNotAppendVBMeta {
-		if err := writeAt(f, padded, pl.VBMetaOffset); err != nil {
+	var ht *HashtreeDescriptor
+	var root []byte
+	blob, ft, err := pl.appendRaw(func(src *verity.Source) ([]byte, error) {
+		var err error
+		f := pl.t.f
+		if root, err = pl.hash(ctx, src, io.NewOffsetWriter(f, int64(pl.ht.TreeOffset))); err != nil {
 			return nil, err
 		}
-		if err := writeAt(f, footerBlock, pl.FooterBlock); err != nil {
+		if err := pl.parity(ctx, src, f, f, int64(pl.TreeEnd)); err != nil {
 			return nil, err
 		}
-	}
-	// Everything reaches the disk before the provisional block goes.
-	if err := syncFile(f); err != nil {
-		return nil, err
-	}
-	if err := f.Truncate(int64(pl.Size)); err != nil {
-		return nil, ioErr("image %s: %v", t.path, err)
-	}
-	if err := syncFile(f); err != nil {
+		var blob []byte
+		ht, blob, err = pl.vbmeta(root)
+		return blob, err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return pl.result(ht, root, blob, ft), nil
 }
 
-// sparseChunk is a chunk the run appends to a sparse image.
+// appendRaw appends to a raw image as a footer verb does (see the top of
+// this file): the provisional footer block, zeros over what an earlier run
+// left below the finished image's end, then what fill writes below the
+// vbmeta (reading the image, padded with zeros, from src) and the vbmeta
+// blob it returns, then the vbmeta and the footer, and last the cut that
+// drops the provisional block.
+func (pp *PartitionPlan) appendRaw(fill func(src *verity.Source) ([]byte, error)) ([]byte, *Footer, error) {
+	t, f := pp.t, pp.t.f
+	at := roundUp(max(pp.Size, t.tail), t.ib)
+	prov, err := provisionalBlock(t.orig, at, t.ib)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeAt(f, prov, at); err != nil {
+		return nil, nil, err
+	}
+	// What an earlier run left below the finished image's end reads as
+	// zeros: the padding and the gaps are zeros in the finished image.
+	if err := verity.ZeroRange(f, t.orig, min(t.fileSize, pp.Size)); err != nil {
+		return nil, nil, err
+	}
+	src, err := verity.OpenSource(t.path, &verity.SourceOptions{Raw: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.Close()
+	blob, err := fill(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	padded, footerBlock, ft := pp.metadata(blob)
+	if pp.AppendVBMeta {
+		if err := writeAt(f, padded, pp.VBMetaOffset); err != nil {
+			return nil, nil, err
+		}
+		if err := writeAt(f, footerBlock, pp.FooterBlock); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Everything reaches the disk before the provisional block goes.
+	if err := syncFile(f); err != nil {
+		return nil, nil, err
+	}
+	if err := f.Truncate(int64(pp.Size)); err != nil {
+		return nil, nil, ioErr("image %s: %v", t.path, err)
+	}
+	if err := syncFile(f); err != nil {
+		return nil, nil, err
+	}
+	return blob, ft, nil
+}
+
+// newChunk is a chunk the run appends to a sparse image.
 type newChunk struct {
 	typ    uint16
 	blocks uint32
@@ -199,11 +220,11 @@ type newChunk struct {
 }
 
 // sparseChunks lays out the chunks appended to a sparse image from the file
-// offset from on, as avbtool appends them: the tree (if any), the parity
-// (with FEC, even empty), the vbmeta, DONT_CARE up to the footer's block
-// (with a partition size, even empty), the footer block.
-func (pl *FooterPlan) sparseChunks(from int64) []newChunk {
-	blk := pl.t.ib
+// offset from on, as avbtool appends them: a RAW chunk for each of the
+// verb's sizes in data, then the vbmeta, DONT_CARE up to the footer's
+// block (with a partition size, even empty), the footer block.
+func (pp *PartitionPlan) sparseChunks(from int64, data []uint64) []newChunk {
+	blk := pp.Unit
 	var cs []newChunk
 	add := func(typ uint16, n uint64) {
 		c := newChunk{typ: typ, blocks: uint32(n / blk), at: from}
@@ -213,27 +234,73 @@ func (pl *FooterPlan) sparseChunks(from int64) []newChunk {
 		from += chunkHeaderSize + int64(c.data)
 		cs = append(cs, c)
 	}
-	if tree := pl.TreeEnd - pl.ht.ImageSize; tree > 0 {
-		add(chunkRaw, tree)
+	for _, n := range data {
+		add(chunkRaw, n)
 	}
-	if pl.o.FEC {
-		add(chunkRaw, pl.VBMetaOffset-pl.TreeEnd)
-	}
-	if !pl.o.DoNotAppendVBMeta {
-		add(chunkRaw, roundUp(pl.VBMetaSize, blk))
-		if pl.o.PartitionSize > 0 {
-			add(chunkDontCare, pl.Size-pl.VBMetaOffset-roundUp(pl.VBMetaSize, blk)-blk)
+	if pp.AppendVBMeta {
+		add(chunkRaw, roundUp(pp.VBMetaSize, blk))
+		if pp.PartitionSize > 0 {
+			add(chunkDontCare, pp.Size-pp.VBMetaOffset-roundUp(pp.VBMetaSize, blk)-blk)
 		}
 		add(chunkRaw, blk)
 	}
 	return cs
 }
 
+// treeChunks are the sizes of the RAW chunks the tree and the parity go
+// in: the tree (if any), the parity (with FEC, even empty).
+func (pl *FooterPlan) treeChunks() []uint64 {
+	var data []uint64
+	if tree := pl.TreeEnd - pl.ht.ImageSize; tree > 0 {
+		data = append(data, tree)
+	}
+	if pl.o.FEC {
+		data = append(data, pl.VBMetaOffset-pl.TreeEnd)
+	}
+	return data
+}
+
 // writeSparse appends to an Android sparse image (see the top of this
 // file); cut is where the original image's chunks end.
 func (pl *FooterPlan) writeSparse(ctx context.Context, cut *sparseCut) (*HashtreeFooterResult, error) {
-	t, f, sw := pl.t, pl.t.f, pl.t.sw
-	chunks := pl.sparseChunks(cut.end)
+	var ht *HashtreeDescriptor
+	var root []byte
+	blob, ft, err := pl.appendSparse(cut, pl.treeChunks(), func(src *verity.Source, at []int64) ([]byte, error) {
+		var err error
+		f := pl.t.f
+		var treeOut io.WriterAt = discard{}
+		treeData := int64(pl.ht.TreeOffset) // no tree: nothing is read there
+		if pl.TreeEnd > pl.ht.ImageSize {
+			treeData, at = at[0], at[1:]
+			treeOut = io.NewOffsetWriter(f, treeData)
+		}
+		if root, err = pl.hash(ctx, src, treeOut); err != nil {
+			return nil, err
+		}
+		if pl.o.FEC {
+			tree := &shiftedReader{r: f, delta: treeData - int64(pl.ht.TreeOffset)}
+			if err := pl.parity(ctx, src, tree, f, at[0]); err != nil {
+				return nil, err
+			}
+		}
+		var blob []byte
+		ht, blob, err = pl.vbmeta(root)
+		return blob, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pl.result(ht, root, blob, ft), nil
+}
+
+// appendSparse appends to an Android sparse image as a footer verb does
+// (see the top of this file), past cut, where the original image's chunks
+// end: a RAW chunk of each size in data, which fill writes (given the
+// original image's expansion and the chunks' data offsets in the file),
+// then the vbmeta fill returns and the footer, in their chunks.
+func (pp *PartitionPlan) appendSparse(cut *sparseCut, data []uint64, fill func(src *verity.Source, at []int64) ([]byte, error)) ([]byte, *Footer, error) {
+	t, f, sw := pp.t, pp.t.f, pp.t.sw
+	chunks := pp.sparseChunks(cut.end, data)
 	end := cut.end
 	blocks := cut.blocks
 	for _, c := range chunks {
@@ -241,83 +308,68 @@ func (pl *FooterPlan) writeSparse(ctx context.Context, cut *sparseCut) (*Hashtre
 		blocks += c.blocks
 	}
 	if _, err := verity.WriteResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The header says the image is the original one again; the chunks
 	// past it are not counted until the end.
 	if err := sw.applyCut(cut); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := verity.ZeroRange(f, uint64(cut.end), min(t.fileSize, uint64(end))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, c := range chunks {
 		if err := writeAt(f, chunkHeader(c.typ, c.blocks, c.data), uint64(c.at)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	root, ht, blob, ft, err := pl.fillSparse(ctx, chunks)
+	blob, ft, err := pp.fillSparse(chunks, len(data), fill)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := syncFile(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sw.totalChunks, sw.totalBlocks, sw.end = cut.chunks+uint32(len(chunks)), blocks, end
 	if err := sw.writeCounts(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := f.Truncate(end); err != nil {
-		return nil, ioErr("image %s: %v", t.path, err)
+		return nil, nil, ioErr("image %s: %v", t.path, err)
 	}
 	if err := syncFile(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pl.result(ht, root, blob, ft), nil
+	return blob, ft, nil
 }
 
-// fillSparse writes the data of the new chunks: the tree, the parity of
-// the expanded image, the vbmeta and the footer block.
-func (pl *FooterPlan) fillSparse(ctx context.Context, chunks []newChunk) ([]byte, *HashtreeDescriptor, []byte, *Footer, error) {
-	f := pl.t.f
-	src, err := verity.OpenSource(pl.t.path, nil) // the original image's expansion
+// fillSparse writes the data of the new chunks: the verb's first n (fill),
+// then the vbmeta and the footer block.
+func (pp *PartitionPlan) fillSparse(chunks []newChunk, n int, fill func(src *verity.Source, at []int64) ([]byte, error)) ([]byte, *Footer, error) {
+	f := pp.t.f
+	src, err := verity.OpenSource(pp.t.path, nil) // the original image's expansion
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, err
 	}
 	defer src.Close()
-	next := 0
-	chunk := func() int64 { next++; return chunks[next-1].at + chunkHeaderSize }
-	var treeOut io.WriterAt = discard{}
-	treeData := int64(pl.ht.TreeOffset) // no tree: nothing is read there
-	if pl.TreeEnd > pl.ht.ImageSize {
-		treeData = chunk()
-		treeOut = io.NewOffsetWriter(f, treeData)
+	at := make([]int64, len(chunks))
+	for i, c := range chunks {
+		at[i] = c.at + chunkHeaderSize
 	}
-	root, err := pl.hash(ctx, src, treeOut)
+	blob, err := fill(src, at[:n])
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, err
 	}
-	if pl.o.FEC {
-		tree := &shiftedReader{r: f, delta: treeData - int64(pl.ht.TreeOffset)}
-		if err := pl.parity(ctx, src, tree, f, chunk()); err != nil {
-			return nil, nil, nil, nil, err
+	padded, footerBlock, ft := pp.metadata(blob)
+	if pp.AppendVBMeta {
+		if err := writeAt(f, padded, uint64(at[n])); err != nil {
+			return nil, nil, err
+		}
+		if err := writeAt(f, footerBlock, uint64(at[len(at)-1])); err != nil {
+			return nil, nil, err
 		}
 	}
-	ht, blob, err := pl.vbmeta(root)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	padded, footerBlock, ft := pl.metadata(blob)
-	if !pl.o.DoNotAppendVBMeta {
-		if err := writeAt(f, padded, uint64(chunk())); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		footerData := chunks[len(chunks)-1].at + chunkHeaderSize
-		if err := writeAt(f, footerBlock, uint64(footerData)); err != nil {
-			return nil, nil, nil, nil, err
-		}
-	}
-	return root, ht, blob, ft, nil
+	return blob, ft, nil
 }
 
 // shiftedReader reads r at offsets moved by delta: the tree, read at its
