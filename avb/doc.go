@@ -17,7 +17,10 @@
 // the image ends until the last step cuts the file at the finished size; a
 // sparse image gets a verity.ResumeRecord past its last chunk instead, and
 // its header's chunk counts switch from the original image to the finished
-// one in one write (see footerrun.go). Image.Interrupted reports the
+// one in one write (see footerrun.go). It is PlanHashtreeFooter, which
+// checks everything and lays the run out (a FooterPlan: what the image
+// ends in, what is kept, the tree, the parity, the vbmeta, the footer, the
+// partition) with nothing written, then FooterPlan.Apply. Image.Interrupted reports the
 // provisional state; EraseFooter cuts it back to the image. MaxImageSize is its
 // --calc_max_image_size, HashtreeFooterOptions.RequiredLibavbMinor its
 // --print_required_libavb_version. ReadImage, Image.WriteInfo,

@@ -1,7 +1,6 @@
 package avb
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -18,13 +17,6 @@ import (
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
-)
-
-// The sizes avbtool reserves, conservatively, for the metadata when it
-// computes the largest image a partition takes.
-const (
-	maxVBMetaReserve = 64 << 10
-	maxFooterReserve = 4096
 )
 
 // imageBlockSize is the unit avbtool appends in: the zero padding, the
@@ -215,25 +207,27 @@ func (o *HashtreeFooterOptions) RequiredLibavbMinor() uint32 {
 	if o.UsePersistentDigest || o.DoNotUseAB || o.CheckAtMostOnce {
 		m = 1
 	}
-	if o.RollbackIndexLocation > 0 {
-		m = 2
-	}
-	for _, c := range o.ChainPartitions {
-		if c.DoNotUseAB {
-			m = 3
-		}
-	}
-	return m
+	return requiredLibavbMinor(m, o.RollbackIndexLocation, o.ChainPartitions)
 }
 
-// checkTree checks the tree options and returns the hash.
-func (o *HashtreeFooterOptions) checkTree() (*hashes.Algorithm, error) {
+// checkSizeOptions checks the options sizes are computed from, the hash
+// and the block size, and returns the hash.
+func (o *HashtreeFooterOptions) checkSizeOptions() (*hashes.Algorithm, error) {
 	alg, err := hashes.Lookup(o.hashName())
 	if err != nil {
 		return nil, paramErr("HashAlgorithm", "e.g. sha256 (sha1 is avbtool's default)", "%v", err)
 	}
 	if err := merkle.CheckBlockSize(o.blockSize()); err != nil {
 		return nil, paramErr("BlockSize", "e.g. 4096", "%v", err) // it names the size
+	}
+	return alg, nil
+}
+
+// checkTree checks the tree options and returns the hash.
+func (o *HashtreeFooterOptions) checkTree() (*hashes.Algorithm, error) {
+	alg, err := o.checkSizeOptions()
+	if err != nil {
+		return nil, err
 	}
 	if o.FEC {
 		if r := o.fecRoots(); r < fec.MinRoots || r > fec.MaxRoots {
@@ -269,31 +263,6 @@ func FECSize(size uint64, roots int) uint64 {
 	blocks := (size + 4095) / 4096
 	rounds := (blocks + uint64(255-roots) - 1) / uint64(255-roots)
 	return rounds*uint64(roots)*4096 + 4096
-}
-
-// MaxImageSize is the largest image that fits, with its tree, parity and
-// metadata, in a partition of o.PartitionSize bytes, as avbtool's
-// --calc_max_image_size computes it: negative when nothing fits, 0 when
-// PartitionSize is 0.
-func MaxImageSize(o *HashtreeFooterOptions) (int64, error) {
-	alg, err := o.checkTree()
-	if err != nil {
-		return 0, err
-	}
-	if o.PartitionSize == 0 {
-		return 0, nil
-	}
-	if err := checkPartitionSizeLimit(o.PartitionSize); err != nil {
-		return 0, err
-	}
-	var tree, parity uint64
-	if !o.NoHashtree {
-		tree = treeSize(o.PartitionSize, uint64(o.blockSize()), digestSlot(alg.Size()))
-		if o.FEC {
-			parity = FECSize(o.PartitionSize, o.fecRoots())
-		}
-	}
-	return int64(o.PartitionSize) - int64(parity+tree+maxVBMetaReserve+maxFooterReserve), nil
 }
 
 // maxPartitionSize bounds the partition sizes taken, so that every offset
@@ -439,79 +408,20 @@ func chainKey(c ChainPartition) string {
 // one RAW chunk, so that the sparse file expands to what the expanded
 // image gets.
 //
-// Every option, the key and the sizes are checked, and everything is laid
-// out, before the image is touched. Killed at any moment, the run leaves
+// It is PlanHashtreeFooter, then Apply: every option, the key and the
+// sizes are checked, and everything is laid out, before the image is
+// touched. Killed at any moment, the run leaves
 // the image as it was, the finished image, or an image the same call
 // finishes (see the package documentation); a failure cuts the image back
 // to its original size (as avbtool does: an earlier footer is then gone
 // too).
 func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterOptions) (*HashtreeFooterResult, error) {
-	if o == nil {
-		o = &HashtreeFooterOptions{}
-	}
-	if o.SetupRootfsFromKernel != "" {
-		// avbtool reads IMAGE after the tree is appended and before the
-		// footer is: for the image itself it finds no vbmeta and fails.
-		a, errA := os.Stat(imagePath)
-		b, errB := os.Stat(o.SetupRootfsFromKernel)
-		if errA == nil && errB == nil && os.SameFile(a, b) {
-			return nil, paramErr("SetupRootfsFromKernel", "leave it out and set the image up as root with the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
-				"the image to set up as root (%s) is the image the footer is added to", o.SetupRootfsFromKernel)
-		}
-	}
-	p, err := o.prepare()
+	pl, err := PlanHashtreeFooter(imagePath, o)
 	if err != nil {
 		return nil, err
 	}
-	r := &footerRun{o: o, p: p}
-	// The separate vbmeta output is checked (and locked) before the image
-	// is touched, and written once the blob is made.
-	if o.OutputVBMeta != "" {
-		r.vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
-			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
-		if err != nil {
-			return nil, err
-		}
-		defer r.vbOut.Abort()
-	}
-	if o.HashAlgorithm == "" && o.Warn != nil {
-		o.Warn("no hash algorithm given: sha1, avbtool's default kept for backwards compatibility; Android wants sha256")
-	}
-	if r.t, err = openTarget(imagePath); err != nil {
-		return nil, err
-	}
-	defer r.t.f.Close()
-	if r.pl, err = o.plan(p, r.t); err != nil {
-		return nil, err
-	}
-	return r.run(ctx)
-}
-
-// run writes what was planned, cutting the image back to its original
-// size if anything fails.
-func (r *footerRun) run(ctx context.Context) (*HashtreeFooterResult, error) {
-	t := r.t
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var res *HashtreeFooterResult
-	var err error
-	if t.sw == nil {
-		if res, err = r.writeRaw(ctx); err != nil {
-			_ = t.f.Truncate(int64(t.orig))
-		}
-		return res, err
-	}
-	cut, err := t.sw.planCut(t.orig)
-	if err != nil {
-		return nil, prefixErr(t.path, err)
-	}
-	if res, err = r.writeSparse(ctx, cut); err != nil {
-		if t.sw.applyCut(cut) == nil {
-			_ = t.f.Truncate(cut.end)
-		}
-	}
-	return res, err
+	defer pl.Close()
+	return pl.Apply(ctx)
 }
 
 // sink is what EraseFooter cuts: a raw file, or an Android sparse image

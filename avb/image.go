@@ -166,95 +166,153 @@ func (c *cmdlineBuilder) add(d Descriptor) {
 // the descriptors of the image's partition say are image data: the
 // footer's original size is not signed, and may be wrong.
 func EraseFooter(path string, keepHashtree bool) error {
-	// Checked before the open too: opening a device or a FIFO is not
-	// harmless.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return inputErr("", "%s is not a regular file", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, fileSize, err := openLockedImage(path)
 	if err != nil {
-		return inputErr("", "%s: %v", path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ioErr("%s: %v", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return inputErr("", "%s is not a regular file", path)
-	}
-	if err := verity.LockImage(f, path); err != nil {
 		return err
 	}
-	var out sink = &rawSink{f: f}
-	var sw *sparseWriter
-	rec := verity.ReadResumeRecord(f, fi.Size())
-	var img *Image
-	var data io.ReaderAt = f
-	if isSparse(f) {
-		if sw, err = openSparseWriter(f); err != nil {
-			return prefixErr(path, err)
-		}
-		out = sw
-		if rec != nil && !keepHashtree {
-			// An interrupted AddHashtreeFooter: back to the image it started
-			// from.
-			return cutAndSync(f, sw, rec.OriginalSize)
-		}
-		if img, err = ReadImage(path); err != nil {
-			return err
-		}
-		src, err := verity.OpenSource(path, nil)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		data = src
-	} else if rec != nil && !rec.Sparse && !keepHashtree {
-		// An interrupted veritygen --append: back to the image.
-		return cutAndSync(f, out, rec.OriginalSize)
-	} else if img, err = ParseImage(f, fi.Size()); err != nil {
-		return prefixErr(path, err)
+	defer f.Close()
+	e := &erasing{path: path, f: f, out: &rawSink{f: f}, data: f}
+	defer e.close()
+	rec, err := e.read(fileSize, keepHashtree)
+	if err != nil {
+		return err
 	}
-	if img.Footer == nil {
-		return inputErr("", "%s: %w", path, ErrNoFooter)
+	if rec != nil {
+		// An interrupted run (AddHashtreeFooter on a sparse image, or
+		// veritygen --append): back to the image it started from.
+		return cutAndSync(f, e.out, rec.OriginalSize)
 	}
-	size := img.Footer.OriginalImageSize
-	if keepHashtree {
-		ht := img.VBMeta.FirstHashtree()
-		if ht == nil {
-			return inputErr("", "%s: asked to keep the hashtree but there is no hashtree descriptor", path)
-		}
-		size = ht.TreeOffset + ht.TreeSize
-		if ht.TreeOffset > img.Footer.VBMetaOffset || ht.TreeSize > img.Footer.VBMetaOffset-ht.TreeOffset {
-			return malformed("%s: the tree at %d, %d bytes, overlaps the vbmeta at %d", path, ht.TreeOffset, ht.TreeSize, img.Footer.VBMetaOffset)
-		}
-		if ht.FECOffset > 0 {
-			if ht.FECOffset > img.Footer.VBMetaOffset || ht.FECSize > img.Footer.VBMetaOffset-ht.FECOffset {
-				return malformed("%s: the parity at %d, %d bytes, overlaps the vbmeta at %d", path, ht.FECOffset, ht.FECSize, img.Footer.VBMetaOffset)
-			}
-			size = max(size, ht.FECOffset+ht.FECSize)
-		}
-	}
-	if keepHashtree && size == 0 {
-		return inputErr("", "%s: asked to keep the hashtree, but its descriptor says there is none", path)
+	size, err := erasedSize(e.img, path, keepHashtree)
+	if err != nil {
+		return err
 	}
 	what := "erasing the footer (to the original image size it gives)"
 	if keepHashtree {
 		what = "erasing the footer but the hashtree (past the tree and parity)"
 	}
-	if err := img.VBMeta.Partition().checkCut(data, size, what); err != nil {
+	if err := e.img.VBMeta.Partition().checkCut(e.data, size, what); err != nil {
 		return prefixErr(path, err)
 	}
-	if sw != nil && !keepHashtree {
+	if e.sw != nil && !keepHashtree {
 		// The header's counts go first, the chunks after them next: a
 		// record past them makes what is left in between, if the run is
 		// killed there, an interrupted run's, which the next one drops.
-		if _, err := verity.WriteResumeRecord(f, uint64(sw.fileSize), size, true); err != nil {
+		if _, err := verity.WriteResumeRecord(f, uint64(e.sw.fileSize), size, true); err != nil {
 			return err
 		}
 	}
-	return cutAndSync(f, out, size)
+	return cutAndSync(f, e.out, size)
+}
+
+// openLockedImage opens the regular file at path for writing, locks it and
+// returns its size.
+func openLockedImage(path string) (*os.File, int64, error) {
+	// Checked before the open too: opening a device or a FIFO is not
+	// harmless.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, 0, inputErr("", "%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, 0, inputErr("", "%s: %v", path, unwrapPathErr(err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, ioErr("%s: %v", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, inputErr("", "%s is not a regular file", path)
+	}
+	if err := verity.LockImage(f, path); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// erasing is the image EraseFooter cuts, as it found it.
+type erasing struct {
+	path string
+	f    *os.File
+	// out cuts the image: the raw file, or sw.
+	out sink
+	sw  *sparseWriter // nil for a raw image
+	img *Image
+	// data is the image as expanded; src, if not nil, its expansion.
+	data io.ReaderAt
+	src  *verity.Source
+}
+
+func (e *erasing) close() {
+	if e.src != nil {
+		e.src.Close()
+	}
+}
+
+// read reads the image's footer and vbmeta or, unless keepHashtree, the
+// record of an interrupted run, which it returns.
+func (e *erasing) read(fileSize int64, keepHashtree bool) (*verity.ResumeRecord, error) {
+	rec := verity.ReadResumeRecord(e.f, fileSize)
+	if !isSparse(e.f) {
+		if rec != nil && !rec.Sparse && !keepHashtree {
+			return rec, nil
+		}
+		img, err := ParseImage(e.f, fileSize)
+		if err != nil {
+			return nil, prefixErr(e.path, err)
+		}
+		e.img = img
+		return nil, nil
+	}
+	sw, err := openSparseWriter(e.f)
+	if err != nil {
+		return nil, prefixErr(e.path, err)
+	}
+	e.sw, e.out = sw, sw
+	if rec != nil && !keepHashtree {
+		return rec, nil
+	}
+	if e.img, err = ReadImage(e.path); err != nil {
+		return nil, err
+	}
+	if e.src, err = verity.OpenSource(e.path, nil); err != nil {
+		return nil, err
+	}
+	e.data = e.src
+	return nil, nil
+}
+
+// erasedSize is the size EraseFooter cuts img to: its original size or,
+// with keepHashtree, past its tree and parity, which must lie below the
+// vbmeta.
+func erasedSize(img *Image, path string, keepHashtree bool) (uint64, error) {
+	if img.Footer == nil {
+		return 0, inputErr("", "%s: %w", path, ErrNoFooter)
+	}
+	if !keepHashtree {
+		return img.Footer.OriginalImageSize, nil
+	}
+	ht := img.VBMeta.FirstHashtree()
+	if ht == nil {
+		return 0, inputErr("", "%s: asked to keep the hashtree but there is no hashtree descriptor", path)
+	}
+	vbOff := img.Footer.VBMetaOffset
+	if ht.TreeOffset > vbOff || ht.TreeSize > vbOff-ht.TreeOffset {
+		return 0, malformed("%s: the tree at %d, %d bytes, overlaps the vbmeta at %d", path, ht.TreeOffset, ht.TreeSize, vbOff)
+	}
+	size := ht.TreeOffset + ht.TreeSize
+	if ht.FECOffset > 0 {
+		if ht.FECOffset > vbOff || ht.FECSize > vbOff-ht.FECOffset {
+			return 0, malformed("%s: the parity at %d, %d bytes, overlaps the vbmeta at %d", path, ht.FECOffset, ht.FECSize, vbOff)
+		}
+		size = max(size, ht.FECOffset+ht.FECSize)
+	}
+	if size == 0 {
+		return 0, inputErr("", "%s: asked to keep the hashtree, but its descriptor says there is none", path)
+	}
+	return size, nil
 }
 
 // cutAndSync cuts the image to size and syncs it.

@@ -149,55 +149,74 @@ func TestAddHashtreeFooterSparseFEC(t *testing.T) {
 						return &HashtreeFooterOptions{PartitionName: "system", HashAlgorithm: "sha256", Salt: []byte("salt"),
 							FEC: true, FECRoots: roots, PartitionSize: psize}
 					}
-					rr, err := AddHashtreeFooter(context.Background(), raw, opts())
-					if err != nil {
-						t.Fatal(err)
-					}
-					sr, err := AddHashtreeFooter(context.Background(), simg, opts())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !sr.Sparse || sr.Size != rr.Size || !bytes.Equal(sr.VBMeta, rr.VBMeta) {
-						t.Fatalf("sparse result %+v, raw %+v", sr, rr)
-					}
-					if d := sr.Descriptor; d.FECNumRoots != uint32(roots) || d.FECSize == 0 || d.FECOffset != d.TreeOffset+d.TreeSize {
-						t.Fatalf("descriptor %+v", d)
-					}
-					expanded := filepath.Join(sub, "expanded.img")
-					if out, err := exec.Command(simg2img, simg, expanded).CombinedOutput(); err != nil {
-						t.Fatalf("simg2img: %v\n%s", err, out)
-					}
-					if got, want := fileSHA256(t, expanded), fileSHA256(t, raw); got != want {
-						t.Fatalf("the sparse output expands to %s, the raw output is %s", got, want)
-					}
-					made, _ := os.ReadFile(simg)
-					types := sparseChunkTypes(t, made)
-					if types[chunkRaw] == 0 || im.wantDontCare && types[chunkDontCare] == 0 || len(made) >= len(rawInput) && im.name != "one-block" {
-						t.Fatalf("sparse output of %d bytes, chunks %v", len(made), types)
-					}
-
+					made := checkSparseFECOutput(t, simg2img, im, raw, simg, opts)
 					if _, err := AddHashtreeFooter(context.Background(), simg, opts()); err != nil {
 						t.Fatal(err)
 					}
 					if again, _ := os.ReadFile(simg); !bytes.Equal(again, made) {
 						t.Fatal("a rerun on the sparse output changed it")
 					}
-
-					img, res, got := verifySparseReport(t, simg, nil)
-					if !img.Sparse || !res.Verified || res.FEC == nil || res.FEC.Roots != roots {
-						t.Fatalf("check of the sparse output: %s", got)
-					}
-					corrupt := append([]byte{}, made...)
-					corrupt[sparseOffset(t, corrupt, im.rawBlock*4096+7)] ^= 0x40
-					os.WriteFile(simg, corrupt, 0o644)
-					_, res, got = verifySparseReport(t, simg, &verity.VerifyOptions{MaxProblems: -1})
-					if res.Verified || res.Report.CorruptDataBlocks != 1 || res.Repair == nil || !res.Repair.Whole() ||
-						!strings.Contains(got, fmt.Sprintf("data block %d", im.rawBlock)) {
-						t.Fatalf("corrupted sparse output: %s, repair %+v", got, res.Repair)
-					}
+					checkSparseFECRepair(t, im, simg, made, roots)
 				})
 			}
 		}
+	}
+}
+
+// checkSparseFECOutput adds the footer of opts to the raw image and to the
+// sparse one, checks that the sparse output expands to the raw one and
+// stays sparse, and returns it.
+func checkSparseFECOutput(t *testing.T, simg2img string, im sparseFECImage, raw, simg string, opts func() *HashtreeFooterOptions) []byte {
+	t.Helper()
+	rr, err := AddHashtreeFooter(context.Background(), raw, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := AddHashtreeFooter(context.Background(), simg, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sr.Sparse || sr.Size != rr.Size || !bytes.Equal(sr.VBMeta, rr.VBMeta) {
+		t.Fatalf("sparse result %+v, raw %+v", sr, rr)
+	}
+	if d := sr.Descriptor; d.FECNumRoots != uint32(opts().FECRoots) || d.FECSize == 0 || d.FECOffset != d.TreeOffset+d.TreeSize {
+		t.Fatalf("descriptor %+v", d)
+	}
+	expanded := filepath.Join(filepath.Dir(simg), "expanded.img")
+	if out, err := exec.Command(simg2img, simg, expanded).CombinedOutput(); err != nil {
+		t.Fatalf("simg2img: %v\n%s", err, out)
+	}
+	if got, want := fileSHA256(t, expanded), fileSHA256(t, raw); got != want {
+		t.Fatalf("the sparse output expands to %s, the raw output is %s", got, want)
+	}
+	made, _ := os.ReadFile(simg)
+	rawInput, err := os.Stat(im.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := sparseChunkTypes(t, made)
+	if types[chunkRaw] == 0 || im.wantDontCare && types[chunkDontCare] == 0 || int64(len(made)) >= rawInput.Size() && im.name != "one-block" {
+		t.Fatalf("sparse output of %d bytes, chunks %v", len(made), types)
+	}
+	return made
+}
+
+// checkSparseFECRepair checks the sparse output made through its
+// expansion: it verifies, and a block corrupted in a RAW chunk is found
+// and its repair planned.
+func checkSparseFECRepair(t *testing.T, im sparseFECImage, simg string, made []byte, roots int) {
+	t.Helper()
+	img, res, got := verifySparseReport(t, simg, nil)
+	if !img.Sparse || !res.Verified || res.FEC == nil || res.FEC.Roots != roots {
+		t.Fatalf("check of the sparse output: %s", got)
+	}
+	corrupt := append([]byte{}, made...)
+	corrupt[sparseOffset(t, corrupt, im.rawBlock*4096+7)] ^= 0x40
+	os.WriteFile(simg, corrupt, 0o644)
+	_, res, got = verifySparseReport(t, simg, &verity.VerifyOptions{MaxProblems: -1})
+	if res.Verified || res.Report.CorruptDataBlocks != 1 || res.Repair == nil || !res.Repair.Whole() ||
+		!strings.Contains(got, fmt.Sprintf("data block %d", im.rawBlock)) {
+		t.Fatalf("corrupted sparse output: %s, repair %+v", got, res.Repair)
 	}
 }
 

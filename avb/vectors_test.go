@@ -71,115 +71,150 @@ func makeImage(t *testing.T, spec string) []byte {
 // avbtoolArgs turns add_hashtree_footer's argv into options, as the
 // avbtool front will; paths are relative to dir.
 func avbtoolArgs(t *testing.T, dir string, args []string) (image string, o *HashtreeFooterOptions, printVersion, calcMax bool, err error) {
-	o = &HashtreeFooterOptions{FEC: true}
-	var props, propFiles []Property
-	rel := func(p string) string { return filepath.Join(dir, p) }
+	p := &argvOptions{t: t, dir: dir, o: &HashtreeFooterOptions{FEC: true}}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
-		val := func() string { i++; return args[i] }
-		num := func() uint64 {
-			n, perr := strconv.ParseUint(val(), 0, 64)
-			if perr != nil {
-				t.Fatalf("%s: %v", a, perr)
-			}
-			return n
+		if p.flag(a) {
+			continue
 		}
-		switch a {
-		case "--image":
-			image = rel(val())
-		case "--do_not_generate_fec":
-			o.FEC = false
-		case "--fec_num_roots":
-			o.FECRoots = int(num())
-		case "--partition_name":
-			o.PartitionName = val()
-		case "--partition_size":
-			o.PartitionSize = num()
-		case "--hash_algorithm":
-			o.HashAlgorithm = val()
-		case "--block_size":
-			o.BlockSize = int(num())
-		case "--salt":
-			s, herr := hex.DecodeString(val())
-			if herr != nil {
-				t.Fatal(herr)
-			}
-			o.Salt = s
-		case "--algorithm":
-			o.Algorithm = val()
-		case "--key":
-			k, kerr := LoadPrivateKey(context.Background(), rel(val()))
-			if kerr != nil {
-				t.Fatal(kerr)
-			}
-			o.Key = k
-		case "--prop":
-			p, perr := ParseProperty(val())
-			if perr != nil {
-				t.Fatal(perr)
-			}
-			props = append(props, p)
-		case "--prop_from_file":
-			k, v, _ := strings.Cut(val(), ":")
-			p, perr := ParsePropertyFromFile(context.Background(), k+":"+rel(v))
-			if perr != nil {
-				t.Fatal(perr)
-			}
-			propFiles = append(propFiles, p)
-		case "--rollback_index":
-			o.RollbackIndex = num()
-		case "--rollback_index_location":
-			o.RollbackIndexLocation = uint32(num())
-		case "--flags":
-			o.Flags = uint32(num())
-		case "--set_hashtree_disabled_flag":
-			o.Flags |= FlagHashtreeDisabled
-		case "--do_not_use_ab":
-			o.DoNotUseAB = true
-		case "--check_at_most_once":
-			o.CheckAtMostOnce = true
-		case "--use_persistent_digest":
-			o.UsePersistentDigest = true
-		case "--no_hashtree":
-			o.NoHashtree = true
-		case "--setup_as_rootfs_from_kernel":
-			o.SetupAsRootfsFromKernel = true
-		case "--kernel_cmdline":
-			o.KernelCmdlines = append(o.KernelCmdlines, val())
-		case "--output_vbmeta_image":
-			o.OutputVBMeta = rel(val())
-		case "--do_not_append_vbmeta_image":
-			o.DoNotAppendVBMeta = true
-		case "--append_to_release_string":
-			o.AppendToReleaseString = val()
-		case "--internal_release_string":
-			o.ReleaseString = val()
-		case "--chain_partition", "--chain_partition_do_not_use_ab":
-			f := strings.Split(val(), ":")
-			c, cerr := ParseChainPartition(context.Background(), f[0]+":"+f[1]+":"+rel(f[2]), a == "--chain_partition_do_not_use_ab")
-			if cerr != nil {
-				t.Fatal(cerr)
-			}
-			c.Spec = strings.Join(f, ":") // avbtool sorts the strings given
-			o.ChainPartitions = append(o.ChainPartitions, c)
-		case "--public_key_metadata":
-			b, rerr := os.ReadFile(rel(val()))
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			o.PublicKeyMetadata = b
-		case "--include_descriptors_from_image":
-			o.IncludeDescriptorsFrom = append(o.IncludeDescriptorsFrom, rel(val()))
-		case "--print_required_libavb_version":
-			printVersion = true
-		case "--calc_max_image_size":
-			calcMax = true
-		default:
-			t.Fatalf("argument %q not handled by the test", a)
+		if i++; i == len(args) {
+			t.Fatalf("%s: no value", a)
+		}
+		if !p.treeValue(a, args[i]) {
+			p.vbmetaValue(a, args[i])
 		}
 	}
-	o.Properties = append(props, propFiles...)
-	return image, o, printVersion, calcMax, nil
+	p.o.Properties = append(p.props, p.propFiles...)
+	return p.image, p.o, p.printVersion, p.calcMax, nil
+}
+
+// argvOptions is add_hashtree_footer's argv read so far.
+type argvOptions struct {
+	t                     *testing.T
+	dir                   string
+	o                     *HashtreeFooterOptions
+	image                 string
+	props, propFiles      []Property
+	printVersion, calcMax bool
+}
+
+func (p *argvOptions) rel(path string) string { return filepath.Join(p.dir, path) }
+
+func (p *argvOptions) num(a, v string) uint64 {
+	n, err := strconv.ParseUint(v, 0, 64)
+	if err != nil {
+		p.t.Fatalf("%s: %v", a, err)
+	}
+	return n
+}
+
+// flag reads a, if it is an option without a value.
+func (p *argvOptions) flag(a string) bool {
+	o := p.o
+	switch a {
+	case "--do_not_generate_fec":
+		o.FEC = false
+	case "--set_hashtree_disabled_flag":
+		o.Flags |= FlagHashtreeDisabled
+	case "--do_not_use_ab":
+		o.DoNotUseAB = true
+	case "--check_at_most_once":
+		o.CheckAtMostOnce = true
+	case "--use_persistent_digest":
+		o.UsePersistentDigest = true
+	case "--no_hashtree":
+		o.NoHashtree = true
+	case "--setup_as_rootfs_from_kernel":
+		o.SetupAsRootfsFromKernel = true
+	case "--do_not_append_vbmeta_image":
+		o.DoNotAppendVBMeta = true
+	case "--print_required_libavb_version":
+		p.printVersion = true
+	case "--calc_max_image_size":
+		p.calcMax = true
+	default:
+		return false
+	}
+	return true
+}
+
+// treeValue reads option a of value v, if it is about the image and its
+// tree.
+func (p *argvOptions) treeValue(a, v string) bool {
+	o := p.o
+	switch a {
+	case "--image":
+		p.image = p.rel(v)
+	case "--fec_num_roots":
+		o.FECRoots = int(p.num(a, v))
+	case "--partition_name":
+		o.PartitionName = v
+	case "--partition_size":
+		o.PartitionSize = p.num(a, v)
+	case "--hash_algorithm":
+		o.HashAlgorithm = v
+	case "--block_size":
+		o.BlockSize = int(p.num(a, v))
+	case "--salt":
+		s, err := hex.DecodeString(v)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		o.Salt = s
+	default:
+		return false
+	}
+	return true
+}
+
+// vbmetaValue reads option a of value v, about the vbmeta.
+func (p *argvOptions) vbmetaValue(a, v string) {
+	o, t := p.o, p.t
+	var err error
+	switch a {
+	case "--algorithm":
+		o.Algorithm = v
+	case "--key":
+		o.Key, err = LoadPrivateKey(context.Background(), p.rel(v))
+	case "--prop":
+		var pr Property
+		pr, err = ParseProperty(v)
+		p.props = append(p.props, pr)
+	case "--prop_from_file":
+		k, path, _ := strings.Cut(v, ":")
+		var pr Property
+		pr, err = ParsePropertyFromFile(context.Background(), k+":"+p.rel(path))
+		p.propFiles = append(p.propFiles, pr)
+	case "--rollback_index":
+		o.RollbackIndex = p.num(a, v)
+	case "--rollback_index_location":
+		o.RollbackIndexLocation = uint32(p.num(a, v))
+	case "--flags":
+		o.Flags = uint32(p.num(a, v))
+	case "--kernel_cmdline":
+		o.KernelCmdlines = append(o.KernelCmdlines, v)
+	case "--output_vbmeta_image":
+		o.OutputVBMeta = p.rel(v)
+	case "--append_to_release_string":
+		o.AppendToReleaseString = v
+	case "--internal_release_string":
+		o.ReleaseString = v
+	case "--chain_partition", "--chain_partition_do_not_use_ab":
+		f := strings.Split(v, ":")
+		var c ChainPartition
+		c, err = ParseChainPartition(context.Background(), f[0]+":"+f[1]+":"+p.rel(f[2]), a == "--chain_partition_do_not_use_ab")
+		c.Spec = v // avbtool sorts the strings given
+		o.ChainPartitions = append(o.ChainPartitions, c)
+	case "--public_key_metadata":
+		o.PublicKeyMetadata, err = os.ReadFile(p.rel(v))
+	case "--include_descriptors_from_image":
+		o.IncludeDescriptorsFrom = append(o.IncludeDescriptorsFrom, p.rel(v))
+	default:
+		t.Fatalf("argument %q not handled by the test", a)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
 }
 
 // errorMeaning maps each error case to words our message must contain.

@@ -312,24 +312,12 @@ func avbHint(name string) string {
 	return "leave --" + name + " out"
 }
 
-// maxImageSize is avbtool's --calc_max_image_size. The parity size is
-// computed whatever the block size (avbtool asks its fec tool, which does
-// not care), so that a 1024-byte tree with FEC gets avbtool's answer too.
+// maxImageSize is avbtool's --calc_max_image_size: avb.MaxImageSize,
+// which counts the parity whatever the block size (avbtool asks its fec
+// tool, which does not care), so that a 1024-byte tree with FEC gets
+// avbtool's answer too.
 func maxImageSize(o *avb.HashtreeFooterOptions) (int64, error) {
-	c := *o
-	c.FEC = false
-	n, err := avb.MaxImageSize(&c)
-	if err != nil || !o.FEC || o.NoHashtree || o.PartitionSize == 0 {
-		return n, err
-	}
-	roots := o.FECRoots
-	if roots == 0 {
-		roots = 2
-	}
-	if roots < 1 || roots > 254 {
-		return 0, cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", roots)
-	}
-	return n - int64(avb.FECSize(o.PartitionSize, roots)), nil
+	return avb.MaxImageSize(o)
 }
 
 // avbResult is the --avb report, also printed as JSON: the --append
