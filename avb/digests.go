@@ -56,14 +56,10 @@ func CalculateVBMetaDigest(ctx context.Context, path, hashName string) ([]byte, 
 	return h.Sum(nil), nil
 }
 
-// ExtractVBMeta returns what `avbtool extract_vbmeta_image` writes: the
-// footer's vbmeta_size bytes at its vbmeta_offset in the image at path
-// (possibly Android sparse), then zeros to a multiple of paddingSize (0:
-// none).
-func ExtractVBMeta(path string, paddingSize uint64) ([]byte, error) {
-	if paddingSize > maxPaddingSize {
-		return nil, paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", paddingSize, maxPaddingSize)
-	}
+// ExtractVBMeta returns what `avbtool extract_vbmeta_image` writes
+// before its padding: the footer's vbmeta_size bytes at its vbmeta_offset
+// in the image at path (possibly Android sparse).
+func ExtractVBMeta(path string) ([]byte, error) {
 	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
 	if err != nil {
 		return nil, err
@@ -82,27 +78,32 @@ func ExtractVBMeta(path string, paddingSize uint64) ([]byte, error) {
 	if n > MaxVBMetaSize {
 		return nil, malformed("%s: the footer's vbmeta size %d is larger than %d", path, n, MaxVBMetaSize)
 	}
-	b := make([]byte, n, max(roundUp(n, max(paddingSize, 1)), n))
+	b := make([]byte, n)
 	if _, err := src.ReadAt(b, int64(img.Footer.VBMetaOffset)); err != nil {
 		return nil, ioErr("%s: reading the vbmeta at %d: %w", path, img.Footer.VBMetaOffset, err)
 	}
-	return pad(b, paddingSize), nil
+	return b, nil
 }
 
-// ExtractVBMetaImage writes ExtractVBMeta's bytes to outputPath, under the
-// rules of verity.OpenOutputFile (an existing file is replaced only if it
-// is empty or a vbmeta image).
-func ExtractVBMetaImage(imagePath, outputPath string, paddingSize uint64) error {
+// ExtractVBMetaImage writes ExtractVBMeta's bytes, then zeros to a
+// multiple of paddingSize (0: none; at most 1 GiB), to outputPath, under
+// the rules of verity.OpenOutputFile (an existing file is replaced only
+// if it is empty or a vbmeta image), as `avbtool extract_vbmeta_image`
+// does.
+func ExtractVBMetaImage(ctx context.Context, imagePath, outputPath string, paddingSize uint64) error {
+	if paddingSize > maxPaddingSize {
+		return paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", paddingSize, maxPaddingSize)
+	}
 	out, err := verity.OpenOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
 	if err != nil {
 		return err
 	}
 	defer out.Abort()
-	b, err := ExtractVBMeta(imagePath, paddingSize)
+	b, err := ExtractVBMeta(imagePath)
 	if err != nil {
 		return err
 	}
-	return out.Commit(b)
+	return writePadded(ctx, out, b, paddingSize)
 }
 
 // PartitionDigest is a partition's digest as print_partition_digests

@@ -40,12 +40,13 @@ type VBMetaImageOptions struct {
 	// ReleaseString replaces avbtool 1.3.0's; AppendToReleaseString is
 	// added after a space.
 	ReleaseString, AppendToReleaseString string
-	// PaddingSize, if not 0, pads the image with zeros to a multiple of
-	// it.
+	// PaddingSize, if not 0, pads the image MakeVBMetaImage writes with
+	// zeros to a multiple of it (at most 1 GiB).
 	PaddingSize uint64
 }
 
-// maxPaddingSize bounds PaddingSize: the padded image is made in memory.
+// maxPaddingSize bounds PaddingSize: the zeros are written, not held, but
+// a padding larger than any vbmeta image is a mistake.
 const maxPaddingSize = 1 << 30
 
 // RequiredLibavbMinor is the minor version of libavb 1.x the image needs,
@@ -73,13 +74,13 @@ func (o *VBMetaImageOptions) ownMinor() uint32 {
 	return m
 }
 
-// VBMetaImage returns the vbmeta image avbtool's make_vbmeta_image makes
-// of o, byte for byte: a vbmeta blob whose descriptors are, in order, the
-// chain partitions (those that use A/B, then the others), the properties,
-// the two command lines of SetupRootfsFromKernel, the kernel command
-// lines, and the included descriptors (see IncludeDescriptorsFrom); then
-// zeros to a multiple of PaddingSize. Every input is read, and bounded,
-// before anything is signed; ctx ends a signing helper's run.
+// VBMetaImage returns the vbmeta blob avbtool's make_vbmeta_image makes
+// of o, byte for byte, without the padding (see MakeVBMetaImage): its
+// descriptors are, in order, the chain partitions (those that use A/B,
+// then the others), the properties, the two command lines of
+// SetupRootfsFromKernel, the kernel command lines, and the included
+// descriptors (see IncludeDescriptorsFrom). Every input is read, and
+// bounded, before anything is signed; ctx ends a signing helper's run.
 func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
 	if o.PaddingSize > maxPaddingSize {
 		return nil, paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", o.PaddingSize, maxPaddingSize)
@@ -138,27 +139,35 @@ func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pad(blob, o.PaddingSize), nil
+	return blob, nil
 }
 
-// pad returns b with zeros up to a multiple of size (0: none).
-func pad(b []byte, size uint64) []byte {
-	if size == 0 {
-		return b
+// writePadded commits b, then zeros up to a multiple of padding (0:
+// none), to out, the zeros a block at a time.
+func writePadded(ctx context.Context, out *verity.OutputFile, b []byte, padding uint64) error {
+	if padding == 0 {
+		return out.Commit(b)
 	}
-	n := roundUp(uint64(len(b)), size)
-	if n <= uint64(cap(b)) {
-		b = b[:n] // MakeVBMeta's spare capacity is zeros
-		return b
+	w := out.Writer(ctx)
+	if _, err := w.Write(b); err != nil {
+		return err
 	}
-	return append(b, make([]byte, n-uint64(len(b)))...)
+	zeros := make([]byte, 64<<10)
+	for left := roundUp(uint64(len(b)), padding) - uint64(len(b)); left > 0; {
+		n := min(left, uint64(len(zeros)))
+		if _, err := w.Write(zeros[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	return out.Commit(nil)
 }
 
 // isVBMetaImage recognizes an output it may replace: a vbmeta image.
 func isVBMetaImage(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }
 
-// MakeVBMetaImage writes the vbmeta image VBMetaImage makes to
-// outputPath, under the rules of verity.OpenOutputFile: an existing file
+// MakeVBMetaImage writes the vbmeta blob VBMetaImage makes, then zeros to
+// a multiple of o.PaddingSize, to outputPath, under the rules of verity.OpenOutputFile: an existing file
 // is replaced only if it is empty or a vbmeta image, and only once the
 // image is made (a failure leaves it as it was).
 func MakeVBMetaImage(ctx context.Context, outputPath string, o *VBMetaImageOptions) error {
@@ -167,9 +176,9 @@ func MakeVBMetaImage(ctx context.Context, outputPath string, o *VBMetaImageOptio
 		return err
 	}
 	defer out.Abort()
-	img, err := VBMetaImage(ctx, o)
+	blob, err := VBMetaImage(ctx, o)
 	if err != nil {
 		return err
 	}
-	return out.Commit(img)
+	return writePadded(ctx, out, blob, o.PaddingSize)
 }

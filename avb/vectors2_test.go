@@ -17,10 +17,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/avbvectors"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // The known answers of testdata/vectors2 (made with avbtool 1.3.0; see its
@@ -165,6 +168,14 @@ func TestVectors2(t *testing.T) {
 					t.Fatalf("no error; avbtool exited %d: %s", c.Exit, lastLine(c.Stderr))
 				}
 				t.Logf("%v (avbtool: %s)", err, lastLine(c.Stderr))
+				switch {
+				case strings.Contains(c.Stderr, "Error signing"):
+					if !errors.Is(err, avb.ErrSigningHelper) {
+						t.Errorf("not a signing helper's error: %v", err)
+					}
+				case c.Exit == 1 && !errors.Is(err, verity.ErrParam) && !errors.Is(err, verity.ErrInput):
+					t.Errorf("neither an option's nor an input's error: %v", err)
+				}
 			} else {
 				if err != nil {
 					t.Fatal(err)
@@ -349,7 +360,7 @@ func runMakeVBMetaImage(ctx context.Context, args []string, stdout io.Writer) er
 		return nil
 	}
 	if output == "" {
-		return errors.New("no output file given")
+		return &verity.Error{Kind: verity.KindParam, Field: "output", Err: errors.New("no output file given")} // the front's check
 	}
 	if keyPath != "" {
 		switch {
@@ -426,7 +437,7 @@ func runPrintPartitionDigests(ctx context.Context, args []string, stdout io.Writ
 	return avb.WritePartitionDigests(ctx, stdout, image, asJSON)
 }
 
-func runExtractVBMetaImage(_ context.Context, args []string, _ io.Writer) error {
+func runExtractVBMetaImage(ctx context.Context, args []string, _ io.Writer) error {
 	p := &argParser{args: args}
 	var image, output string
 	var padding uint64
@@ -449,7 +460,7 @@ func runExtractVBMetaImage(_ context.Context, args []string, _ io.Writer) error 
 	if p.err != nil {
 		return p.err
 	}
-	return avb.ExtractVBMetaImage(image, output, padding)
+	return avb.ExtractVBMetaImage(ctx, image, output, padding)
 }
 
 func runInfoImage(_ context.Context, args []string, stdout io.Writer) error {
@@ -498,6 +509,9 @@ func signingHelper(args []string) int {
 		f.Close()
 	}
 	mode := os.Getenv("HELPER_MODE")
+	if mode == "hang" { // until killed
+		time.Sleep(time.Hour)
+	}
 	if mode == "fail" {
 		fmt.Fprintln(os.Stderr, "helper: no signing today")
 		return 3
@@ -537,4 +551,62 @@ func signingHelper(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// A signing helper that does not answer is killed when ctx ends, and the
+// run ends with ctx's error.
+func TestHelperSignerInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	if err := syscall.Mkfifo(log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HELPER_LOG", log)
+	t.Setenv("HELPER_MODE", "hang")
+	key, err := avb.LoadPublicKey(t.Context(), "testdata/vectors/keys/rsa2048.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// The helper has started once it writes its line.
+		f, err := os.Open(log)
+		if err == nil {
+			bufio.NewReader(f).ReadString('\n')
+			f.Close()
+		}
+		cancel()
+	}()
+	s := &avb.HelperSigner{Program: helperProgram("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key}
+	_, err = avb.VBMetaImage(ctx, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA2048", Signer: s})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's error", err)
+	}
+}
+
+// A helper that fails is named, with its exit code and its stderr; one
+// that cannot be run is an error of the option.
+func TestHelperSignerErrors(t *testing.T) {
+	key, err := avb.LoadPublicKey(t.Context(), "testdata/vectors/keys/rsa2048.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HELPER_LOG", "")
+	t.Setenv("HELPER_MODE", "fail")
+	for _, files := range []bool{false, true} {
+		s := &avb.HelperSigner{Program: helperProgram("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key, WithFiles: files}
+		_, err = avb.VBMetaImage(t.Context(), &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA2048", Signer: s})
+		var he *avb.HelperError
+		if !errors.As(err, &he) || !errors.Is(err, avb.ErrSigningHelper) || !errors.Is(err, verity.ErrIO) ||
+			he.ExitCode != 3 || string(he.Stderr) != "helper: no signing today\n" {
+			t.Fatalf("with files %v: got %v (%+v)", files, err, he)
+		}
+	}
+	s := &avb.HelperSigner{Program: filepath.Join(t.TempDir(), "none"), KeyPath: "k", Public: key}
+	_, err = avb.VBMetaImage(t.Context(), &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA2048", Signer: s})
+	if !errors.Is(err, avb.ErrSigningHelper) || !errors.Is(err, verity.ErrParam) || strings.Contains(err.Error(), "exec:") {
+		t.Fatalf("a helper that does not exist: %v", err)
+	}
+	t.Log(err)
 }

@@ -189,6 +189,10 @@ CASES = [
     case('pd-boot-json', ['print_partition_digests', '--image', 'boot.img', '--json']),
     case('pd-mv', ['print_partition_digests', '--image', 'mv2.img']),
     case('pd-mv-json', ['print_partition_digests', '--image', 'mv2.img', '--json']),
+    hf('hf-odd-name', ['--partition_size', '131072', '--partition_name', 'b\u00f6\u00f6t "\\ \U0001f600\x7f', '--salt', SALT],
+       file='odd.img'),
+    case('pd-odd-name', ['print_partition_digests', '--image', 'odd.img']),
+    case('pd-odd-name-json', ['print_partition_digests', '--image', 'odd.img', '--json']),
     case('pd-none', ['print_partition_digests', '--image', 'sh.img', '--json']),
     # info_image of each kind
     case('info-hash-footer', ['info_image', '--image', 'boot.img']),
