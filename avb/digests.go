@@ -179,6 +179,9 @@ func WritePartitionDigests(ctx context.Context, w io.Writer, path string, asJSON
 		return nil
 	})
 	if err != nil {
+		if !asJSON {
+			bw.Flush() // the lines before the failure, as avbtool prints them
+		}
 		return err
 	}
 	if asJSON {
