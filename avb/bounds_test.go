@@ -69,24 +69,29 @@ func TestIncludeDescriptors(t *testing.T) {
 	}
 }
 
-// Compacting the parts into a copy keeps what they encode to.
+// Compacting the parts of the older sources into a copy keeps what they
+// encode to; the last source stays as it is.
 func TestInclusionCompact(t *testing.T) {
 	in := &inclusion{named: map[string]includedPart{}}
-	src := EncodeDescriptors([]Descriptor{&PropertyDescriptor{Key: "p"}, &HashDescriptor{PartitionName: "h"}, &KernelCmdlineDescriptor{Cmdline: "c"},
+	older := EncodeDescriptors([]Descriptor{&PropertyDescriptor{Key: "p"}, &HashDescriptor{PartitionName: "h"}, &KernelCmdlineDescriptor{Cmdline: "c"},
 		&KernelCmdlineDescriptor{Cmdline: "d"}, &HashDescriptor{PartitionName: "h", Salt: []byte{3}}, &PropertyDescriptor{Key: "q"}})
-	in.srcs = [][]byte{src}
-	walkDescriptors(src, func(off, tag uint64, raw []byte) error {
-		in.add(uint32(off), tag, raw)
-		return nil
-	})
-	if len(in.unnamed) != 3 { // p; c and d, adjacent; q
-		t.Errorf("%d unnamed parts, want 3", len(in.unnamed))
+	last := EncodeDescriptors([]Descriptor{&PropertyDescriptor{Key: "r"}, &HashDescriptor{PartitionName: "g"}})
+	for _, src := range [][]byte{older, last} {
+		in.srcs = append(in.srcs, src)
+		walkDescriptors(src, func(off, tag uint64, raw []byte) error {
+			in.add(uint32(off), tag, raw)
+			return nil
+		})
+	}
+	if len(in.unnamed) != 4 { // p; c and d, adjacent; q; r
+		t.Errorf("%d unnamed parts, want 4", len(in.unnamed))
 	}
 	before := bytes.Join(in.encoded(), nil)
 	in.compact()
-	clear(src)
-	if after := bytes.Join(in.encoded(), nil); !bytes.Equal(after, before) || in.held != in.size {
-		t.Fatalf("compacted to %d bytes (%d kept): %x, was %x", in.held, in.size, after, before)
+	clear(older)
+	kept := in.size - len(last)
+	if after := bytes.Join(in.encoded(), nil); !bytes.Equal(after, before) || len(in.srcs[0]) != kept || in.held != kept+len(last) {
+		t.Fatalf("compacted to %d bytes (%d kept, %d held): %x, was %x", len(in.srcs[0]), kept, in.held, after, before)
 	}
 }
 

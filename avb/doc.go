@@ -27,7 +27,12 @@
 // CalculateKernelCmdline, EraseFooter and ExtractPublicKey are its
 // info_image, calculate_kernel_cmdline, erase_footer and
 // extract_public_key; VBMeta.Verify, CheckHashtreeData and CheckHashData
-// are verify_image's checks.
+// are verify_image's checks. VBMetaImage and MakeVBMetaImage are its
+// make_vbmeta_image (VBMetaImageOptions.RequiredLibavbMinor its
+// --print_required_libavb_version), CalculateVBMetaDigest its
+// calculate_vbmeta_digest (libavb's androidboot.vbmeta.digest),
+// ExtractVBMetaImage its extract_vbmeta_image, WritePartitionDigests its
+// print_partition_digests.
 //
 // Deciding about an image is libavb's rule, not avbtool's: the bootloader
 // is the authority. Image.VerifyVBMeta (VerifyVBMetaBlob, VBMeta.VerifyWith)
@@ -62,5 +67,8 @@
 //
 // Signing uses crypto/rsa (PKCS#1 v1.5, whose DigestInfo prefixes are
 // avbtool's): SHA256 or SHA512 with RSA 2048, 4096 or 8192, keys in PEM,
-// PKCS#1 or PKCS#8. Nothing here prints or reads the environment.
+// PKCS#1 or PKCS#8. A Signer may sign instead of a key in memory:
+// HelperSigner runs an external program as avbtool's --signing_helper and
+// --signing_helper_with_files do, so that the key may stay in an HSM.
+// Nothing here prints or reads the environment.
 package avb

@@ -58,7 +58,7 @@ func (p *prepared) include(paths []string) error {
 			return inputErr("", "the descriptors of the images included (%s...) take more than the %d bytes of a vbmeta", path, MaxVBMetaSize)
 		}
 		if in.held > MaxVBMetaSize {
-			in.compact() // the blobs read go, what is kept is copied
+			in.compact() // the older blobs go, what is kept of them is copied
 		}
 	}
 	p.included = in.encoded()
@@ -88,11 +88,29 @@ func (in *inclusion) add(off uint32, tag uint64, raw []byte) {
 	}
 }
 
-// compact copies the descriptors kept into one source of their own, so
-// that the blobs they were read in go.
+// compact copies the descriptors kept from every source but the last
+// (the blob just read, which stays) into one source of their own, so
+// that the blobs they were read in go. Copying only the older parts keeps
+// the peak at two blobs read and what is kept of the others.
 func (in *inclusion) compact() {
-	buf := make([]byte, 0, in.size)
+	last := uint32(len(in.srcs) - 1)
+	n := 0
+	for _, p := range in.unnamed {
+		if p.src != last {
+			n += int(p.to - p.from)
+		}
+	}
+	for _, p := range in.named {
+		if p.src != last {
+			n += int(p.to - p.from)
+		}
+	}
+	buf := make([]byte, 0, n)
 	move := func(p includedPart) includedPart {
+		if p.src == last {
+			p.src = 1
+			return p
+		}
 		from := len(buf)
 		buf = append(buf, in.bytes(p)...)
 		return includedPart{0, uint32(from), uint32(len(buf))}
@@ -103,8 +121,8 @@ func (in *inclusion) compact() {
 	for k, p := range in.named {
 		in.named[k] = move(p)
 	}
-	in.srcs = [][]byte{buf}
-	in.held = len(buf)
+	in.srcs = [][]byte{buf, in.srcs[last]}
+	in.held = len(buf) + len(in.srcs[1])
 }
 
 // encoded returns the descriptors in avbtool's order.

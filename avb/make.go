@@ -1,19 +1,18 @@
 package avb
 
 import (
-	"crypto/rand"
+	"context"
 	"crypto/rsa"
-	"fmt"
-
-	"github.com/veritytree/veritytree/verity"
 )
 
 // VBMetaOptions are what a vbmeta blob holds besides its descriptors.
 type VBMetaOptions struct {
 	// Algorithm is the signing algorithm's name; "" means NONE.
 	Algorithm string
-	// Key signs the blob; required for every algorithm but NONE.
-	Key *rsa.PrivateKey
+	// Key signs the blob, or Signer does (which wins if both are given);
+	// one is required for every algorithm but NONE.
+	Key    *rsa.PrivateKey
+	Signer Signer
 	// Descriptors, in order.
 	Descriptors []Descriptor
 	// encoded are more descriptors, after those, already encoded (those
@@ -40,11 +39,28 @@ func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
 // of 64); auxiliary block (descriptors, public key, public key metadata,
 // zeros to a multiple of 64).
 func MakeVBMeta(o *VBMetaOptions) ([]byte, error) {
+	return MakeVBMetaContext(context.Background(), o)
+}
+
+// MakeVBMetaContext is MakeVBMeta with a context, which ends the run of a
+// signing helper (see HelperSigner).
+func MakeVBMetaContext(ctx context.Context, o *VBMetaOptions) ([]byte, error) {
 	h, alg, pubBlob, descSize, err := layOutVBMeta(o)
 	if err != nil {
 		return nil, err
 	}
-	return signVBMeta(o, h, alg, pubBlob, descSize)
+	return signVBMeta(ctx, o, h, alg, pubBlob, descSize)
+}
+
+// signer is what signs for o: its Signer, or its Key.
+func (o *VBMetaOptions) signer() Signer {
+	switch {
+	case o.Signer != nil:
+		return o.Signer
+	case o.Key != nil:
+		return KeySigner{o.Key}
+	}
+	return nil
 }
 
 // vbmetaSize is the size of the blob MakeVBMeta makes of o, without signing
@@ -66,11 +82,12 @@ func layOutVBMeta(o *VBMetaOptions) (*Header, *Algorithm, []byte, uint64, error)
 	}
 	var pubBlob []byte
 	if alg.Type != 0 {
-		if o.Key == nil {
+		s := o.signer()
+		if s == nil || s.PublicKey() == nil {
 			return nil, nil, nil, 0, paramErr("Key", "give the private key (PEM) the image is signed with",
 				"key is required for algorithm %s", alg.Name)
 		}
-		if pubBlob, err = EncodePublicKey(&o.Key.PublicKey); err != nil {
+		if pubBlob, err = EncodePublicKey(s.PublicKey()); err != nil {
 			return nil, nil, nil, 0, err
 		}
 		if len(pubBlob) != alg.PublicKeySize {
@@ -109,7 +126,7 @@ func layOutVBMeta(o *VBMetaOptions) (*Header, *Algorithm, []byte, uint64, error)
 }
 
 // signVBMeta assembles the blob layOutVBMeta laid out and signs it.
-func signVBMeta(o *VBMetaOptions, h *Header, alg *Algorithm, pubBlob []byte, descSize uint64) ([]byte, error) {
+func signVBMeta(ctx context.Context, o *VBMetaOptions, h *Header, alg *Algorithm, pubBlob []byte, descSize uint64) ([]byte, error) {
 	// Made once, the descriptors encoded in place; zeros up to a whole
 	// 4096-byte block are there for AddHashtreeFooter to append.
 	size := HeaderSize + h.AuthenticationBlockSize + h.AuxiliaryBlockSize
@@ -133,12 +150,12 @@ func signVBMeta(o *VBMetaOptions, h *Header, alg *Algorithm, pubBlob []byte, des
 		hh.Write(blob[:HeaderSize])
 		hh.Write(aux)
 		digest := hh.Sum(nil)
-		// PKCS#1 v1.5 is deterministic: the same bytes as avbtool's
-		// openssl rsautl -sign -raw over its padding and the digest.
-		sig, err := rsa.SignPKCS1v15(rand.Reader, o.Key, alg.Hash, digest)
+		sig, err := o.signer().Sign(ctx, alg, digest)
 		if err != nil {
-			return nil, &verity.Error{Kind: verity.KindParam, Field: "Key", Hint: "check that the key is a whole RSA private key, e.g. with openssl rsa -check -in KEY",
-				Err: &causedError{msg: fmt.Sprintf("the key cannot sign with %s", alg.Name), cause: err}}
+			return nil, err
+		}
+		if len(sig) != alg.SignatureSize {
+			return nil, paramErr("Signer", "", "the signer gave a signature of %d bytes, not %d", len(sig), alg.SignatureSize)
 		}
 		auth := blob[HeaderSize:]
 		copy(auth, digest)

@@ -1,0 +1,184 @@
+package avb
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+
+	"github.com/veritytree/veritytree/verity"
+)
+
+// VBMetaImageOptions are avbtool make_vbmeta_image's options.
+type VBMetaImageOptions struct {
+	// Algorithm is the signing algorithm ("" means NONE); Key or Signer
+	// signs (Signer wins if both are given).
+	Algorithm string
+	Key       *rsa.PrivateKey
+	Signer    Signer
+	// ChainPartitions, in the order given; avbtool puts those with
+	// DoNotUseAB (--chain_partition_do_not_use_ab) after the others.
+	ChainPartitions []ChainPartition
+	// Properties, in order: avbtool puts those of --prop before those of
+	// --prop_from_file.
+	Properties []Property
+	// SetupRootfsFromKernel, if not "", is the path of an image (with a
+	// footer, or a vbmeta image) whose first hashtree descriptor gives the
+	// two kernel command-line descriptors that set its partition up with
+	// dm-verity as the root file system.
+	SetupRootfsFromKernel string
+	KernelCmdlines        []string
+	// IncludeDescriptorsFrom are images (with a footer, or vbmeta images)
+	// whose descriptors are copied in, as avbtool's
+	// --include_descriptors_from_image copies them.
+	IncludeDescriptorsFrom []string
+	PublicKeyMetadata      []byte
+	RollbackIndex          uint64
+	RollbackIndexLocation  uint32
+	// Flags are the vbmeta image flags (FlagHashtreeDisabled for
+	// --set_hashtree_disabled_flag).
+	Flags uint32
+	// ReleaseString replaces avbtool 1.3.0's; AppendToReleaseString is
+	// added after a space.
+	ReleaseString, AppendToReleaseString string
+	// PaddingSize, if not 0, pads the image MakeVBMetaImage writes with
+	// zeros to a multiple of it (at most 1 GiB).
+	PaddingSize uint64
+}
+
+// maxPaddingSize bounds PaddingSize: the zeros are written, not held, but
+// a padding larger than any vbmeta image is a mistake.
+const maxPaddingSize = 1 << 30
+
+// RequiredLibavbMinor is the minor version of libavb 1.x the image needs,
+// what avbtool's --print_required_libavb_version prints after "1.": 2 with
+// a rollback index location, 3 with a chain partition that does not use
+// A/B, at least that of each image included (whose headers it reads).
+func (o *VBMetaImageOptions) RequiredLibavbMinor() (uint32, error) {
+	p := &prepared{minor: o.ownMinor()}
+	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
+		return 0, err
+	}
+	return p.minor, nil
+}
+
+func (o *VBMetaImageOptions) ownMinor() uint32 {
+	var m uint32
+	if o.RollbackIndexLocation > 0 {
+		m = 2
+	}
+	for _, c := range o.ChainPartitions {
+		if c.DoNotUseAB {
+			m = 3
+		}
+	}
+	return m
+}
+
+// VBMetaImage returns the vbmeta blob avbtool's make_vbmeta_image makes
+// of o, byte for byte, without the padding (see MakeVBMetaImage): its
+// descriptors are, in order, the chain partitions (those that use A/B,
+// then the others), the properties, the two command lines of
+// SetupRootfsFromKernel, the kernel command lines, and the included
+// descriptors (see IncludeDescriptorsFrom). Every input is read, and
+// bounded, before anything is signed; ctx ends a signing helper's run.
+func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
+	if o.PaddingSize > maxPaddingSize {
+		return nil, paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", o.PaddingSize, maxPaddingSize)
+	}
+	var descs []Descriptor
+	used := map[uint32]bool{o.RollbackIndexLocation: true}
+	for _, noAB := range []bool{false, true} {
+		for _, c := range o.ChainPartitions {
+			if c.DoNotUseAB != noAB {
+				continue
+			}
+			if used[c.RollbackIndexLocation] {
+				return nil, paramErr("ChainPartitions", "give each chained partition a location of its own, and not the vbmeta's own",
+					"chained partition %s: rollback index location %d is already in use", c.Name, c.RollbackIndexLocation)
+			}
+			used[c.RollbackIndexLocation] = true
+			if c.RollbackIndexLocation < 1 {
+				return nil, paramErr("ChainPartitions", "", "chained partition %s: rollback index location must be 1 or larger", c.Name)
+			}
+			d := &ChainPartitionDescriptor{RollbackIndexLocation: c.RollbackIndexLocation, PartitionName: c.Name, PublicKey: c.PublicKey}
+			if c.DoNotUseAB {
+				d.Flags |= ChainFlagDoNotUseAB
+			}
+			descs = append(descs, d)
+		}
+	}
+	for _, pr := range o.Properties {
+		descs = append(descs, &PropertyDescriptor{Key: pr.Key, Value: pr.Value})
+	}
+	if o.SetupRootfsFromKernel != "" {
+		rootfs, err := SetupRootfsFromKernelDescriptors(o.SetupRootfsFromKernel)
+		if err != nil {
+			return nil, err
+		}
+		descs = append(descs, rootfs...)
+	}
+	for _, c := range o.KernelCmdlines {
+		descs = append(descs, &KernelCmdlineDescriptor{Cmdline: c})
+	}
+	p := &prepared{minor: o.ownMinor()}
+	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
+		return nil, err
+	}
+	release := o.ReleaseString
+	if release == "" {
+		release = ReleaseString
+	}
+	if o.AppendToReleaseString != "" {
+		release += " " + o.AppendToReleaseString
+	}
+	blob, err := MakeVBMetaContext(ctx, &VBMetaOptions{
+		Algorithm: o.Algorithm, Key: o.Key, Signer: o.Signer, Descriptors: descs, encoded: p.included,
+		PublicKeyMetadata: o.PublicKeyMetadata, RollbackIndex: o.RollbackIndex, Flags: o.Flags,
+		RollbackIndexLocation: o.RollbackIndexLocation, ReleaseString: release, RequiredLibavbMinor: p.minor,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return blob, nil
+}
+
+// writePadded commits b, then zeros up to a multiple of padding (0:
+// none), to out, the zeros a block at a time.
+func writePadded(ctx context.Context, out *verity.OutputFile, b []byte, padding uint64) error {
+	if padding == 0 {
+		return out.Commit(b)
+	}
+	w := out.Writer(ctx)
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	zeros := make([]byte, 64<<10)
+	for left := roundUp(uint64(len(b)), padding) - uint64(len(b)); left > 0; {
+		n := min(left, uint64(len(zeros)))
+		if _, err := w.Write(zeros[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	return out.Commit(nil)
+}
+
+// isVBMetaImage recognizes an output it may replace: a vbmeta image.
+func isVBMetaImage(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }
+
+// MakeVBMetaImage writes the vbmeta blob VBMetaImage makes, then zeros to
+// a multiple of o.PaddingSize, to outputPath, under the rules of verity.OpenOutputFile: an existing file
+// is replaced only if it is empty or a vbmeta image, and only once the
+// image is made (a failure leaves it as it was).
+func MakeVBMetaImage(ctx context.Context, outputPath string, o *VBMetaImageOptions) error {
+	out, err := verity.OpenOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	blob, err := VBMetaImage(ctx, o)
+	if err != nil {
+		return err
+	}
+	return writePadded(ctx, out, blob, o.PaddingSize)
+}
