@@ -18,10 +18,10 @@ import (
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
-// avbtoolCuts are the runs where avbtool cuts image data the partition's
+// cuts are the runs where avbtool cuts image data the partition's
 // signed descriptor covers, trusting the footer's (unsigned) original
 // size: the front refuses them, image unchanged.
-var avbtoolCuts = map[string]bool{
+var cuts = map[string]bool{
 	"footer-orig-4096/erase": true, "footer-orig-4096/rerun": true,
 	"footer-orig-minus-100/erase": true, "footer-orig-minus-100/rerun": true,
 	"hash-orig-small/erase": true,
@@ -69,13 +69,13 @@ func TestAvbtoolFrontCrafted(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantCode, _ := strconv.Atoi(rc)
-			r := avbtoolRun(t, args...)
+			r := run(t, args...)
 			gotSize, gotSum := fronttest.AVBFileSum(t, image)
-			if avbtoolCuts[name+"/"+label] {
+			if cuts[name+"/"+label] {
 				if wantCode != 0 || after == beforeSum {
 					t.Fatalf("avbtool left the image as it was (exit %d): the case is not what it was", wantCode)
 				}
-				if r.code != avbtoolFailed || !strings.Contains(r.stderr, "would cut the image to ") || strings.Count(r.stderr, "\n") > 2 {
+				if r.code != exitFailed || !strings.Contains(r.stderr, "would cut the image to ") || strings.Count(r.stderr, "\n") > 2 {
 					t.Errorf("exit %d, stderr %q: want exit 1 and the refusal", r.code, r.stderr)
 				}
 				if gotSize != beforeSize || gotSum != beforeSum {

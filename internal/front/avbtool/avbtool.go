@@ -30,9 +30,9 @@ import (
 
 // Exit codes of the avbtool front: avbtool's.
 const (
-	avbtoolOK     = 0
-	avbtoolFailed = 1 // avbtool's AvbError: bad input, failed verification
-	avbtoolUsage  = 2 // argparse's usage errors; also what this front does not do
+	exitOK     = 0
+	exitFailed = 1 // avbtool's AvbError: bad input, failed verification
+	exitUsage  = 2 // argparse's usage errors; also what this front does not do
 )
 
 // CalledAs reports whether argv0 names the avbtool front.
@@ -41,22 +41,22 @@ func CalledAs(argv0 string) bool {
 	return b == "avbtool" || b == "avbtool.py"
 }
 
-var avbtoolCommands = []string{"add_hashtree_footer", "calculate_kernel_cmdline", "erase_footer", "extract_public_key",
+var commands = []string{"add_hashtree_footer", "calculate_kernel_cmdline", "erase_footer", "extract_public_key",
 	"info_image", "verify_image", "version"}
 
 // Main runs avbtool's command line args (after argv0); messages are
 // prefixed with argv0 as given, as avbtool prefixes them with sys.argv[0].
 func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
-	t := &avbtool{ctx: ctx, prog: argv0, stdout: stdout, stderr: stderr}
+	t := &tool{ctx: ctx, prog: argv0, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		t.usage(stderr)
 		fmt.Fprintf(stderr, "%s: error: too few arguments\n", argv0)
-		return avbtoolUsage
+		return exitUsage
 	}
 	switch args[0] {
 	case "-h", "--help":
 		t.usage(stdout)
-		return avbtoolOK
+		return exitOK
 	case "add_hashtree_footer":
 		return t.addHashtreeFooter(args[1:])
 	case "info_image":
@@ -74,41 +74,41 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 			return t.usageErr("version", "unrecognized arguments: %s", strings.Join(args[1:], " "))
 		}
 		fmt.Fprintln(stdout, avb.ReleaseString)
-		return avbtoolOK
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "%s: error: %s is not one of veritygen's avbtool subcommands (%s); run the real avbtool for it\n",
-		argv0, args[0], strings.Join(avbtoolCommands, ", "))
-	return avbtoolUsage
+		argv0, args[0], strings.Join(commands, ", "))
+	return exitUsage
 }
 
-type avbtool struct {
+type tool struct {
 	ctx            context.Context
 	prog           string
 	stdout, stderr io.Writer
 }
 
-func (t *avbtool) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s {%s} ...\n", t.prog, strings.Join(avbtoolCommands, ","))
+func (t *tool) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s {%s} ...\n", t.prog, strings.Join(commands, ","))
 	fmt.Fprintf(w, "(veritygen's avbtool front: avbtool %s's command line for these subcommands; others need the real avbtool)\n",
 		strings.TrimPrefix(avb.ReleaseString, "avbtool "))
 }
 
 // usageErr reports a command-line error as argparse does: exit 2.
-func (t *avbtool) usageErr(cmd, format string, args ...any) int {
+func (t *tool) usageErr(cmd, format string, args ...any) int {
 	fmt.Fprintf(t.stderr, "usage: %s %s [-h] ...\n", t.prog, cmd)
 	fmt.Fprintf(t.stderr, "%s %s: error: %s\n", t.prog, cmd, fmt.Sprintf(format, args...))
-	return avbtoolUsage
+	return exitUsage
 }
 
 // unsupported reports what this front does not do: exit 2.
-func (t *avbtool) unsupported(format string, args ...any) int {
+func (t *tool) unsupported(format string, args ...any) int {
 	fmt.Fprintf(t.stderr, "%s: error: %s\n", t.prog, fmt.Sprintf(format, args...))
 	fmt.Fprintf(t.stderr, "%s: hint: veritygen's avbtool front does not do this; run the real avbtool\n", t.prog)
-	return avbtoolUnsupportedExit
+	return exitUnsupported
 }
 
-// avbtoolUnsupportedExit is the exit code of what the front does not do.
-const avbtoolUnsupportedExit = avbtoolUsage
+// exitUnsupported is the exit code of what the front does not do.
+const exitUnsupported = exitUsage
 
 // avbMessage is an error worded as avbtool words it (capitals, final dot).
 type avbMessage string
@@ -121,18 +121,18 @@ func avbErr(format string, args ...any) error { return avbMessage(fmt.Sprintf(fo
 // SIGINT or SIGTERM (nothing half-written left) says so and exits as
 // avbtool, which the signal kills, shows in a shell: 128 + the signal's
 // number (130, 143).
-func (t *avbtool) failed(err error) int {
+func (t *tool) failed(err error) int {
 	if in := cli.InterruptedBy(t.ctx); in != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
 		return in.ExitCode()
 	}
 	cli.Report(t.stderr, t.prog, err)
-	return avbtoolFailed
+	return exitFailed
 }
 
 // flagSet returns a flag set for subcommand cmd; parse parses args into it,
 // returning an exit code when it is done (an error, or -h).
-func (t *avbtool) flagSet(cmd string) *pflag.FlagSet {
+func (t *tool) flagSet(cmd string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(t.prog+" "+cmd, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -140,7 +140,7 @@ func (t *avbtool) flagSet(cmd string) *pflag.FlagSet {
 	return fs
 }
 
-func (t *avbtool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
+func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
 	args, err := expandAbbrev(fs, args)
 	if err != nil {
 		return t.usageErr(cmd, "%v", err), true
@@ -150,7 +150,7 @@ func (t *avbtool) parse(cmd string, fs *pflag.FlagSet, args []string, required .
 	}
 	if h, _ := fs.GetBool("help"); h {
 		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, fs.FlagUsages())
-		return avbtoolOK, true
+		return exitOK, true
 	}
 	if fs.NArg() > 0 {
 		return t.usageErr(cmd, "unrecognized arguments: %s", strings.Join(fs.Args(), " ")), true
@@ -227,7 +227,7 @@ func (n *number) Set(s string) error {
 	return nil
 }
 
-func (t *avbtool) addHashtreeFooter(args []string) int {
+func (t *tool) addHashtreeFooter(args []string) int {
 	const cmd = "add_hashtree_footer"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to add hashtree to")
@@ -316,7 +316,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 	}
 	if *printRequired {
 		fmt.Fprintf(t.stdout, "1.%d\n", o.RequiredLibavbMinor())
-		return avbtoolOK
+		return exitOK
 	}
 	o.ChainPartitions = nil
 	if *calcMax {
@@ -325,7 +325,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 			return t.failed(err)
 		}
 		fmt.Fprintf(t.stdout, "%d\n", n)
-		return avbtoolOK
+		return exitOK
 	}
 	if *image == "" {
 		return t.failed(avbErr("Adding hashtree_footer failed: no --image given."))
@@ -385,7 +385,7 @@ func (t *avbtool) addHashtreeFooter(args []string) int {
 	if _, err := avb.AddHashtreeFooter(t.ctx, *image, o); err != nil {
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
 // Bounds of the small inputs read: public key metadata goes into a vbmeta
@@ -398,7 +398,7 @@ const (
 // readSmallFile reads a small input (a key, metadata) of at most limit
 // bytes, from a file, a pipe or a FIFO, whose wait for a writer ends with
 // the front's context.
-func (t *avbtool) readSmallFile(path, what string, limit int) ([]byte, error) {
+func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
 	b, err := safefile.ReadSmall(t.ctx, path, limit)
 	switch {
 	case err == nil:
@@ -414,7 +414,7 @@ func (t *avbtool) readSmallFile(path, what string, limit int) ([]byte, error) {
 // writeOutput writes b where a subcommand's --output goes: stdout for ""
 // or "-", else the file, which may replace an existing one only if ours
 // recognizes it as holding what the subcommand writes (what).
-func (t *avbtool) writeOutput(path, what string, ours func(head []byte) bool, b []byte) error {
+func (t *tool) writeOutput(path, what string, ours func(head []byte) bool, b []byte) error {
 	if path == "" || path == "-" {
 		_, err := t.stdout.Write(b)
 		return err
@@ -430,7 +430,7 @@ func (t *avbtool) writeOutput(path, what string, ours func(head []byte) bool, b 
 // openOutput opens a subcommand's --output file. Not os.WriteFile: a
 // mistyped --output must not destroy an image, a device or a link (see
 // verity.OpenOutputFile).
-func (t *avbtool) openOutput(path, what string, ours func(head []byte) bool) (*verity.OutputFile, error) {
+func (t *tool) openOutput(path, what string, ours func(head []byte) bool) (*verity.OutputFile, error) {
 	return verity.OpenOutputFile(path, "--output", what, ours, false)
 }
 
@@ -443,7 +443,7 @@ func isCmdline(head []byte) bool {
 	return utf8.Valid(head) && !bytes.ContainsAny(head, "\x00\n")
 }
 
-func (t *avbtool) infoImage(args []string) int {
+func (t *tool) infoImage(args []string) int {
 	const cmd = "info_image"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to show information about")
@@ -465,7 +465,7 @@ func (t *avbtool) infoImage(args []string) int {
 		if err := img.WriteInfo(ctxWriter{t.ctx, t.stdout}); err != nil {
 			return t.failed(err)
 		}
-		return avbtoolOK
+		return exitOK
 	}
 	out, err := t.openOutput(*output, "an info_image text", isInfoText)
 	if err != nil {
@@ -478,7 +478,7 @@ func (t *avbtool) infoImage(args []string) int {
 	if err := out.Commit(nil); err != nil {
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
 // ctxWriter is w, its writes failing once ctx ends: the text of a million
@@ -501,7 +501,7 @@ func isInfoText(head []byte) bool {
 	return bytes.HasPrefix(head, []byte("Footer version:")) || bytes.HasPrefix(head, []byte("Minimum libavb version:"))
 }
 
-func (t *avbtool) eraseFooter(args []string) int {
+func (t *tool) eraseFooter(args []string) int {
 	const cmd = "erase_footer"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image with a footer")
@@ -512,10 +512,10 @@ func (t *avbtool) eraseFooter(args []string) int {
 	if err := avb.EraseFooter(*image, *keep); err != nil {
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
-func (t *avbtool) extractPublicKey(args []string) int {
+func (t *tool) extractPublicKey(args []string) int {
 	const cmd = "extract_public_key"
 	fs := t.flagSet(cmd)
 	key := fs.String("key", "", "Path to RSA private key file")
@@ -530,10 +530,10 @@ func (t *avbtool) extractPublicKey(args []string) int {
 	if err := t.writeOutput(*output, "an AVB public key", isPublicKey, b); err != nil {
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
-func (t *avbtool) calculateKernelCmdline(args []string) int {
+func (t *tool) calculateKernelCmdline(args []string) int {
 	const cmd = "calculate_kernel_cmdline"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to calculate kernel cmdline for")
@@ -549,7 +549,7 @@ func (t *avbtool) calculateKernelCmdline(args []string) int {
 	if err := t.writeOutput(*output, "a kernel command line", isCmdline, []byte(s)); err != nil {
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
 // expectedChain is one --expected_chain_partition.
@@ -558,7 +558,7 @@ type expectedChain struct {
 	key      []byte
 }
 
-func (t *avbtool) verifyImage(args []string) int {
+func (t *tool) verifyImage(args []string) int {
 	const cmd = "verify_image"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to verify")
@@ -591,11 +591,11 @@ func (t *avbtool) verifyImage(args []string) int {
 			// avbtool's own words, printed as its AvbError: argv[0], the
 			// message, nothing else.
 			fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m)
-			return avbtoolFailed
+			return exitFailed
 		}
 		return t.failed(err)
 	}
-	return avbtoolOK
+	return exitOK
 }
 
 // errDescriptor: a descriptor did not verify (avbtool printed why).
@@ -612,7 +612,7 @@ const (
 
 // verify is avbtool's verify_image on one image, following chains; held
 // is the size of the vbmetas of the images that chain to it.
-func (t *avbtool) verify(path, keyPath string, chains map[string]expectedChain, follow, acceptZeroed bool, depth int, held uint64) error {
+func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, follow, acceptZeroed bool, depth int, held uint64) error {
 	if depth > maxChainDepth {
 		return fmt.Errorf("%s: chained partitions nest deeper than %d", path, maxChainDepth)
 	}
@@ -690,7 +690,7 @@ func cdName(cd *avb.ChainPartitionDescriptor) string {
 
 // verifyDescriptor is avbtool's Descriptor.verify: errDescriptor when the
 // descriptor does not verify (with avbtool's line on stderr).
-func (t *avbtool) verifyDescriptor(d avb.Descriptor, path, dir, ext string, chains map[string]expectedChain, acceptZeroed bool) error {
+func (t *tool) verifyDescriptor(d avb.Descriptor, path, dir, ext string, chains map[string]expectedChain, acceptZeroed bool) error {
 	partitionFile := func(name string) string {
 		if name == "" {
 			return path

@@ -90,7 +90,7 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		{[]string{"extract_public_key", "--key", "k.pem"}, "the following arguments are required: --output"},
 		{[]string{"verify_image", "--image", img, "extra"}, "unrecognized arguments: extra"},
 	} {
-		r := avbtoolRun(t, c.args...)
+		r := run(t, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
@@ -119,7 +119,7 @@ func TestAvbtoolFrontFECByDefault(t *testing.T) {
 	}
 	key := filepath.Join(fronttest.AVBVectors, "keys", "rsa4096.pem")
 	common := []string{"--partition_name", "system", "--salt", avbSalt, "--partition_size", "2097152", "--algorithm", "SHA256_RSA4096", "--key", key}
-	if r := avbtoolRun(t, append([]string{"add_hashtree_footer", "--image", front, "--hash_algorithm", "sha256"}, common...)...); r.code != 0 {
+	if r := run(t, append([]string{"add_hashtree_footer", "--image", front, "--hash_algorithm", "sha256"}, common...)...); r.code != 0 {
 		t.Fatalf("exit %d", r.code)
 	}
 	fronttest.OK(t, veritygen.Main, "veritygen", "--append", "--fec", "--avb", "--partition-name=system", "--salt="+avbSalt, "--partition-size=2097152",
@@ -138,12 +138,12 @@ func TestAvbtoolFrontFECByDefault(t *testing.T) {
 		// avbtool stores the parity's size without libfec's header block.
 		t.Errorf("descriptor FEC: roots %d, offset %d, size %d; tree at %d, %d bytes", ht.FECNumRoots, ht.FECOffset, ht.FECSize, ht.TreeOffset, ht.TreeSize)
 	}
-	if r := avbtoolRun(t, "verify_image", "--image", front); r.code != 0 {
+	if r := run(t, "verify_image", "--image", front); r.code != 0 {
 		t.Errorf("verify_image: exit %d", r.code)
 	}
-	r := avbtoolRun(t, "add_hashtree_footer", "--calc_max_image_size", "--partition_size", "2097152")
+	r := run(t, "add_hashtree_footer", "--calc_max_image_size", "--partition_size", "2097152")
 	with := r.stdout
-	r = avbtoolRun(t, "add_hashtree_footer", "--calc_max_image_size", "--partition_size", "2097152", "--do_not_generate_fec")
+	r = run(t, "add_hashtree_footer", "--calc_max_image_size", "--partition_size", "2097152", "--do_not_generate_fec")
 	if with == r.stdout || r.code != 0 {
 		t.Errorf("--calc_max_image_size: %q with FEC, %q without: FEC not counted", with, r.stdout)
 	}
@@ -180,7 +180,7 @@ func TestAvbtoolFrontSparseFECByDefault(t *testing.T) {
 	args := []string{"--partition_name", "system", "--hash_algorithm", "sha256", "--salt", avbSalt, "--partition_size", "2097152",
 		"--algorithm", "SHA256_RSA2048", "--key", key}
 	for _, p := range []string{"front/system.img", "raw/system.img"} {
-		if r := avbtoolRun(t, append([]string{"add_hashtree_footer", "--image", p}, args...)...); r.code != 0 || r.stderr != "" {
+		if r := run(t, append([]string{"add_hashtree_footer", "--image", p}, args...)...); r.code != 0 || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stderr %q", p, r.code, r.stderr)
 		}
 	}
@@ -198,7 +198,7 @@ func TestAvbtoolFrontSparseFECByDefault(t *testing.T) {
 	if ht := img.VBMeta.FirstHashtree(); ht.FECNumRoots != 2 || ht.FECSize == 0 || ht.FECOffset != ht.TreeOffset+ht.TreeSize {
 		t.Fatalf("descriptor FEC: roots %d, offset %d, size %d", ht.FECNumRoots, ht.FECOffset, ht.FECSize)
 	}
-	if r := avbtoolRun(t, "verify_image", "--image", "front/system.img"); r.code != 0 {
+	if r := run(t, "verify_image", "--image", "front/system.img"); r.code != 0 {
 		t.Errorf("verify_image: exit %d", r.code)
 	}
 	fronttest.OK(t, veritygen.Main, "veritygen", "--append", "--fec", "--avb", "--partition-name=system", "--salt="+avbSalt, "--partition-size=2097152",
@@ -247,7 +247,7 @@ func TestAvbtoolFrontVerifyDamage(t *testing.T) {
 			if err := os.WriteFile("system.img", fronttest.AVBImageBytes(t, "blockbyte:4096:64"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if r := avbtoolRun(t, "add_hashtree_footer", "--image", "system.img", "--partition_name", "system", "--hash_algorithm", "sha256",
+			if r := run(t, "add_hashtree_footer", "--image", "system.img", "--partition_name", "system", "--hash_algorithm", "sha256",
 				"--algorithm", "SHA256_RSA2048", "--key", key, "--do_not_generate_fec"); r.code != 0 {
 				t.Fatalf("exit %d", r.code)
 			}
@@ -294,7 +294,7 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 	}
 	footer := func(out string) avbRun {
 		write("system.img", data)
-		return avbtoolRun(t, "add_hashtree_footer", "--image", img, "--partition_size", "1048576", "--do_not_generate_fec",
+		return run(t, "add_hashtree_footer", "--image", img, "--partition_size", "1048576", "--do_not_generate_fec",
 			"--salt", avbSalt, "--output_vbmeta_image", out)
 	}
 
@@ -331,7 +331,7 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 	}
 
 	// extract_public_key --output: a foreign file refused, a key replaced.
-	if r := avbtoolRun(t, "extract_public_key", "--key", key, "--output", other); r.code != 1 {
+	if r := run(t, "extract_public_key", "--key", key, "--output", other); r.code != 1 {
 		t.Errorf("extract_public_key over a text file: exit %d, %q; want 1", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(other); string(b) != "keep me\n" {
@@ -339,7 +339,7 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 	}
 	pub := filepath.Join(dir, "key.avbpubkey")
 	for range 2 {
-		if r := avbtoolRun(t, "extract_public_key", "--key", key, "--output", pub); r.code != 0 {
+		if r := run(t, "extract_public_key", "--key", key, "--output", pub); r.code != 0 {
 			t.Fatalf("extract_public_key: exit %d, %q", r.code, r.stderr)
 		}
 	}

@@ -26,7 +26,7 @@ func TestAvbtoolFrontTextOutputs(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "info.txt")
 	for range 2 { // the second replaces the first (it was refused as foreign)
-		if r := avbtoolRun(t, "info_image", "--image", image, "--output", out); r.code != 0 || r.stdout != "" {
+		if r := run(t, "info_image", "--image", image, "--output", out); r.code != 0 || r.stdout != "" {
 			t.Fatalf("info_image --output: exit %d, %q", r.code, r.stderr)
 		}
 		if b, _ := os.ReadFile(out); !bytes.Equal(b, want) {
@@ -35,7 +35,7 @@ func TestAvbtoolFrontTextOutputs(t *testing.T) {
 	}
 	notes := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notes, []byte("keep me\n"), 0o644)
-	if r := avbtoolRun(t, "info_image", "--image", image, "--output", notes); r.code != 1 || !strings.Contains(r.stderr, "is not an info_image text") {
+	if r := run(t, "info_image", "--image", image, "--output", notes); r.code != 1 || !strings.Contains(r.stderr, "is not an info_image text") {
 		t.Errorf("over a text file: exit %d, %q; want 1, refused", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(notes); string(b) != "keep me\n" {
@@ -43,7 +43,7 @@ func TestAvbtoolFrontTextOutputs(t *testing.T) {
 	}
 	cmdline := filepath.Join(dir, "cmdline")
 	for range 2 {
-		if r := avbtoolRun(t, "calculate_kernel_cmdline", "--image", image, "--output", cmdline); r.code != 0 {
+		if r := run(t, "calculate_kernel_cmdline", "--image", image, "--output", cmdline); r.code != 0 {
 			t.Fatalf("calculate_kernel_cmdline --output: exit %d, %q", r.code, r.stderr)
 		}
 	}

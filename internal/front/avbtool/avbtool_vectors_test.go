@@ -42,9 +42,9 @@ type avbRun struct {
 	stdout, stderr string
 }
 
-// avbtoolRun runs the front in-process as "avbtool.py" (the name the
+// run runs the front in-process as "avbtool.py" (the name the
 // vectors' messages carry).
-func avbtoolRun(t *testing.T, args ...string) avbRun {
+func run(t *testing.T, args ...string) avbRun {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), "avbtool.py", args, &stdout, &stderr)
@@ -86,10 +86,10 @@ func TestAvbtoolFrontVectors(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := fronttest.AVBWorkDir(t, c)
 			before, beforeSum := fronttest.AVBFileSum(t, "image.img")
-			r := avbtoolRun(t, c.Args...)
+			r := run(t, c.Args...)
 			switch {
 			case strings.HasPrefix(c.Result, "error:"):
-				if r.code != avbtoolFailed {
+				if r.code != exitFailed {
 					t.Fatalf("exit %d, want 1 (avbtool: %s)", r.code, c.Result)
 				}
 				if !strings.HasPrefix(r.stderr, "avbtool.py: error: ") || strings.Count(r.stderr, "\n") > 2 {
@@ -137,7 +137,7 @@ func TestAvbtoolFrontVectors(t *testing.T) {
 				}
 			}
 			if c.Rerun == "same" {
-				if r := avbtoolRun(t, c.Args...); r.code != 0 {
+				if r := run(t, c.Args...); r.code != 0 {
 					t.Fatalf("rerun: exit %d", r.code)
 				}
 				if size, sum := fronttest.AVBFileSum(t, "image.img"); size != c.Size || sum != c.SHA256 {
@@ -149,7 +149,7 @@ func TestAvbtoolFrontVectors(t *testing.T) {
 			if c.Footer == "-" {
 				infoOf = c.Args[indexOf(c.Args, "--output_vbmeta_image")+1]
 			}
-			if r := avbtoolRun(t, "info_image", "--image", infoOf); r.code != 0 || r.stdout != avbVector(t, "info/"+c.Name+".txt") {
+			if r := run(t, "info_image", "--image", infoOf); r.code != 0 || r.stdout != avbVector(t, "info/"+c.Name+".txt") {
 				t.Errorf("info_image: exit %d, output differs from info/%s.txt:\n%s", r.code, c.Name, r.stdout)
 			}
 			for _, suffix := range []string{"", ".hashtree_disabled"} {
@@ -161,7 +161,7 @@ func TestAvbtoolFrontVectors(t *testing.T) {
 				if suffix != "" {
 					args = append(args, "--hashtree_disabled")
 				}
-				if r := avbtoolRun(t, args...); r.code != 0 || r.stdout != string(want) {
+				if r := run(t, args...); r.code != 0 || r.stdout != string(want) {
 					t.Errorf("%v: exit %d, %q; want %q", args, r.code, r.stdout, want)
 				}
 			}
@@ -211,7 +211,7 @@ func TestAvbtoolFrontVerifyImage(t *testing.T) {
 		wantCode, _ := strconv.Atoi(row[2])
 		t.Run(row[0]+"/"+strings.TrimSuffix(filepath.Base(row[3]), ".txt"), func(t *testing.T) {
 			fronttest.AVBWorkDir(t, c)
-			if r := avbtoolRun(t, c.Args...); r.code != 0 {
+			if r := run(t, c.Args...); r.code != 0 {
 				t.Fatalf("add_hashtree_footer: exit %d", r.code)
 			}
 			if img := args[indexOf(args, "--image")+1]; img != "image.img" {
@@ -223,7 +223,7 @@ func TestAvbtoolFrontVerifyImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := avbtoolRun(t, args...)
+			r := run(t, args...)
 			if r.code != wantCode {
 				t.Errorf("exit %d, want %d", r.code, wantCode)
 			}
@@ -257,10 +257,10 @@ func TestAvbtoolFrontEraseFooter(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%s", i, row[0]), func(t *testing.T) {
 			c := cases[row[0]]
 			fronttest.AVBWorkDir(t, c)
-			if r := avbtoolRun(t, c.Args...); r.code != 0 {
+			if r := run(t, c.Args...); r.code != 0 {
 				t.Fatalf("add_hashtree_footer: exit %d", r.code)
 			}
-			if r := avbtoolRun(t, args...); r.code != 0 || r.stdout != "" {
+			if r := run(t, args...); r.code != 0 || r.stdout != "" {
 				t.Fatalf("%v: exit %d", args, r.code)
 			}
 			size, sum := fronttest.AVBFileSum(t, "image.img")
@@ -299,7 +299,7 @@ func TestAvbtoolFrontExtractPublicKey(t *testing.T) {
 		}
 		for _, key := range []string{"rsa" + bits + ".pem", "rsa" + bits + ".pub.pem"} {
 			out := filepath.Join(dir, key+".avbpubkey")
-			r := avbtoolRun(t, "extract_public_key", "--key", filepath.Join(fronttest.AVBVectors, "keys", key), "--output", out)
+			r := run(t, "extract_public_key", "--key", filepath.Join(fronttest.AVBVectors, "keys", key), "--output", out)
 			got, err := os.ReadFile(out)
 			if r.code != 0 || err != nil || !bytes.Equal(got, want) {
 				t.Errorf("%s: exit %d, %v; the blob is not avbtool's", key, r.code, err)

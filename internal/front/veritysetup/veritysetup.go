@@ -28,35 +28,35 @@ import (
 	"github.com/veritytree/veritytree/verity"
 )
 
-// vsName is the name under which veritygen behaves as veritysetup.
-const vsName = "veritysetup"
+// prog is the name under which veritygen behaves as veritysetup.
+const prog = "veritysetup"
 
 // CalledAs reports whether argv0 names the veritysetup front.
-func CalledAs(argv0 string) bool { return filepath.Base(argv0) == vsName }
+func CalledAs(argv0 string) bool { return filepath.Base(argv0) == prog }
 
 // Exit codes of veritysetup (cryptsetup's translate_errno).
 const (
-	vsOK     = 0
-	vsEINVAL = 1 // wrong or missing parameters, wrong root hash
-	vsEPERM  = 2 // corruption
-	vsENOMEM = 3
-	vsENODEV = 4 // wrong device or file specified, missing file
-	vsEBUSY  = 5 // device busy: a file locked by another process
+	exitOK     = 0
+	exitEINVAL = 1 // wrong or missing parameters, wrong root hash
+	exitEPERM  = 2 // corruption
+	exitENOMEM = 3
+	exitENODEV = 4 // wrong device or file specified, missing file
+	exitEBUSY  = 5 // device busy: a file locked by another process
 )
 
-var vsCodeText = map[int]string{
-	vsEINVAL: "wrong or missing parameters",
-	vsEPERM:  "no permission or bad passphrase",
-	vsENOMEM: "out of memory",
-	vsENODEV: "wrong device or file specified",
-	vsEBUSY:  "device already exists or device is busy",
+var codeText = map[int]string{
+	exitEINVAL: "wrong or missing parameters",
+	exitEPERM:  "no permission or bad passphrase",
+	exitENOMEM: "out of memory",
+	exitENODEV: "wrong device or file specified",
+	exitEBUSY:  "device already exists or device is busy",
 }
 
-// vsVersion keeps veritysetup's first two words, which scripts check, and
+// versionText keeps veritysetup's first two words, which scripts check, and
 // says what answers.
-const vsVersion = "veritysetup 2.6.1 flags: veritygen (format, verify and dump only)\n"
+const versionText = "veritysetup 2.6.1 flags: veritygen (format, verify and dump only)\n"
 
-const vsUsage = `Usage: veritysetup [-?Vv] [-?|--help] [--usage] [-V|--version]
+const usageText = `Usage: veritysetup [-?Vv] [-?|--help] [--usage] [-V|--version]
         [--cancel-deferred] [--check-at-most-once] [--data-block-size=bytes]
         [--data-blocks=blocks] [--debug] [--deferred] [--fec-device=path]
         [--fec-offset=bytes] [--fec-roots=bytes] [--format=number]
@@ -68,7 +68,7 @@ const vsUsage = `Usage: veritysetup [-?Vv] [-?|--help] [--usage] [-V|--version]
         [-v|--verbose] [OPTION...] <action> <action-specific>
 `
 
-const vsHelp = `Usage: veritysetup [OPTION...] <action> <action-specific>
+const helpText = `Usage: veritysetup [OPTION...] <action> <action-specific>
 
 This is veritygen answering as veritysetup: it formats, verifies and dumps
 dm-verity hash trees exactly as veritysetup 2.6.1 does (same trees, same
@@ -110,14 +110,14 @@ Default compiled-in dm-verity parameters:
 	Hash: sha256, Data block (bytes): 4096, Hash block (bytes): 4096, Salt size: 32, Hash format: 1
 `
 
-// vsActivationOnly are veritysetup's options that only open uses; it
+// activationOnly are veritysetup's options that only open uses; it
 // refuses them with the other actions.
-var vsActivationOnly = []string{"ignore-corruption", "ignore-zero-blocks", "restart-on-corruption", "panic-on-corruption",
+var activationOnly = []string{"ignore-corruption", "ignore-zero-blocks", "restart-on-corruption", "panic-on-corruption",
 	"use-tasklets", "deferred", "cancel-deferred", "root-hash-signature"}
 
-// vsOptions are veritysetup's options, numbers kept as text so that a bad
+// options are veritysetup's options, numbers kept as text so that a bad
 // one gets veritysetup's message rather than pflag's.
-type vsOptions struct {
+type options struct {
 	hash, salt, uuid, format                             string
 	dataBlockSize, hashBlockSize, dataBlocks, hashOffset string
 	noSuperblock                                         bool
@@ -126,55 +126,55 @@ type vsOptions struct {
 	fs                                                   *pflag.FlagSet
 }
 
-// vsFailure is a failure reported as veritysetup reports it: lines on
+// failure is a failure reported as veritysetup reports it: lines on
 // stderr (after the short usage when usage is set) and an exit code.
-type vsFailure struct {
+type failure struct {
 	code     int
 	usage    bool
 	prefixed bool // the lines start with the invocation name
 	lines    []string
 }
 
-func (f *vsFailure) Error() string { return strings.Join(f.lines, "; ") }
+func (f *failure) Error() string { return strings.Join(f.lines, "; ") }
 
-func vsFail(code int, format string, args ...any) *vsFailure {
-	return &vsFailure{code: code, lines: []string{fmt.Sprintf(format, args...)}}
+func fail(code int, format string, args ...any) *failure {
+	return &failure{code: code, lines: []string{fmt.Sprintf(format, args...)}}
 }
 
-// vsUsageFail is a command-line mistake: veritysetup prints its short usage
+// usageFail is a command-line mistake: veritysetup prints its short usage
 // and the message prefixed with the name it was invoked by (argv[0]).
-func vsUsageFail(format string, args ...any) *vsFailure {
-	return &vsFailure{code: vsEINVAL, usage: true, lines: []string{fmt.Sprintf(format, args...)}, prefixed: true}
+func usageFail(format string, args ...any) *failure {
+	return &failure{code: exitEINVAL, usage: true, lines: []string{fmt.Sprintf(format, args...)}, prefixed: true}
 }
 
 // Main is main for the front; argv0 is the name it was invoked
 // by, which veritysetup's usage errors start with.
 func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
-	var o vsOptions
+	var o options
 	err := o.parse(args)
 	verbose := o.verbose || o.debug
-	code := vsOK
+	code := exitOK
 	switch {
 	case err != nil:
 	case o.help:
-		fmt.Fprint(stdout, vsVersion+vsHelp)
-		return vsOK
+		fmt.Fprint(stdout, versionText+helpText)
+		return exitOK
 	case o.version:
-		fmt.Fprint(stdout, vsVersion)
-		return vsOK
+		fmt.Fprint(stdout, versionText)
+		return exitOK
 	case o.usage:
-		fmt.Fprint(stderr, vsUsage)
-		return vsOK
+		fmt.Fprint(stderr, usageText)
+		return exitOK
 	default:
 		err = o.action(ctx, o.fs.Args(), stdout, stderr)
 	}
 	if err != nil {
-		var f *vsFailure
+		var f *failure
 		if !errors.As(err, &f) {
-			f = vsFromLibrary(err)
+			f = fromLibrary(err)
 		}
 		if f.usage {
-			fmt.Fprint(stderr, vsUsage)
+			fmt.Fprint(stderr, usageText)
 		}
 		for _, l := range f.lines {
 			if f.prefixed {
@@ -185,17 +185,17 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		code = f.code
 	}
 	if verbose && !o.help && !o.version && !o.usage {
-		if code == vsOK {
+		if code == exitOK {
 			fmt.Fprintln(stdout, "Command successful.")
 		} else {
-			fmt.Fprintf(stdout, "Command failed with code -%d (%s).\n", code, vsCodeText[code])
+			fmt.Fprintf(stdout, "Command failed with code -%d (%s).\n", code, codeText[code])
 		}
 	}
 	return code
 }
 
-func (o *vsOptions) parse(args []string) error {
-	fs := pflag.NewFlagSet(vsName, pflag.ContinueOnError)
+func (o *options) parse(args []string) error {
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.fs = fs
@@ -219,7 +219,7 @@ func (o *vsOptions) parse(args []string) error {
 	fs.BoolVarP(&o.version, "version", "V", false, "")
 	// Accepted as veritysetup accepts them; meaningful only for open.
 	fs.Bool("check-at-most-once", false, "")
-	for _, name := range vsActivationOnly {
+	for _, name := range activationOnly {
 		if name == "root-hash-signature" {
 			fs.String(name, "", "")
 		} else {
@@ -227,21 +227,21 @@ func (o *vsOptions) parse(args []string) error {
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return vsParseError(err)
+		return parseError(err)
 	}
 	return nil
 }
 
-// vsParseError words pflag's errors as popt's.
-func vsParseError(err error) error {
+// parseError words pflag's errors as popt's.
+func parseError(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "unknown flag: "):
-		return vsUsageOnly(strings.TrimPrefix(msg, "unknown flag: ") + ": unknown option")
+		return usageOnly(strings.TrimPrefix(msg, "unknown flag: ") + ": unknown option")
 	case strings.HasPrefix(msg, "unknown shorthand flag: "):
 		// "unknown shorthand flag: 'q' in -q"
 		if i := strings.LastIndex(msg, " in "); i >= 0 {
-			return vsUsageOnly(msg[i+4:] + ": unknown option")
+			return usageOnly(msg[i+4:] + ": unknown option")
 		}
 	case strings.HasPrefix(msg, "flag needs an argument: "):
 		name := strings.TrimPrefix(msg, "flag needs an argument: ")
@@ -249,49 +249,49 @@ func vsParseError(err error) error {
 		if !strings.HasPrefix(name, "-") {
 			name = "-" + name
 		}
-		return vsUsageOnly(name + ": missing argument")
+		return usageOnly(name + ": missing argument")
 	}
-	return vsUsageOnly(msg)
+	return usageOnly(msg)
 }
 
-// vsUsageOnly is popt's own error: the short usage, then the message as
+// usageOnly is popt's own error: the short usage, then the message as
 // it is.
-func vsUsageOnly(msg string) *vsFailure {
-	return &vsFailure{code: vsEINVAL, usage: true, lines: []string{msg}}
+func usageOnly(msg string) *failure {
+	return &failure{code: exitEINVAL, usage: true, lines: []string{msg}}
 }
 
-func (o *vsOptions) action(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func (o *options) action(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return vsUsageFail("Argument <action> missing.")
+		return usageFail("Argument <action> missing.")
 	}
 	verb, args := args[0], args[1:]
 	switch verb {
 	case "format", "verify", "dump":
 	case "open", "create", "close", "remove", "status":
-		f := vsUsageFail("Unknown action.")
+		f := usageFail("Unknown action.")
 		f.lines = append(f.lines, fmt.Sprintf("%s: this veritysetup is veritygen, which only formats, verifies and dumps; "+
 			"use cryptsetup's veritysetup to %s a device", verb, verb))
 		return f
 	default:
-		f := vsUsageFail("Unknown action.")
+		f := usageFail("Unknown action.")
 		f.lines = append(f.lines, "this veritysetup is veritygen, which only formats, verifies and dumps")
 		return f
 	}
-	for _, name := range vsActivationOnly {
+	for _, name := range activationOnly {
 		if o.fs.Changed(name) {
-			return vsUsageFail("Option --%s is not allowed with %s action.", name, verb)
+			return usageFail("Option --%s is not allowed with %s action.", name, verb)
 		}
 	}
 	// As veritysetup, arguments past those an action takes are ignored.
 	switch verb {
 	case "format":
 		if len(args) < 2 {
-			return vsUsageFail("format: requires <data_device> <hash_device> as arguments")
+			return usageFail("format: requires <data_device> <hash_device> as arguments")
 		}
 		return o.formatAction(ctx, args[0], args[1], stdout, stderr)
 	case "verify":
 		if len(args) < 2 {
-			return vsUsageFail("verify: requires <data_device> <hash_device> [<root_hash>] as arguments")
+			return usageFail("verify: requires <data_device> <hash_device> [<root_hash>] as arguments")
 		}
 		root := ""
 		if len(args) > 2 {
@@ -300,26 +300,26 @@ func (o *vsOptions) action(ctx context.Context, args []string, stdout, stderr io
 		return o.verifyAction(ctx, args[0], args[1], root, stderr)
 	}
 	if len(args) < 1 {
-		return vsUsageFail("dump: requires <hash_device> as arguments")
+		return usageFail("dump: requires <hash_device> as arguments")
 	}
 	return o.dumpAction(args[0], stdout)
 }
 
-// vsNumber parses a numeric option as popt does: a bad one is a usage
+// number parses a numeric option as popt does: a bad one is a usage
 // error.
-func vsNumber(text string) (uint64, error) {
+func number(text string) (uint64, error) {
 	n, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return 0, vsUsageFail("invalid numeric value")
+		return 0, usageFail("invalid numeric value")
 	}
 	return n, nil
 }
 
-// vsHooks are checks veritysetup makes between tree's own, in its order:
+// treeHooks are checks veritysetup makes between tree's own, in its order:
 // afterOffsets once the block sizes and offsets are checked (the data
 // device, then the overlap of the data and hash areas), afterHash once the
 // hash algorithm is (the overlaps of the FEC area). Either may be nil.
-type vsHooks struct {
+type treeHooks struct {
 	afterOffsets, afterHash func(t *verity.TreeOptions) error
 }
 
@@ -327,13 +327,13 @@ type vsHooks struct {
 // salt, hash type, block sizes, offsets, the hooks' checks, hash
 // algorithm), with its messages, and returns them as the library takes
 // them. hashPath names HASH in the UUID message.
-func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, error) {
+func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, error) {
 	var t verity.TreeOptions
 	nums := map[string]uint64{}
 	for _, n := range []struct{ name, text string }{{"format", o.format}, {"data-block-size", o.dataBlockSize},
 		{"hash-block-size", o.hashBlockSize}, {"data-blocks", o.dataBlocks}, {"hash-offset", o.hashOffset},
 		{"fec-offset", o.fecOffset}, {"fec-roots", o.fecRoots}} {
-		v, err := vsNumber(n.text)
+		v, err := number(n.text)
 		if err != nil {
 			return t, err
 		}
@@ -344,19 +344,19 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 		if o.salt == "-" {
 			t.Salt = []byte{}
 		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
-			return t, vsFail(vsEINVAL, "Invalid salt string specified.")
+			return t, fail(exitEINVAL, "Invalid salt string specified.")
 		} else {
 			t.Salt = salt
 		}
 	}
 	if f := nums["format"]; f > 1 {
-		return t, vsFail(vsEINVAL, "Unsupported VERITY hash type %d.", f)
+		return t, fail(exitEINVAL, "Unsupported VERITY hash type %d.", f)
 	}
 	t.LegacyFormat = nums["format"] == 0
 	for _, name := range []string{"data-block-size", "hash-block-size"} {
 		v := nums[name]
 		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
-			return t, vsFail(vsEINVAL, "Unsupported VERITY block size.")
+			return t, fail(exitEINVAL, "Unsupported VERITY block size.")
 		}
 	}
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
@@ -364,10 +364,10 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 	t.HashOffset = nums["hash-offset"]
 	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil ||
 		o.noSuperblock && t.HashOffset%uint64(t.HashBlockSize) != 0 {
-		return t, vsFail(vsEINVAL, "Unsupported VERITY hash offset.")
+		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
 	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-		return t, vsFail(vsEINVAL, "Unsupported VERITY FEC offset.")
+		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
 	}
 	t.NoSuperblock = o.noSuperblock
 	if hooks.afterOffsets != nil {
@@ -376,7 +376,7 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 		}
 	}
 	if _, err = hashes.Lookup(o.hash); err != nil {
-		return t, vsFail(vsEINVAL, "Hash algorithm %s not supported.", o.hash)
+		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
 	if hooks.afterHash != nil {
@@ -387,7 +387,7 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 	if o.fs.Changed("uuid") {
 		u, err := cli.ParseUUID(o.uuid)
 		if err != nil {
-			return t, vsFail(vsEINVAL, "Wrong VERITY UUID format provided on device %s.", hashPath)
+			return t, fail(exitEINVAL, "Wrong VERITY UUID format provided on device %s.", hashPath)
 		}
 		if !o.noSuperblock {
 			t.UUID = &u
@@ -396,7 +396,7 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 	return t, nil
 }
 
-// vsOverlapHooks are veritysetup's checks that the areas given do not
+// overlapHooks are veritysetup's checks that the areas given do not
 // overlap (crypt_format for VERITY, which format and a verify without
 // superblock go through): HASH the same device as DATA must start its tree
 // past all of the data, which without --data-blocks is the whole device;
@@ -407,10 +407,10 @@ func (o *vsOptions) tree(hashPath string, hooks vsHooks) (verity.TreeOptions, er
 //
 // verify names its missing devices later, in its own order: with
 // mustExist false, a missing DATA or HASH skips the checks.
-func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vsHooks {
+func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHooks {
 	var dataBytes uint64
 	skip := false
-	return vsHooks{
+	return treeHooks{
 		afterOffsets: func(t *verity.TreeOptions) error {
 			if !mustExist {
 				_, derr := os.Stat(dataPath)
@@ -418,15 +418,15 @@ func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vs
 				if skip = derr != nil || herr != nil; skip {
 					return nil
 				}
-			} else if err := vsCheckDevice(dataPath); err != nil {
+			} else if err := checkDevice(dataPath); err != nil {
 				return err
 			}
 			dataBytes = t.DataBlocks * uint64(t.DataBlockSize)
 			if t.DataBlocks == 0 {
-				dataBytes = vsDeviceSize(dataPath) / uint64(t.DataBlockSize) * uint64(t.DataBlockSize)
+				dataBytes = deviceSize(dataPath) / uint64(t.DataBlockSize) * uint64(t.DataBlockSize)
 			}
-			if vsIdentical(hashPath, dataPath) && dataBytes > t.HashOffset {
-				return vsFail(vsEINVAL, "Data area overlaps with hash area.")
+			if identical(hashPath, dataPath) && dataBytes > t.HashOffset {
+				return fail(exitEINVAL, "Data area overlaps with hash area.")
 			}
 			return nil
 		},
@@ -436,12 +436,12 @@ func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vs
 			}
 			fecOffset, _ := strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
 			alg, _ := hashes.Lookup(t.Hash)
-			tree := vsHashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
-			if vsIdentical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
-				return vsFail(vsEINVAL, "Hash area overlaps with FEC area.")
+			tree := hashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
+			if identical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
+				return fail(exitEINVAL, "Hash area overlaps with FEC area.")
 			}
-			if vsIdentical(dataPath, o.fecDevice) && dataBytes > fecOffset {
-				return vsFail(vsEINVAL, "Data area overlaps with FEC area.")
+			if identical(dataPath, o.fecDevice) && dataBytes > fecOffset {
+				return fail(exitEINVAL, "Data area overlaps with FEC area.")
 			}
 			return nil
 		},
@@ -451,17 +451,17 @@ func (o *vsOptions) vsOverlapHooks(dataPath, hashPath string, mustExist bool) vs
 // verifyHooks are verify's checks between tree's: without superblock,
 // veritysetup lays the tree out as format does, with its checks of the
 // areas; with one it checks none.
-func (o *vsOptions) verifyHooks(dataPath, hashPath string) vsHooks {
+func (o *options) verifyHooks(dataPath, hashPath string) treeHooks {
 	if !o.noSuperblock {
-		return vsHooks{}
+		return treeHooks{}
 	}
-	return o.vsOverlapHooks(dataPath, hashPath, false)
+	return o.overlapHooks(dataPath, hashPath, false)
 }
 
-// vsIdentical is veritysetup's device_is_identical: the same path, or two
+// identical is veritysetup's device_is_identical: the same path, or two
 // block devices of the same device number, or two regular files of the
 // same device and inode (links followed).
-func vsIdentical(a, b string) bool {
+func identical(a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -478,9 +478,9 @@ func vsIdentical(a, b string) bool {
 	return false
 }
 
-// vsDeviceSize is the size of the file or block device at path; 0 if it
+// deviceSize is the size of the file or block device at path; 0 if it
 // cannot be read (the library then says why).
-func vsDeviceSize(path string) uint64 {
+func deviceSize(path string) uint64 {
 	src, err := verity.OpenSource(path, &verity.SourceOptions{Raw: true})
 	if err != nil {
 		return 0
@@ -489,10 +489,10 @@ func vsDeviceSize(path string) uint64 {
 	return uint64(src.Size())
 }
 
-// vsHashBlocks is veritysetup's VERITY_hash_blocks: the hash blocks of a
+// hashBlocks is veritysetup's VERITY_hash_blocks: the hash blocks of a
 // tree of blocks data blocks (0 when its levels cannot be counted, as for
 // 0 blocks: the count then wraps), with digestSize-byte digests.
-func vsHashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
+func hashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
 	bits := 0
 	for u := hashBlockSize / digestSize; u>>bits > 1; {
 		bits++
@@ -523,35 +523,35 @@ func vsHashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
 }
 
 // fec checks the FEC options against the tree's block sizes.
-func (o *vsOptions) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, err error) {
+func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, err error) {
 	if o.fecDevice == "" {
 		return 0, 0, nil
 	}
 	offset, _ = strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
 	r, _ := strconv.ParseUint(o.fecRoots, 10, 64)
 	if r < fec.MinRoots || r > fec.MaxRoots {
-		return 0, 0, vsFail(vsEINVAL, "Invalid number of parity bytes.")
+		return 0, 0, fail(exitEINVAL, "Invalid number of parity bytes.")
 	}
 	if t.DataBlockSize != t.HashBlockSize {
-		return 0, 0, vsFail(vsEINVAL, "Block sizes must match for FEC.")
+		return 0, 0, fail(exitEINVAL, "Block sizes must match for FEC.")
 	}
 	return offset, int(r), nil
 }
 
-// vsCheckDevice fails as veritysetup does when path cannot be opened.
-func vsCheckDevice(path string) error {
+// checkDevice fails as veritysetup does when path cannot be opened.
+func checkDevice(path string) error {
 	info, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return vsFail(vsENODEV, "Device %s does not exist or access denied.", path)
+		return fail(exitENODEV, "Device %s does not exist or access denied.", path)
 	case info.IsDir():
-		return vsFail(vsENODEV, "Device %s is not compatible.", path)
+		return fail(exitENODEV, "Device %s is not compatible.", path)
 	}
 	return nil
 }
 
-func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	t, err := o.tree(hashPath, o.vsOverlapHooks(dataPath, hashPath, true))
+func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
+	t, err := o.tree(hashPath, o.overlapHooks(dataPath, hashPath, true))
 	if err != nil {
 		return err
 	}
@@ -560,15 +560,15 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 		return err
 	}
 	if info, err := os.Stat(hashPath); err == nil && info.IsDir() {
-		return vsFail(vsENODEV, "Device %s is not compatible.", hashPath)
+		return fail(exitENODEV, "Device %s is not compatible.", hashPath)
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if dir, err := os.Stat(filepath.Dir(hashPath)); err != nil || !dir.IsDir() {
-			return vsFail(vsEINVAL, "Cannot create hash image %s for writing.", hashPath)
+			return fail(exitEINVAL, "Cannot create hash image %s for writing.", hashPath)
 		}
 	}
 	if p := o.rootHashFile; p != "" {
 		if dir, err := os.Stat(filepath.Dir(p)); err != nil || !dir.IsDir() {
-			return vsFail(vsEINVAL, "Cannot create root hash file %s for writing.", p)
+			return fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
 		}
 	}
 	// Raw: veritysetup reads an Android sparse image as the bytes it is;
@@ -580,7 +580,7 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 	}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
-		return vsFormatError(err)
+		return formatError(err)
 	}
 	g := fr.Geometry
 	h := cli.NewHeader(g, hashPath)
@@ -603,50 +603,50 @@ func (o *vsOptions) formatAction(ctx context.Context, dataPath, hashPath string,
 	return nil
 }
 
-// vsFormatError words the library's format errors as veritysetup's.
-func vsFormatError(err error) error {
+// formatError words the library's format errors as veritysetup's.
+func formatError(err error) error {
 	var e *verity.Error
 	if errors.As(err, &e) && e.Kind == verity.KindParam {
 		switch e.Field {
 		case "DataBlocks":
-			return vsFail(vsEINVAL, "Input/output error while creating hash area.")
+			return fail(exitEINVAL, "Input/output error while creating hash area.")
 		case "HashOffset":
-			return vsFail(vsEINVAL, "Data area overlaps with hash area.")
+			return fail(exitEINVAL, "Data area overlaps with hash area.")
 		}
 	}
 	return err
 }
 
-// vsFromLibrary words any other error of the library: its own message (one
+// fromLibrary words any other error of the library: its own message (one
 // line), and the exit code veritysetup gives that kind of failure.
-func vsFromLibrary(err error) *vsFailure {
-	code := vsEINVAL
+func fromLibrary(err error) *failure {
+	code := exitEINVAL
 	var e *verity.Error
 	switch {
 	case errors.Is(err, verity.ErrLocked):
-		code = vsEBUSY
+		code = exitEBUSY
 	case errors.Is(err, fs.ErrNotExist):
-		code = vsENODEV
+		code = exitENODEV
 	case errors.As(err, &e) && e.Kind == verity.KindCorrupt:
-		code = vsEPERM
+		code = exitEPERM
 	}
-	return &vsFailure{code: code, lines: []string{err.Error() + "."}}
+	return &failure{code: code, lines: []string{err.Error() + "."}}
 }
 
-func (o *vsOptions) dumpAction(hashPath string, stdout io.Writer) error {
-	offset, err := vsNumber(o.hashOffset)
+func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
+	offset, err := number(o.hashOffset)
 	if err != nil {
 		return err
 	}
-	if err := vsCheckDevice(hashPath); err != nil {
+	if err := checkDevice(hashPath); err != nil {
 		return err
 	}
 	if offset%merkle.SuperblockSize != 0 {
-		return vsFail(vsEINVAL, "Unsupported VERITY hash offset.")
+		return fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
 	g, err := verity.ReadSuperblock(hashPath, offset)
 	if err != nil {
-		return vsSuperblockError(err, hashPath)
+		return superblockError(err, hashPath)
 	}
 	h := cli.NewHeader(g, hashPath)
 	if g.HashOffset == 0 {
@@ -656,9 +656,9 @@ func (o *vsOptions) dumpAction(hashPath string, stdout io.Writer) error {
 	return nil
 }
 
-func vsSuperblockError(err error, hashPath string) error {
+func superblockError(err error, hashPath string) error {
 	if errors.Is(err, verity.ErrInput) {
-		f := vsFail(vsEINVAL, "Device %s is not a valid VERITY device.", hashPath)
+		f := fail(exitEINVAL, "Device %s is not a valid VERITY device.", hashPath)
 		var se *merkle.SuperblockError
 		if errors.As(err, &se) && se.Field == "algorithm" && se.Name != "" {
 			// A name we do not know: veritysetup (OpenSSL) says so first.
@@ -669,9 +669,9 @@ func vsSuperblockError(err error, hashPath string) error {
 	return err
 }
 
-func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootText string, stderr io.Writer) error {
+func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText string, stderr io.Writer) error {
 	if rootText == "" && o.rootHashFile == "" {
-		return vsFail(vsEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
+		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
 	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
 	if err != nil {
@@ -682,15 +682,15 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 		return err
 	}
 	if o.fecDevice != "" {
-		if err := vsCheckDevice(o.fecDevice); err != nil {
-			f := err.(*vsFailure)
+		if err := checkDevice(o.fecDevice); err != nil {
+			f := err.(*failure)
 			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
 			return f
 		}
 	}
 	// veritysetup opens HASH first.
 	for _, p := range []string{hashPath, dataPath} {
-		if err := vsCheckDevice(p); err != nil {
+		if err := checkDevice(p); err != nil {
 			return err
 		}
 	}
@@ -700,7 +700,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if o.noSuperblock {
 		if t.Salt == nil {
 			// The tree's salt is recorded nowhere: it must be given.
-			return vsFail(vsEINVAL, "Invalid salt string specified.")
+			return fail(exitEINVAL, "Invalid salt string specified.")
 		}
 		vo.TreeOptions = t
 		vo.UUID = nil
@@ -708,7 +708,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 		// With a superblock, veritysetup takes the parameters from it and
 		// ignores the options that give them.
 		if g, err = verity.ReadSuperblock(hashPath, t.HashOffset); err != nil {
-			return vsSuperblockError(err, hashPath)
+			return superblockError(err, hashPath)
 		}
 	}
 	var root []byte
@@ -718,14 +718,14 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 		if _, serr := os.Stat(o.rootHashFile); serr != nil {
 			// veritysetup 2.6.1 says so but exits 0 without verifying
 			// anything: a script would take that for success.
-			return vsFail(vsENODEV, "Cannot read root hash file %s.", o.rootHashFile)
+			return fail(exitENODEV, "Cannot read root hash file %s.", o.rootHashFile)
 		}
 		root, err = verity.ReadRootHashFile(ctx, o.rootHashFile)
 	}
 	if err != nil || g != nil && len(root) != g.DigestSize {
-		return vsFail(vsEINVAL, "Invalid root hash string specified.")
+		return fail(exitEINVAL, "Invalid root hash string specified.")
 	}
-	first := vsFirstProblem{g: g}
+	first := firstProblem{g: g}
 	vo.OnProblem = first.see
 	if g == nil {
 		// Without superblock the tree is known once Verify has checked
@@ -736,7 +736,7 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if err != nil {
 		var e *verity.Error
 		if errors.As(err, &e) && e.Field == "root" {
-			return vsFail(vsEINVAL, "Invalid root hash string specified.")
+			return fail(exitEINVAL, "Invalid root hash string specified.")
 		}
 		return err
 	}
@@ -749,11 +749,11 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	if err != nil {
 		return err
 	}
-	if code == vsOK {
+	if code == exitOK {
 		return nil // only the superblock's reserved bytes, which veritysetup ignores
 	}
 	if res.Repair == nil {
-		return &vsFailure{code: code, lines: lines}
+		return &failure{code: code, lines: lines}
 	}
 	// veritysetup checks the whole image against the parity and says how
 	// many bytes it would correct, writing nothing.
@@ -767,10 +767,10 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 		if lost := rp.Lost(); len(lost) > 0 {
 			round, _ = p.Round(lost[0].FECBlock)
 		}
-		return &vsFailure{code: vsEPERM, lines: []string{fmt.Sprintf("Failed to repair parity for block %d.", round),
+		return &failure{code: exitEPERM, lines: []string{fmt.Sprintf("Failed to repair parity for block %d.", round),
 			"Errors cannot be repaired with FEC device."}}
 	}
-	n, err := vsRepairableBytes(rp, dataPath, hashPath)
+	n, err := repairableBytes(rp, dataPath, hashPath)
 	if err != nil {
 		return err
 	}
@@ -778,41 +778,41 @@ func (o *vsOptions) verifyAction(ctx context.Context, dataPath, hashPath, rootTe
 	return nil
 }
 
-// vsBelowTop verifies everything under the top block against the top
+// belowTop verifies everything under the top block against the top
 // block as it is (the root hash it stands for is its own digest), and
 // reports what that finds: veritysetup, which checks from the data up,
 // blames the root hash only if everything under the top block matches it.
-func vsBelowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
+func belowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
 	f, err := os.Open(hashPath)
 	if err != nil {
-		return nil, 0, vsReadError("HASH", hashPath, err)
+		return nil, 0, readError("HASH", hashPath, err)
 	}
 	defer f.Close()
 	top := make([]byte, g.HashBlockSize)
 	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
-		return nil, 0, vsReadError("HASH", hashPath, err)
+		return nil, 0, readError("HASH", hashPath, err)
 	}
 	own := *vo
 	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
-	first := vsFirstProblem{g: g}
+	first := firstProblem{g: g}
 	own.OnProblem, own.OnStart = first.see, nil
-	res, err := verity.Verify(ctx, dataPath, hashPath, vsDigest(g, top), &own)
+	res, err := verity.Verify(ctx, dataPath, hashPath, digest(g, top), &own)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer res.Close()
 	if first.definite == nil && first.changed == nil {
-		return []string{"Verification of root hash failed."}, vsEINVAL, nil
+		return []string{"Verification of root hash failed."}, exitEINVAL, nil
 	}
 	return first.report(ctx, dataPath, hashPath, res.Report, nil)
 }
 
-// vsFirstChildMismatch returns the offset of the first block under hash
+// firstChildMismatch returns the offset of the first block under hash
 // block (level, index) whose digest is not the one the block holds.
-func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
+func firstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
 	hash, err := os.Open(hashPath)
 	if err != nil {
-		return 0, 0, false, vsReadError("HASH", hashPath, err)
+		return 0, 0, false, readError("HASH", hashPath, err)
 	}
 	defer hash.Close()
 	children, size := hash, g.HashBlockSize
@@ -822,7 +822,7 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 		childRole, childPath = "DATA", dataPath
 		data, err := os.Open(dataPath)
 		if err != nil {
-			return 0, 0, false, vsReadError("DATA", dataPath, err)
+			return 0, 0, false, readError("DATA", dataPath, err)
 		}
 		defer data.Close()
 		children, size, count = data, g.DataBlockSize, g.DataBlocks
@@ -831,7 +831,7 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 	}
 	block := make([]byte, g.HashBlockSize)
 	if _, err := hash.ReadAt(block, int64(g.BlockOffset(level, index))); err != nil {
-		return 0, 0, false, vsReadError("HASH", hashPath, err)
+		return 0, 0, false, readError("HASH", hashPath, err)
 	}
 	child := make([]byte, size)
 	hpb := uint64(g.HashesPerBlock)
@@ -842,30 +842,30 @@ func vsFirstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level m
 			off = g.BlockOffset(level-1, c)
 		}
 		if _, err := children.ReadAt(child, int64(off)); err != nil {
-			return 0, 0, false, vsReadError(childRole, childPath, err)
+			return 0, 0, false, readError(childRole, childPath, err)
 		}
 		slot := block[i*uint64(g.DigestSlot):][:g.DigestSize]
-		if !bytes.Equal(vsDigest(g, child), slot) {
+		if !bytes.Equal(digest(g, child), slot) {
 			return i, off, true, nil
 		}
 	}
 	return 0, 0, false, nil
 }
 
-// vsReadError is a failed read of the front's own, in our words (not Go's
+// readError is a failed read of the front's own, in our words (not Go's
 // "open PATH:" or "EOF").
-func vsReadError(role, path string, err error) error {
+func readError(role, path string, err error) error {
 	return fmt.Errorf("reading %s %s: %w", role, path, verity.Cause(err))
 }
 
-// vsDigest is the salted digest of a block, as the tree stores it.
-func vsDigest(g *merkle.Geometry, block []byte) []byte {
+// digest is the salted digest of a block, as the tree stores it.
+func digest(g *merkle.Geometry, block []byte) []byte {
 	d := make([]byte, g.DigestSize)
 	g.Hash.NewBlockHasher(len(block), g.Salt, g.SaltPosition()).HashBlocks(d, len(d), block)
 	return d
 }
 
-// vsFirstProblem finds the problem veritysetup would have stopped at: it
+// firstProblem finds the problem veritysetup would have stopped at: it
 // checks level by level from the data up (stage s checks the blocks of
 // level s-1, the data for stage 0, against the digests of level s), each
 // block against the digest its parent holds, and each hash block's spare
@@ -873,7 +873,7 @@ func vsDigest(g *merkle.Geometry, block []byte) []byte {
 // does not look under a hash block that does not match its parent
 // ("changed"): where veritysetup stops under it is found by checking its
 // children against it.
-type vsFirstProblem struct {
+type firstProblem struct {
 	g *merkle.Geometry
 	// definite is the first data block that does not match, or the first
 	// hash block with a bad spare area, in veritysetup's order (stage,
@@ -886,11 +886,11 @@ type vsFirstProblem struct {
 	changed *merkle.CorruptionError
 }
 
-func (f *vsFirstProblem) see(p *merkle.CorruptionError) {
+func (f *firstProblem) see(p *merkle.CorruptionError) {
 	if p.Level == merkle.HeaderLevel || f.g == nil {
 		return // veritysetup does not check the superblock's reserved bytes
 	}
-	if _, pad := vsPadding(p); p.Level.IsTree() && !pad {
+	if _, pad := padding(p); p.Level.IsTree() && !pad {
 		if c := f.changed; c == nil || p.Level < c.Level || p.Level == c.Level && p.Index < c.Index {
 			f.changed = p
 		}
@@ -906,29 +906,29 @@ func (f *vsFirstProblem) see(p *merkle.CorruptionError) {
 }
 
 // report returns veritysetup's messages for what verification found, and
-// its exit code (vsOK if only what veritysetup does not check is wrong).
+// its exit code (exitOK if only what veritysetup does not check is wrong).
 // vo, when not nil, are the options to verify again under a top block that
 // does not match the root hash.
-func (f *vsFirstProblem) report(ctx context.Context, dataPath, hashPath string, rep *merkle.VerifyReport, vo *verity.VerifyOptions) ([]string, int, error) {
+func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, rep *merkle.VerifyReport, vo *verity.VerifyOptions) ([]string, int, error) {
 	g := f.g
 	if c := f.changed; c != nil && c.Level == g.TopLevel() && rep.RootMismatch && vo != nil {
-		return vsBelowTop(ctx, dataPath, hashPath, g, vo)
+		return belowTop(ctx, dataPath, hashPath, g, vo)
 	}
 	if f.definite == nil && f.changed == nil {
 		if rep.RootMismatch {
-			return []string{"Verification of root hash failed."}, vsEINVAL, nil
+			return []string{"Verification of root hash failed."}, exitEINVAL, nil
 		}
-		return nil, vsOK, nil
+		return nil, exitOK, nil
 	}
 	if g.Levels == 0 && rep.RootMismatch {
-		return []string{"Verification of root hash failed."}, vsEINVAL, nil
+		return []string{"Verification of root hash failed."}, exitEINVAL, nil
 	}
 	failedAt := func(off uint64) []string {
 		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
 	}
 	if c := f.changed; c != nil {
 		hpb := uint64(g.HashesPerBlock)
-		i, off, ok, err := vsFirstChildMismatch(g, dataPath, hashPath, c.Level, c.Index)
+		i, off, ok, err := firstChildMismatch(g, dataPath, hashPath, c.Level, c.Index)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -939,7 +939,7 @@ func (f *vsFirstProblem) report(ctx context.Context, dataPath, hashPath string, 
 		// The child that does not match may have changed too, and so on
 		// down: veritysetup stops at the lowest.
 		for level, index := c.Level, c.Index*hpb+i; ok && level > 0; level-- {
-			ci, coff, cok, err := vsFirstChildMismatch(g, dataPath, hashPath, level-1, index)
+			ci, coff, cok, err := firstChildMismatch(g, dataPath, hashPath, level-1, index)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -950,19 +950,19 @@ func (f *vsFirstProblem) report(ctx context.Context, dataPath, hashPath string, 
 			index = index*hpb + ci
 		}
 		if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-			return failedAt(off), vsEPERM, nil
+			return failedAt(off), exitEPERM, nil
 		}
 	}
 	p := f.definite
-	if at, ok := vsPadding(p); ok {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+vsSpareStart(g, p.Level, p.Index, at)),
-			"Verification of data area failed."}, vsEPERM, nil
+	if at, ok := padding(p); ok {
+		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+spareStart(g, p.Level, p.Index, at)),
+			"Verification of data area failed."}, exitEPERM, nil
 	}
-	return failedAt(p.Offset), vsEPERM, nil
+	return failedAt(p.Offset), exitEPERM, nil
 }
 
-// vsPadding returns the byte of the block where a padding problem is.
-func vsPadding(p *merkle.CorruptionError) (int, bool) {
+// padding returns the byte of the block where a padding problem is.
+func padding(p *merkle.CorruptionError) (int, bool) {
 	var at int
 	if _, err := fmt.Sscanf(p.Reason, "non-zero padding at byte %d of the block", &at); err != nil {
 		return 0, false
@@ -970,10 +970,10 @@ func vsPadding(p *merkle.CorruptionError) (int, bool) {
 	return at, true
 }
 
-// vsSpareStart returns where the spare area holding byte at of hash block
+// spareStart returns where the spare area holding byte at of hash block
 // (level, index) starts, as veritysetup reports it: the padding after a
 // digest in its slot, or the rest of the block after the digests it holds.
-func vsSpareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) uint64 {
+func spareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) uint64 {
 	children := g.DataBlocks
 	if level > 0 {
 		children = g.LevelBlocks[level-1]
@@ -986,44 +986,44 @@ func vsSpareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) 
 	return uint64(slot*g.DigestSlot + g.DigestSize)
 }
 
-// vsRepairableBytes counts the bytes the repair would change: what
+// repairableBytes counts the bytes the repair would change: what
 // veritysetup reports as the errors FEC can correct. The plan is applied
 // to writers that compare and write nothing.
-func vsRepairableBytes(rp *verity.RepairPlan, dataPath, hashPath string) (uint64, error) {
+func repairableBytes(rp *verity.RepairPlan, dataPath, hashPath string) (uint64, error) {
 	data, err := os.Open(dataPath)
 	if err != nil {
-		return 0, vsReadError("DATA", dataPath, err)
+		return 0, readError("DATA", dataPath, err)
 	}
 	defer data.Close()
 	hash, err := os.Open(hashPath)
 	if err != nil {
-		return 0, vsReadError("HASH", hashPath, err)
+		return 0, readError("HASH", hashPath, err)
 	}
 	defer hash.Close()
-	c := &vsCounter{blocks: rp.RebuiltCount()}
+	c := &counter{blocks: rp.RebuiltCount()}
 	if err := rp.Apply(c.on(data), c.on(hash)); err != nil {
 		return 0, err
 	}
 	return c.bytes, c.err
 }
 
-// vsCounter counts differing bytes in the first blocks writes (the rebuilt
+// counter counts differing bytes in the first blocks writes (the rebuilt
 // blocks; Apply then restores the superblock area, which the parity does
 // not cover).
-type vsCounter struct {
+type counter struct {
 	blocks int
 	bytes  uint64
 	err    error
 }
 
-type vsCompare struct {
-	c *vsCounter
+type compare struct {
+	c *counter
 	f *os.File
 }
 
-func (c *vsCounter) on(f *os.File) io.WriterAt { return &vsCompare{c: c, f: f} }
+func (c *counter) on(f *os.File) io.WriterAt { return &compare{c: c, f: f} }
 
-func (w *vsCompare) WriteAt(b []byte, off int64) (int, error) {
+func (w *compare) WriteAt(b []byte, off int64) (int, error) {
 	c := w.c
 	if c.blocks == 0 {
 		return len(b), nil

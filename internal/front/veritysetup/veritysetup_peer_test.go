@@ -53,18 +53,18 @@ import (
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
-// vsRun is one command's outcome.
-type vsRun struct {
+// outcome is one command's outcome.
+type outcome struct {
 	code           int
 	stdout, stderr string
 }
 
-type vsScript struct {
+type script struct {
 	t          *testing.T
 	name       string
 	real, ours string // the two tools
 	dirs       [2]string
-	last       [2]*vsRun
+	last       [2]*outcome
 	args       []string
 	frontOnly  bool
 	outMode    string
@@ -92,13 +92,13 @@ func TestVeritysetupFront(t *testing.T) {
 	for _, path := range scripts {
 		name := strings.TrimSuffix(filepath.Base(path), ".txt")
 		t.Run(name, func(t *testing.T) {
-			s := &vsScript{t: t, name: name, real: real, ours: ours, dirs: [2]string{t.TempDir(), t.TempDir()}}
+			s := &script{t: t, name: name, real: real, ours: ours, dirs: [2]string{t.TempDir(), t.TempDir()}}
 			s.runFile(path)
 		})
 	}
 }
 
-func (s *vsScript) runFile(path string) {
+func (s *script) runFile(path string) {
 	t := s.t
 	f, err := os.Open(path)
 	if err != nil {
@@ -210,7 +210,7 @@ func (s *vsScript) runFile(path string) {
 // loop attaches dir/FILE to a loop device and makes the block device nodes
 // dir/NAME (and dir/ALIAS) of it: the paths a script names, in its own
 // directory, one device per directory.
-func (s *vsScript) loop(dir string, fields []string) error {
+func (s *script) loop(dir string, fields []string) error {
 	dev := testtool.LoopDevice(s.t, filepath.Join(dir, fields[1]), false)
 	var st syscall.Stat_t
 	if err := syscall.Stat(dev, &st); err != nil {
@@ -224,7 +224,7 @@ func (s *vsScript) loop(dir string, fields []string) error {
 	return nil
 }
 
-func (s *vsScript) atoi(text string) int {
+func (s *script) atoi(text string) int {
 	n, err := strconv.Atoi(text)
 	if err != nil {
 		s.fatalf("bad number %q", text)
@@ -232,25 +232,25 @@ func (s *vsScript) atoi(text string) int {
 	return n
 }
 
-func (s *vsScript) who(i int) string {
+func (s *script) who(i int) string {
 	if i == 0 {
 		return "veritysetup " + strings.Join(s.args, " ")
 	}
 	return "the front, veritysetup " + strings.Join(s.args, " ")
 }
 
-func (s *vsScript) fatalf(format string, args ...any) {
+func (s *script) fatalf(format string, args ...any) {
 	s.t.Helper()
 	s.t.Fatalf("%s line %d: %s", s.name, s.line, fmt.Sprintf(format, args...))
 }
 
-func (s *vsScript) errorf(format string, args ...any) {
+func (s *script) errorf(format string, args ...any) {
 	s.t.Helper()
 	s.t.Errorf("%s line %d: %s", s.name, s.line, fmt.Sprintf(format, args...))
 }
 
 // each runs fn in both directories (only the front's for a front step).
-func (s *vsScript) each(fn func(dir string) error) {
+func (s *script) each(fn func(dir string) error) {
 	for _, dir := range s.dirs {
 		if err := fn(dir); err != nil {
 			s.fatalf("%v", err)
@@ -258,14 +258,14 @@ func (s *vsScript) each(fn func(dir string) error) {
 	}
 }
 
-var vsRootLine = regexp.MustCompile(`(?m)^Root hash:\s+([0-9a-f]+)$`)
+var rootLine = regexp.MustCompile(`(?m)^Root hash:\s+([0-9a-f]+)$`)
 
-func (s *vsScript) start(args []string, frontOnly bool) {
+func (s *script) start(args []string, frontOnly bool) {
 	for i := range args {
 		args[i] = strings.ReplaceAll(args[i], "$ROOT", s.root)
 	}
 	s.args, s.frontOnly, s.outMode, s.errMode, s.codeSeen = args, frontOnly, "exact", "exact", false
-	s.last = [2]*vsRun{}
+	s.last = [2]*outcome{}
 	for i, tool := range []string{s.real, s.ours} {
 		if frontOnly && i == 0 {
 			continue
@@ -278,7 +278,7 @@ func (s *vsScript) start(args []string, frontOnly bool) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
-		r := &vsRun{stdout: stdout.String(), stderr: stderr.String()}
+		r := &outcome{stdout: stdout.String(), stderr: stderr.String()}
 		if ee, ok := err.(*exec.ExitError); ok {
 			r.code = ee.ExitCode()
 		} else if err != nil {
@@ -286,13 +286,13 @@ func (s *vsScript) start(args []string, frontOnly bool) {
 		}
 		s.last[i] = r
 	}
-	if m := vsRootLine.FindStringSubmatch(s.last[1].stdout); m != nil {
+	if m := rootLine.FindStringSubmatch(s.last[1].stdout); m != nil {
 		s.root = m[1]
 	}
 }
 
 // finish compares the outputs of the last run.
-func (s *vsScript) finish() {
+func (s *script) finish() {
 	if s.last[1] == nil {
 		return
 	}
@@ -310,13 +310,13 @@ func (s *vsScript) finish() {
 	s.compare("stderr", s.errMode, real.stderr, ours.stderr)
 }
 
-func (s *vsScript) compare(what, mode, real, ours string) {
+func (s *script) compare(what, mode, real, ours string) {
 	ok := true
 	switch mode {
 	case "exact":
 		ok = real == ours
 	case "last":
-		ok = vsLastLine(real) == vsLastLine(ours)
+		ok = lastLine(real) == lastLine(ours)
 	case "prefix":
 		ok = strings.HasPrefix(ours, real)
 	case "none":
@@ -328,14 +328,14 @@ func (s *vsScript) compare(what, mode, real, ours string) {
 	}
 }
 
-func vsLastLine(s string) string {
+func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
 }
 
 // compareFiles compares the named files (all files when none are named) of
 // the two directories: present or not, content and mode.
-func (s *vsScript) compareFiles(names []string) {
+func (s *script) compareFiles(names []string) {
 	if len(names) == 0 {
 		set := map[string]bool{}
 		for _, dir := range s.dirs {
