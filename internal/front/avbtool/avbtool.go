@@ -330,51 +330,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	if *image == "" {
 		return t.failed(avbErr("Adding hashtree_footer failed: no --image given."))
 	}
-	if fs.Changed("salt") {
-		s, err := cli.ParseHex("--salt", *salt)
-		if err != nil {
-			return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
-		}
-		o.Salt = s
-	}
-	for _, p := range *props {
-		pr, err := avb.ParseProperty(p)
-		if err != nil {
-			return t.failed(err)
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, p := range *propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
-		if err != nil {
-			return t.failed(err)
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, c := range []struct {
-		specs []string
-		noAB  bool
-	}{{*chains, false}, {*chainsNoAB, true}} {
-		for _, spec := range c.specs {
-			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
-			if err != nil {
-				return t.failed(err)
-			}
-			o.ChainPartitions = append(o.ChainPartitions, cp)
-		}
-	}
-	if *pkmd != "" {
-		b, err := t.readSmallFile(*pkmd, "public key metadata", maxPublicKeyMetadata)
-		if err != nil {
-			return t.failed(err)
-		}
-		o.PublicKeyMetadata = b
-	}
-	// avbtool ignores the key of an unsigned image.
-	if alg, err := avb.AlgorithmByName(o.Algorithm); err == nil && alg.Type != 0 && *key != "" {
-		if o.Key, err = avb.LoadPrivateKey(t.ctx, *key); err != nil {
-			return t.failed(err)
-		}
+	if err := t.footerInputs(o, fs.Changed("salt"), *salt, *props, *propsFromFile, *chains, *chainsNoAB, *pkmd, *key); err != nil {
+		return t.failed(err)
 	}
 	if o.FEC && !o.NoHashtree {
 		if o.BlockSize != 4096 {
@@ -386,6 +343,59 @@ func (t *tool) addHashtreeFooter(args []string) int {
 		return t.failed(err)
 	}
 	return exitOK
+}
+
+// footerInputs reads into o what add_hashtree_footer's options name: the
+// salt, the properties, the chained partitions' keys, the public key
+// metadata and the signing key.
+func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, props, propsFromFile, chains, chainsNoAB []string, pkmd, key string) error {
+	if saltGiven {
+		s, err := cli.ParseHex("--salt", salt)
+		if err != nil {
+			return avbErr("Adding hashtree_footer failed: %v.", err)
+		}
+		o.Salt = s
+	}
+	for _, p := range props {
+		pr, err := avb.ParseProperty(p)
+		if err != nil {
+			return err
+		}
+		o.Properties = append(o.Properties, pr)
+	}
+	for _, p := range propsFromFile {
+		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
+		if err != nil {
+			return err
+		}
+		o.Properties = append(o.Properties, pr)
+	}
+	for _, c := range []struct {
+		specs []string
+		noAB  bool
+	}{{chains, false}, {chainsNoAB, true}} {
+		for _, spec := range c.specs {
+			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
+			if err != nil {
+				return err
+			}
+			o.ChainPartitions = append(o.ChainPartitions, cp)
+		}
+	}
+	if pkmd != "" {
+		b, err := t.readSmallFile(pkmd, "public key metadata", maxPublicKeyMetadata)
+		if err != nil {
+			return err
+		}
+		o.PublicKeyMetadata = b
+	}
+	// avbtool ignores the key of an unsigned image.
+	if alg, err := avb.AlgorithmByName(o.Algorithm); err == nil && alg.Type != 0 && key != "" {
+		if o.Key, err = avb.LoadPrivateKey(t.ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bounds of the small inputs read: public key metadata goes into a vbmeta

@@ -108,65 +108,76 @@ func TestAvbtoolFrontVectors(t *testing.T) {
 			if r.code != 0 || r.stdout != "" || avbNotWarnings(r.stderr) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and nothing printed but warnings", r.code, r.stdout, r.stderr)
 			}
-			size, sum := fronttest.AVBFileSum(t, "image.img")
-			if size != c.Size || sum != c.SHA256 {
-				t.Fatalf("image.img: %d bytes, sha256 %s; want %d, %s", size, sum, c.Size, c.SHA256)
-			}
-			if c.Expanded != "-" {
-				if got := avbExpandedSum(t, "image.img"); got != c.Expanded {
-					t.Errorf("expansion sha256 %s, want %s", got, c.Expanded)
-				}
-			}
-			wantBlob := avbVector(t, c.VBMeta)
-			if c.Footer != "-" {
-				if got := fronttest.AVBFooterOf(t, "image.img"); got != c.Footer {
-					t.Errorf("footer %s, want %s", got, c.Footer)
-				}
-				img, err := avb.ReadImage("image.img")
-				if err != nil {
-					t.Fatal(err)
-				}
-				// The sparse cases' blob files are empty: nothing to compare.
-				if wantBlob != "" && string(img.VBMeta.Raw) != wantBlob {
-					t.Error("the vbmeta blob is not avbtool's")
-				}
-			}
-			if i := indexOf(c.Args, "--output_vbmeta_image"); i > 0 {
-				if got, err := os.ReadFile(c.Args[i+1]); err != nil || string(got) != wantBlob {
-					t.Errorf("%s is not avbtool's vbmeta blob (%v)", c.Args[i+1], err)
-				}
-			}
-			if c.Rerun == "same" {
-				if r := run(t, c.Args...); r.code != 0 {
-					t.Fatalf("rerun: exit %d", r.code)
-				}
-				if size, sum := fronttest.AVBFileSum(t, "image.img"); size != c.Size || sum != c.SHA256 {
-					t.Errorf("rerun: %d bytes, sha256 %s; want the same file", size, sum)
-				}
-			}
-
-			infoOf := "image.img"
-			if c.Footer == "-" {
-				infoOf = c.Args[indexOf(c.Args, "--output_vbmeta_image")+1]
-			}
-			if r := run(t, "info_image", "--image", infoOf); r.code != 0 || r.stdout != avbVector(t, "info/"+c.Name+".txt") {
-				t.Errorf("info_image: exit %d, output differs from info/%s.txt:\n%s", r.code, c.Name, r.stdout)
-			}
-			for _, suffix := range []string{"", ".hashtree_disabled"} {
-				want, err := os.ReadFile(filepath.Join(fronttest.AVBVectors, "cmdline", c.Name+suffix+".txt"))
-				if err != nil {
-					continue // no kernel command line in this case
-				}
-				args := []string{"calculate_kernel_cmdline", "--image", "image.img"}
-				if suffix != "" {
-					args = append(args, "--hashtree_disabled")
-				}
-				if r := run(t, args...); r.code != 0 || r.stdout != string(want) {
-					t.Errorf("%v: exit %d, %q; want %q", args, r.code, r.stdout, want)
-				}
-			}
+			checkVectorOutput(t, c)
+			checkVectorReads(t, c)
 			_ = dir
 		})
+	}
+}
+
+// checkVectorOutput checks the files add_hashtree_footer wrote for c
+// against avbtool's, and a rerun's.
+func checkVectorOutput(t *testing.T, c fronttest.AVBCase) {
+	size, sum := fronttest.AVBFileSum(t, "image.img")
+	if size != c.Size || sum != c.SHA256 {
+		t.Fatalf("image.img: %d bytes, sha256 %s; want %d, %s", size, sum, c.Size, c.SHA256)
+	}
+	if c.Expanded != "-" {
+		if got := avbExpandedSum(t, "image.img"); got != c.Expanded {
+			t.Errorf("expansion sha256 %s, want %s", got, c.Expanded)
+		}
+	}
+	wantBlob := avbVector(t, c.VBMeta)
+	if c.Footer != "-" {
+		if got := fronttest.AVBFooterOf(t, "image.img"); got != c.Footer {
+			t.Errorf("footer %s, want %s", got, c.Footer)
+		}
+		img, err := avb.ReadImage("image.img")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The sparse cases' blob files are empty: nothing to compare.
+		if wantBlob != "" && string(img.VBMeta.Raw) != wantBlob {
+			t.Error("the vbmeta blob is not avbtool's")
+		}
+	}
+	if i := indexOf(c.Args, "--output_vbmeta_image"); i > 0 {
+		if got, err := os.ReadFile(c.Args[i+1]); err != nil || string(got) != wantBlob {
+			t.Errorf("%s is not avbtool's vbmeta blob (%v)", c.Args[i+1], err)
+		}
+	}
+	if c.Rerun == "same" {
+		if r := run(t, c.Args...); r.code != 0 {
+			t.Fatalf("rerun: exit %d", r.code)
+		}
+		if size, sum := fronttest.AVBFileSum(t, "image.img"); size != c.Size || sum != c.SHA256 {
+			t.Errorf("rerun: %d bytes, sha256 %s; want the same file", size, sum)
+		}
+	}
+}
+
+// checkVectorReads checks info_image and calculate_kernel_cmdline on c's
+// output against avbtool's.
+func checkVectorReads(t *testing.T, c fronttest.AVBCase) {
+	infoOf := "image.img"
+	if c.Footer == "-" {
+		infoOf = c.Args[indexOf(c.Args, "--output_vbmeta_image")+1]
+	}
+	if r := run(t, "info_image", "--image", infoOf); r.code != 0 || r.stdout != avbVector(t, "info/"+c.Name+".txt") {
+		t.Errorf("info_image: exit %d, output differs from info/%s.txt:\n%s", r.code, c.Name, r.stdout)
+	}
+	for _, suffix := range []string{"", ".hashtree_disabled"} {
+		want, err := os.ReadFile(filepath.Join(fronttest.AVBVectors, "cmdline", c.Name+suffix+".txt"))
+		if err != nil {
+			continue // no kernel command line in this case
+		}
+		args := []string{"calculate_kernel_cmdline", "--image", "image.img"}
+		if suffix != "" {
+			args = append(args, "--hashtree_disabled")
+		}
+		if r := run(t, args...); r.code != 0 || r.stdout != string(want) {
+			t.Errorf("%v: exit %d, %q; want %q", args, r.code, r.stdout, want)
+		}
 	}
 }
 

@@ -146,7 +146,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		}
 		return cli.ExitError
 	}
-	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs, help := o.flagSet()
+	if cli.HelpAlone(args) {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		return cli.ExitOK
+	}
+	if err := fs.Parse(args); err != nil {
+		o.json = o.json || cli.WantsJSON(args)
+		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
+	}
+	if *help {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		return cli.ExitOK
+	}
+	if o.avb.wanted() {
+		return runAVB(ctx, &o, fs.Args(), stdout, stderr, tty)
+	}
+	data, hash, hashGiven, err := o.files(args, fs.Args(), stdout)
+	if err != nil {
+		return fail(err)
+	}
+	showProgress := false
+	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
+		showProgress = cli.IsTerminal(f)
+	}
+	res, err := generate(ctx, &o, data, hash, hashGiven, stderr, showProgress)
+	if err != nil {
+		return fail(err)
+	}
+	out := &reportWriter{w: stdout}
+	if o.json {
+		cli.WriteJSON(out, res) // its error is out.err
+	} else {
+		res.print(out, &o)
+	}
+	if out.err != nil {
+		return fail(reportFailed(res.HashFile, res.RootHash, out.err))
+	}
+	return cli.ExitOK
+}
+
+// flagSet registers veritygen's flags into o; help is --help.
+func (o *options) flagSet() (fs *pflag.FlagSet, help *bool) {
+	fs = pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.tree.Register(fs)
@@ -165,102 +207,82 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	o.boot.register(fs)
 	o.avb.register(fs)
-	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
-	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
-		return cli.ExitOK
-	}
-	if err := fs.Parse(args); err != nil {
-		o.json = o.json || cli.WantsJSON(args)
-		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
-	}
-	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
-		return cli.ExitOK
-	}
-	if o.avb.wanted() {
-		return runAVB(ctx, &o, fs.Args(), stdout, stderr, tty)
-	}
-	pos, err := nativeArgs(args, fs.Args())
+	help = fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	return fs, help
+}
+
+// files checks the positional arguments rest (of the command line args)
+// and the flags that bear on them, and returns DATA and HASH (DATA.verity
+// by default, DATA itself with --append); hashGiven is whether HASH was.
+func (o *options) files(args, rest []string, stdout io.Writer) (data, hash string, hashGiven bool, err error) {
+	pos, err := nativeArgs(args, rest)
 	if err != nil {
-		return fail(err)
+		return "", "", false, err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		if _, err := hashes.Lookup(o.tree.Hash); err != nil {
 			// "-h DATA": -h took DATA as the algorithm.
 			_, err = o.tree.Params()
-			return fail(err)
+			return "", "", false, err
 		}
-		return fail(cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
-			"expected DATA and optionally HASH, got %d arguments", len(pos)))
+		return "", "", false, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
+			"expected DATA and optionally HASH, got %d arguments", len(pos))
 	}
 	if o.appendTree && len(pos) != 1 {
-		return fail(cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
-			"--append writes the tree into DATA; got a HASH argument (%s) too", pos[1]))
+		return "", "", false, cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
+			"--append writes the tree into DATA; got a HASH argument (%s) too", pos[1])
 	}
 	if o.jobs < 1 {
-		return fail(cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1"))
+		return "", "", false, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
 	}
-	if err := checkSaltKept(&o, stdout); err != nil {
-		return fail(err)
+	if err := checkSaltKept(o, stdout); err != nil {
+		return "", "", false, err
 	}
-	data := pos[0]
-	hash := data + ".verity"
+	data = pos[0]
+	hash = data + ".verity"
 	switch {
 	case len(pos) == 2:
 		hash = pos[1]
 	case o.appendTree:
 		hash = data
 	}
-	showProgress := false
-	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
-		showProgress = cli.IsTerminal(f)
+	return data, hash, len(pos) == 2, nil
+}
+
+// print writes the report as veritysetup format prints it, and what
+// veritygen adds (the signature, the appended layout, the boot lines).
+func (res *result) print(stdout io.Writer, o *options) {
+	h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
+		DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
+		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
+	if res.separate && res.HashOffset == 0 {
+		// veritysetup prints the size only for a hash device of its own.
+		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
 	}
-	res, err := generate(ctx, &o, data, hash, len(pos) == 2, stderr, showProgress)
-	if err != nil {
-		return fail(err)
-	}
-	out := &reportWriter{w: stdout}
-	stdout = out
-	if o.json {
-		cli.WriteJSON(stdout, res) // its error is out.err
-	} else {
-		h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
-			DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
-			Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
-		if res.separate && res.HashOffset == 0 {
-			// veritysetup prints the size only for a hash device of its own.
-			h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
-		}
-		if f := res.fecResult; f != nil {
-			h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
-			switch {
-			case f.inHash && h.ShowHashDeviceSize:
-				h.HashDeviceSize += f.Size // as veritysetup counts it
-			case !f.inHash && f.Offset == 0:
-				h.FECDeviceSize = f.Size
-			}
-		}
-		h.Print(stdout)
-		res.RootHashSignature.print(stdout)
-		if a := res.appendResult; a != nil {
-			fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
-			fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
-			if res.fecResult != nil {
-				fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
-			}
-			fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
-		}
-		if o.boot.wanted() && res.BootParams != nil {
-			fmt.Fprintf(stdout, "Kernel table:    \t%s\n", res.Table)
-			fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
-			fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
+	if f := res.fecResult; f != nil {
+		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
+		switch {
+		case f.inHash && h.ShowHashDeviceSize:
+			h.HashDeviceSize += f.Size // as veritysetup counts it
+		case !f.inHash && f.Offset == 0:
+			h.FECDeviceSize = f.Size
 		}
 	}
-	if out.err != nil {
-		return fail(reportFailed(res.HashFile, res.RootHash, out.err))
+	h.Print(stdout)
+	res.RootHashSignature.print(stdout)
+	if a := res.appendResult; a != nil {
+		fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
+		fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
+		if res.fecResult != nil {
+			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
+		}
+		fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
 	}
-	return cli.ExitOK
+	if o.boot.wanted() && res.BootParams != nil {
+		fmt.Fprintf(stdout, "Kernel table:    \t%s\n", res.Table)
+		fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
+		fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
+	}
 }
 
 // reportWriter is stdout for the report, remembering its first failed

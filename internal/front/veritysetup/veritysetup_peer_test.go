@@ -116,49 +116,8 @@ func (s *script) runFile(path string) {
 		rest = strings.TrimSpace(rest)
 		fields := strings.Fields(rest)
 		switch verb {
-		case "data", "zeros":
-			size := s.atoi(fields[1])
-			mode := fs.FileMode(0o644)
-			if len(fields) > 2 {
-				m, err := strconv.ParseUint(fields[2], 8, 32)
-				if err != nil {
-					s.fatalf("bad mode %q", fields[2])
-				}
-				mode = fs.FileMode(m)
-			}
-			b := make([]byte, size)
-			if verb == "data" {
-				r := rand.New(rand.NewPCG(uint64(size), uint64(len(fields[0]))))
-				for i := range b {
-					b[i] = byte(r.Uint32())
-				}
-			}
-			s.each(func(dir string) error {
-				p := filepath.Join(dir, fields[0])
-				if err := os.WriteFile(p, b, mode); err != nil {
-					return err
-				}
-				return os.Chmod(p, mode)
-			})
-		case "poke", "fill":
-			off := s.atoi(fields[1])
-			var b []byte
-			if verb == "poke" {
-				if _, err := fmt.Sscanf(fields[2], "%x", &b); err != nil {
-					s.fatalf("bad hex %q", fields[2])
-				}
-			} else {
-				b = bytes.Repeat([]byte{0x5a}, s.atoi(fields[2]))
-			}
-			s.each(func(dir string) error {
-				f, err := os.OpenFile(filepath.Join(dir, fields[0]), os.O_WRONLY, 0)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				_, err = f.WriteAt(b, int64(off))
-				return err
-			})
+		case "data", "zeros", "poke", "fill":
+			s.writeFile(verb, fields)
 		case "link", "symlink":
 			s.each(func(dir string) error {
 				if verb == "link" {
@@ -205,6 +164,56 @@ func (s *script) runFile(path string) {
 		t.Fatal(err)
 	}
 	s.finish()
+}
+
+// writeFile runs a script line that writes a file in each directory: data
+// or zeros (a new file), poke or fill (bytes into one).
+func (s *script) writeFile(verb string, fields []string) {
+	switch verb {
+	case "data", "zeros":
+		size := s.atoi(fields[1])
+		mode := fs.FileMode(0o644)
+		if len(fields) > 2 {
+			m, err := strconv.ParseUint(fields[2], 8, 32)
+			if err != nil {
+				s.fatalf("bad mode %q", fields[2])
+			}
+			mode = fs.FileMode(m)
+		}
+		b := make([]byte, size)
+		if verb == "data" {
+			r := rand.New(rand.NewPCG(uint64(size), uint64(len(fields[0]))))
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+		}
+		s.each(func(dir string) error {
+			p := filepath.Join(dir, fields[0])
+			if err := os.WriteFile(p, b, mode); err != nil {
+				return err
+			}
+			return os.Chmod(p, mode)
+		})
+	case "poke", "fill":
+		off := s.atoi(fields[1])
+		var b []byte
+		if verb == "poke" {
+			if _, err := fmt.Sscanf(fields[2], "%x", &b); err != nil {
+				s.fatalf("bad hex %q", fields[2])
+			}
+		} else {
+			b = bytes.Repeat([]byte{0x5a}, s.atoi(fields[2]))
+		}
+		s.each(func(dir string) error {
+			f, err := os.OpenFile(filepath.Join(dir, fields[0]), os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt(b, int64(off))
+			return err
+		})
+	}
 }
 
 // loop attaches dir/FILE to a loop device and makes the block device nodes
