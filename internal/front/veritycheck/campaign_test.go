@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -306,6 +307,122 @@ type campField struct {
 	start, end int // bytes in the superblock
 }
 
+// campOtherType reports whether the superblock b names a hash type, other
+// than its own, that still describes a readable tree.
+func campOtherType(b []byte) bool { return b[12] <= 1 && b[13]|b[14]|b[15] == 0 }
+
+// sbField is one change of TestCampaignSuperblockFields: byte k of field f,
+// at off in HASH, xored with x.
+type sbField struct {
+	f   campField
+	k   int
+	x   byte
+	off int64
+}
+
+// campJudge fails the test unless r is what the change c of the superblock
+// sbBytes may give, and returns the outcome, as the campaign counts them.
+func campJudge(t *testing.T, c sbField, r vcResult, sbBytes []byte, nameLen int, sameTypes bool) string {
+	t.Helper()
+	f, k, x := c.f, c.k, c.x
+	bad := func(format string, args ...any) {
+		t.Errorf("%s: superblock byte %d ^= %#02x: %s\n%v", f.name, k, x, fmt.Sprintf(format, args...), r)
+	}
+	if strings.Contains(r.stdout, "verified: ") || (r.code != 0 && strings.Contains(r.stdout, `"verified": true`)) {
+		bad("says verified")
+	}
+	outcome := fmt.Sprintf("exit %d", r.code)
+	changed := slices.Clone(sbBytes)
+	changed[k] ^= x
+	newSaltSize := int(binary.LittleEndian.Uint16(changed[80:]))
+	switch r.code {
+	case 0:
+		if f.name != "uuid" && !(f.name == "hash type" && sameTypes && campOtherType(changed)) {
+			bad("exit 0: a change in the %s passed", f.name)
+		}
+	case 1:
+		outcome += campMismatch(t, c, r, nameLen, bad)
+	case 2:
+		outcome += campRefusal(c, r, bad)
+	default:
+		bad("exit %d", r.code)
+	}
+	// Fields whose every change must be refused outright.
+	mustRefuse := f.name == "signature" || f.name == "version" ||
+		(f.name == "hash type" && !campOtherType(changed)) ||
+		(f.name == "algorithm" && k-32 <= nameLen) ||
+		(f.name == "salt size" && newSaltSize > merkle.MaxSaltSize)
+	if mustRefuse && (r.code != 2 || !strings.Contains(r.stderr, "bad verity superblock: "+f.name)) {
+		bad("want exit 2 naming the %s", f.name)
+	}
+	if f.name == "hash type" && campOtherType(changed) && !sameTypes && r.code != 1 {
+		bad("the other hash type describes a readable tree: want exit 1")
+	}
+	if f.name == "salt" && r.code != 1 {
+		bad("want exit 1")
+	}
+	return outcome
+}
+
+// campMismatch checks an exit 1 of campJudge's change c: a check that
+// failed, with the corruption counted; it returns what it adds to the
+// outcome.
+func campMismatch(t *testing.T, c sbField, r vcResult, nameLen int, bad func(string, ...any)) (suffix string) {
+	t.Helper()
+	f, k, off := c.f, c.k, c.off
+	if !strings.HasPrefix(r.stderr, "veritycheck: error: verification failed") {
+		bad("exit 1 without \"verification failed\"")
+	}
+	j := vcDecode(t, r)
+	if j.Verified || j.CorruptDataBlocks+j.CorruptHashBlocks+j.CorruptHeaderBytes == 0 {
+		bad("exit 1, but the report counts no corruption")
+	}
+	if j.RootMismatch {
+		suffix = " (root mismatch)"
+	}
+	switch {
+	case f.name == "algorithm" && k-32 > nameLen:
+		// NUL padding after the name: a reserved byte.
+		if len(j.Problems) != 1 || j.Problems[0].Where != "superblock" ||
+			j.Problems[0].Offset != uint64(off) || j.CorruptHeaderBytes != 1 {
+			bad("want exactly the padding byte %d reported", off)
+		}
+	case f.name == "salt" && !j.RootMismatch:
+		bad("a changed salt byte must change every digest (root mismatch)")
+	}
+	return suffix
+}
+
+// campRefusal checks an exit 2 of campJudge's change c: one error line,
+// also as JSON, naming the problem; it returns what it adds to the
+// outcome.
+func campRefusal(c sbField, r vcResult, bad func(string, ...any)) string {
+	f := c.f
+	// With --json, stdout holds the error alone, as JSON.
+	var jsonErr struct{ Error string }
+	if !strings.HasPrefix(r.stderr, "veritycheck: error: ") || json.Unmarshal([]byte(r.stdout), &jsonErr) != nil ||
+		!strings.HasPrefix(r.stderr, "veritycheck: error: "+jsonErr.Error+"\n") {
+		bad("exit 2 without a \"veritycheck: error:\" line, or without the same error as JSON on stdout")
+	}
+	msg := strings.SplitN(r.stderr, "\n", 2)[0]
+	named := "bad verity superblock: " + f.name + fmt.Sprintf(" (at byte %d)", f.start)
+	switch {
+	case strings.Contains(msg, named):
+		return ": bad field"
+	case strings.Contains(msg, "shorter than the"):
+		return ": DATA too short"
+	case strings.Contains(msg, "but the tree ends at byte"):
+		return ": HASH too short"
+	case strings.Contains(msg, "overlaps the hash area"):
+		return ": overlap"
+	case strings.Contains(msg, "invalid verity parameters"):
+		return ": impossible tree"
+	default:
+		bad("exit 2 with an unclear message")
+		return ""
+	}
+}
+
 // TestCampaignSuperblockFields changes each byte of each superblock field.
 // Changes to the fields that say how to read the tree must give exit 2
 // with a message naming the problem, or exit 1 when they still describe a
@@ -335,8 +452,7 @@ func TestCampaignSuperblockFields(t *testing.T) {
 			// changing it changes nothing checkable, as veritysetup verify
 			// agrees.
 			sameTypes := len(g.Salt) == 0 && g.DigestSize&(g.DigestSize-1) == 0
-			otherType := func(b []byte) bool { return b[12] <= 1 && b[13]|b[14]|b[15] == 0 }
-			sbBytes := vcRead(t, m.hash)[g.HashOffset : g.HashOffset+merkle.SuperblockSize]
+			sbBytes := fronttest.Read(t, m.hash)[g.HashOffset : g.HashOffset+merkle.SuperblockSize]
 			outcomes := map[string]map[string]int{}
 			for _, f := range fields {
 				outcomes[f.name] = map[string]int{}
@@ -346,82 +462,7 @@ func TestCampaignSuperblockFields(t *testing.T) {
 					vcXorByte(t, m.hash, off, x)
 					r := vcRun(append([]string{"--json"}, m.args...)...)
 					vcXorByte(t, m.hash, off, x)
-					bad := func(format string, args ...any) {
-						t.Errorf("%s: superblock byte %d ^= %#02x: %s\n%v", f.name, k, x, fmt.Sprintf(format, args...), r)
-					}
-					if strings.Contains(r.stdout, "verified: ") || (r.code != 0 && strings.Contains(r.stdout, `"verified": true`)) {
-						bad("says verified")
-					}
-					outcome := fmt.Sprintf("exit %d", r.code)
-					changed := slices.Clone(sbBytes)
-					changed[k] ^= x
-					newSaltSize := int(binary.LittleEndian.Uint16(changed[80:]))
-					switch r.code {
-					case 0:
-						if f.name != "uuid" && !(f.name == "hash type" && sameTypes && otherType(changed)) {
-							bad("exit 0: a change in the %s passed", f.name)
-						}
-					case 1:
-						if !strings.HasPrefix(r.stderr, "veritycheck: error: verification failed") {
-							bad("exit 1 without \"verification failed\"")
-						}
-						j := vcDecode(t, r)
-						if j.Verified || j.CorruptDataBlocks+j.CorruptHashBlocks+j.CorruptHeaderBytes == 0 {
-							bad("exit 1, but the report counts no corruption")
-						}
-						if j.RootMismatch {
-							outcome += " (root mismatch)"
-						}
-						switch {
-						case f.name == "algorithm" && k-32 > nameLen:
-							// NUL padding after the name: a reserved byte.
-							if len(j.Problems) != 1 || j.Problems[0].Where != "superblock" ||
-								j.Problems[0].Offset != uint64(off) || j.CorruptHeaderBytes != 1 {
-								bad("want exactly the padding byte %d reported", off)
-							}
-						case f.name == "salt" && !j.RootMismatch:
-							bad("a changed salt byte must change every digest (root mismatch)")
-						}
-					case 2:
-						// With --json, stdout holds the error alone, as JSON.
-						var jsonErr struct{ Error string }
-						if !strings.HasPrefix(r.stderr, "veritycheck: error: ") || json.Unmarshal([]byte(r.stdout), &jsonErr) != nil ||
-							!strings.HasPrefix(r.stderr, "veritycheck: error: "+jsonErr.Error+"\n") {
-							bad("exit 2 without a \"veritycheck: error:\" line, or without the same error as JSON on stdout")
-						}
-						msg := strings.SplitN(r.stderr, "\n", 2)[0]
-						named := "bad verity superblock: " + f.name + fmt.Sprintf(" (at byte %d)", f.start)
-						switch {
-						case strings.Contains(msg, named):
-							outcome += ": bad field"
-						case strings.Contains(msg, "shorter than the"):
-							outcome += ": DATA too short"
-						case strings.Contains(msg, "but the tree ends at byte"):
-							outcome += ": HASH too short"
-						case strings.Contains(msg, "overlaps the hash area"):
-							outcome += ": overlap"
-						case strings.Contains(msg, "invalid verity parameters"):
-							outcome += ": impossible tree"
-						default:
-							bad("exit 2 with an unclear message")
-						}
-					default:
-						bad("exit %d", r.code)
-					}
-					// Fields whose every change must be refused outright.
-					mustRefuse := f.name == "signature" || f.name == "version" ||
-						(f.name == "hash type" && !otherType(changed)) ||
-						(f.name == "algorithm" && k-32 <= nameLen) ||
-						(f.name == "salt size" && newSaltSize > merkle.MaxSaltSize)
-					if mustRefuse && (r.code != 2 || !strings.Contains(r.stderr, "bad verity superblock: "+f.name)) {
-						bad("want exit 2 naming the %s", f.name)
-					}
-					if f.name == "hash type" && otherType(changed) && !sameTypes && r.code != 1 {
-						bad("the other hash type describes a readable tree: want exit 1")
-					}
-					if f.name == "salt" && r.code != 1 {
-						bad("want exit 1")
-					}
+					outcome := campJudge(t, sbField{f, k, x, off}, r, sbBytes, nameLen, sameTypes)
 					outcomes[f.name][outcome]++
 					if rr := vcRun(append([]string{"--jobs=1"}, m.args...)...); rr.code != 0 {
 						t.Fatalf("restored superblock byte %d, want exit 0:\n%v", k, rr)

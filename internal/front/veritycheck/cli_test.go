@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // cliMaster is a tree made once by veritysetup, copied into each case's
@@ -29,14 +31,14 @@ func cliMakeMaster(t *testing.T) *cliMaster {
 	t.Helper()
 	m := &cliMaster{dir: t.TempDir(), dataBlocks: 16, inplaceHashOffs: 65536}
 	data := filepath.Join(m.dir, "data.img")
-	vcImage(t, data, int64(m.dataBlocks)*4096, 11)
+	fronttest.Image(t, data, int64(m.dataBlocks)*4096, 11)
 	m.root = vsFormat(t, data, data+".verity", "--salt=00112233", "--root-hash-file="+filepath.Join(m.dir, "root.hex")).root
 	m.nosbRoot = vsFormat(t, data, filepath.Join(m.dir, "nosb.verity"), "--salt=00112233", "--no-superblock").root
 	if m.nosbRoot != m.root {
 		t.Fatalf("the same tree with and without superblock has roots %s and %s", m.root, m.nosbRoot)
 	}
 	in := filepath.Join(m.dir, "inplace.img")
-	vcImage(t, in, m.inplaceHashOffs, 11)
+	fronttest.Image(t, in, m.inplaceHashOffs, 11)
 	m.inplaceRoot = vsFormat(t, in, in, "--salt=00112233", fmt.Sprintf("--hash-offset=%d", m.inplaceHashOffs),
 		fmt.Sprintf("--data-blocks=%d", m.dataBlocks)).root
 	info, err := os.Stat(data + ".verity")
@@ -58,7 +60,7 @@ func (m *cliMaster) copyTo(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		vcWrite(t, filepath.Join(dir, e.Name()), vcRead(t, filepath.Join(m.dir, e.Name())))
+		vcWrite(t, filepath.Join(dir, e.Name()), fronttest.Read(t, filepath.Join(m.dir, e.Name())))
 	}
 }
 
@@ -69,7 +71,7 @@ func TestCLIBadInput(t *testing.T) {
 	setSB := func(off int, b ...byte) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "data.img.verity")
-			h := vcRead(t, p)
+			h := fronttest.Read(t, p)
 			copy(h[off:], b)
 			vcWrite(t, p, h)
 		}
@@ -162,8 +164,8 @@ func TestCLIBadInput(t *testing.T) {
 		{"data area overlaps the tree", func(t *testing.T, dir string) {
 			// The separate tree of 16 blocks, copied into the data at 32768.
 			p := filepath.Join(dir, "data.img")
-			b := vcRead(t, p)
-			copy(b[32768:], vcRead(t, p+".verity"))
+			b := fronttest.Read(t, p)
+			copy(b[32768:], fronttest.Read(t, p+".verity"))
 			vcWrite(t, p, b)
 		}, []string{root, "--hash-offset=32768", "{D}/data.img", "{D}/data.img"},
 			[]string{"the data area (up to byte 65536) overlaps the hash area at --hash-offset 32768"}},
@@ -185,7 +187,7 @@ func TestCLIBadInput(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, dir)
 			}
-			before := vcListing(t, dir)
+			before := fronttest.ListingWithDir(t, dir)
 			args := make([]string, len(tc.args))
 			for i, a := range tc.args {
 				args[i] = strings.ReplaceAll(a, "{D}", dir)
@@ -212,7 +214,7 @@ func TestCLIBadInput(t *testing.T) {
 					t.Errorf("stderr line %q is neither the error nor a hint", line)
 				}
 			}
-			vcSameListing(t, before, vcListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.ListingWithDir(t, dir))
 		})
 	}
 }
@@ -225,7 +227,7 @@ func TestCLIManyProblems(t *testing.T) {
 	vsPath(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	vcImage(t, data, 60*4096, 5)
+	fronttest.Image(t, data, 60*4096, 5)
 	root := vsFormat(t, data, data+".verity").root
 	for b := int64(5); b < 55; b++ {
 		vcXorByte(t, data, b*4096+b, 0xff)
@@ -297,7 +299,7 @@ func TestCLIProblemLines(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
 	hash := data + ".verity"
-	vcImage(t, data, 300*4096, 6)
+	fronttest.Image(t, data, 300*4096, 6)
 	root := vsFormat(t, data, hash, "--salt=abcd").root // levels: 3 blocks of level 0, 1 of level 1
 	args := []string{"--root-hash=" + root, data, hash}
 	r := vcVerified(t, args...)

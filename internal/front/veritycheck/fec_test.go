@@ -25,6 +25,7 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -132,7 +133,7 @@ func fecMake(t *testing.T, c *fecCase, seed uint64) *fecMade {
 	if m.g, err = merkle.NewGeometry(p); err != nil {
 		t.Fatal(err)
 	}
-	vcImage(t, m.data, int64(c.blocks*c.bs), seed)
+	fronttest.Image(t, m.data, int64(c.blocks*c.bs), seed)
 
 	switch c.maker {
 	case "veritysetup":
@@ -236,7 +237,7 @@ func fecSums(t *testing.T, dir string) map[string][32]byte {
 	}
 	out := map[string][32]byte{}
 	for _, e := range entries {
-		out[e.Name()] = sha256.Sum256(vcRead(t, filepath.Join(dir, e.Name())))
+		out[e.Name()] = sha256.Sum256(fronttest.Read(t, filepath.Join(dir, e.Name())))
 	}
 	return out
 }
@@ -248,7 +249,7 @@ func (m *fecMade) clone(t *testing.T) *fecMade {
 	n.dir = t.TempDir()
 	move := func(p string) string { return filepath.Join(n.dir, filepath.Base(p)) }
 	for name := range m.sums {
-		vcWrite(t, filepath.Join(n.dir, name), vcRead(t, filepath.Join(m.dir, name)))
+		vcWrite(t, filepath.Join(n.dir, name), fronttest.Read(t, filepath.Join(m.dir, name)))
 	}
 	n.data, n.hash, n.fecPath = move(m.data), move(m.hash), move(m.fecPath)
 	return &n
@@ -473,7 +474,7 @@ func (v *fecRepairJSON) repairable() map[fecBlk]bool {
 // exit 0 and every file back to its original bytes.
 func fecExpectRepair(t *testing.T, m *fecMade, set map[fecBlk]bool, headerBytes uint64, what string) {
 	t.Helper()
-	before := vcListing(t, m.dir)
+	before := fronttest.ListingWithDir(t, m.dir)
 	r := vcRun(m.args()...)
 	var parts []string
 	if len(set) > 0 {
@@ -487,7 +488,7 @@ func fecExpectRepair(t *testing.T, m *fecMade, set map[fecBlk]bool, headerBytes 
 		!strings.Contains(r.stderr, "; --repair can fix all of it: ") {
 		t.Fatalf("%s: without --repair, want exit 1 and the hint %q:\n%v", what, want, r)
 	}
-	vcSameListing(t, before, vcListing(t, m.dir))
+	fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 
 	r = vcRun(m.args("--repair", "--json", "--max-problems=-1")...)
 	if r.code != 0 || r.stderr != "" {
@@ -511,7 +512,7 @@ func fecExpectRepair(t *testing.T, m *fecMade, set map[fecBlk]bool, headerBytes 
 // written.
 func fecExpectRefusal(t *testing.T, m *fecMade, mustName []fecBlk, what string, extra ...string) *fecRepairJSON {
 	t.Helper()
-	before := vcListing(t, m.dir)
+	before := fronttest.ListingWithDir(t, m.dir)
 	r := vcRun(m.args(extra...)...)
 	if r.code != 1 || !strings.Contains(r.stderr, "cannot recover") ||
 		!strings.Contains(r.stderr, "veritycheck: hint: nothing can be written back: --repair would refuse too\n") {
@@ -522,7 +523,7 @@ func fecExpectRefusal(t *testing.T, m *fecMade, mustName []fecBlk, what string, 
 		!strings.Contains(r.stdout, "unrecoverable: ") || strings.Contains(r.stdout, "repaired") {
 		t.Fatalf("%s: want exit 1, \"cannot recover\" and \"nothing was written\":\n%v", what, r)
 	}
-	vcSameListing(t, before, vcListing(t, m.dir))
+	fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 	r = vcRun(m.args(append([]string{"--repair", "--json", "--max-problems=-1"}, extra...)...)...)
 	if r.code != 1 {
 		t.Fatalf("%s: --json: want exit 1:\n%v", what, r)
@@ -544,7 +545,7 @@ func fecExpectRefusal(t *testing.T, m *fecMade, mustName []fecBlk, what string, 
 			t.Errorf("%s: %v is not named unrecoverable (named: %v)", what, b, slices.SortedFunc(maps.Keys(named), fecCmp))
 		}
 	}
-	vcSameListing(t, before, vcListing(t, m.dir))
+	fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 	return j
 }
 
@@ -567,10 +568,10 @@ func TestFECRepairCampaign(t *testing.T) {
 			t.Logf("%d data blocks of %d, %d levels %v, fec: %d message blocks, %d rounds, %d roots, parity at %d",
 				g.DataBlocks, g.DataBlockSize, g.Levels, g.LevelBlocks, master.fp.Blocks, master.fp.Rounds(), c.roots, master.parityOffset())
 			// Intact: verified, even with --repair, and nothing written.
-			before := vcListing(t, master.dir)
+			before := fronttest.ListingWithDir(t, master.dir)
 			vcVerified(t, master.args()...)
 			vcVerified(t, master.args("--repair")...)
-			vcSameListing(t, before, vcListing(t, master.dir))
+			fronttest.SameListing(t, before, fronttest.ListingWithDir(t, master.dir))
 
 			const trials = 5
 			for trial := range trials {
@@ -631,13 +632,13 @@ func TestFECRepairCampaign(t *testing.T) {
 					continue
 				}
 				m.corrupt(t, rng, set, trial%2 == 0)
-				before := vcListing(t, m.dir)
+				before := fronttest.ListingWithDir(t, m.dir)
 				r := vcRun(m.args("--repair")...)
 				switch {
 				case r.code == 0 && maps.Equal(fecSums(t, m.dir), m.sums):
 					outcomes["repaired"]++
 				case r.code == 1 && strings.Contains(r.stderr, "cannot recover"):
-					vcSameListing(t, before, vcListing(t, m.dir))
+					fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 					outcomes["refused"]++
 				default:
 					t.Fatalf("hidden trial %d, %v: want an exact repair or a refusal:\n%v", trial, slices.SortedFunc(maps.Keys(set), fecCmp), r)
@@ -771,7 +772,7 @@ func TestFECRepairDamagedParity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	set := map[fecBlk]bool{{-1, 10}: true, {-1, 11}: true, {-1, 12}: true, {0, 1}: true} // rounds 0, 1, 0, ...
 	m.corrupt(t, rng, set, true)
-	parity := vcRead(t, m.fecPath)
+	parity := fronttest.Read(t, m.fecPath)
 	for range 40 {
 		vcXorByte(t, m.fecPath, rng.Int64N(int64(len(parity))), campRandByte(rng))
 	}
@@ -819,12 +820,12 @@ func TestFECWrongParameters(t *testing.T) {
 		return append(flags, out...)
 	}
 	for roots := 2; roots < 8; roots++ {
-		before := vcListing(t, m.dir)
+		before := fronttest.ListingWithDir(t, m.dir)
 		r := vcRun(append(withFlag(fmt.Sprintf("--fec-roots=%d", roots)), "--repair")...)
 		if r.code != 1 || !strings.Contains(r.stderr, "cannot recover") || !strings.Contains(r.stderr, "hint: nothing was written") {
 			t.Errorf("--fec-roots=%d (the parity has 8): want exit 1, cannot recover, nothing written:\n%v", roots, r)
 		}
-		vcSameListing(t, before, vcListing(t, m.dir))
+		fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 	}
 	for _, tc := range []struct {
 		flags []string
@@ -837,12 +838,12 @@ func TestFECWrongParameters(t *testing.T) {
 		{[]string{"--fec-offset=1024", "--fec-roots=4"}, 1, "cannot recover"},
 		{[]string{"--fec-device=" + other.fecPath}, 1, "cannot recover"},
 	} {
-		before := vcListing(t, m.dir)
+		before := fronttest.ListingWithDir(t, m.dir)
 		r := vcRun(append(withFlag(tc.flags...), "--repair")...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: want exit %d and %q:\n%v", tc.flags, tc.code, tc.want, r)
 		}
-		vcSameListing(t, before, vcListing(t, m.dir))
+		fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 	}
 	// The right parameters repair it.
 	fecExpectRepair(t, m, set, 0, "right parameters")
@@ -876,10 +877,10 @@ func TestFECBadInput(t *testing.T) {
 	dir := m.dir
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 	small := filepath.Join(dir, "small.fec")
-	vcWrite(t, small, vcRead(t, m.fecPath)[:1024])
+	vcWrite(t, small, fronttest.Read(t, m.fecPath)[:1024])
 	// A tree of unequal block sizes.
 	uneq := filepath.Join(dir, "uneq.img")
-	vcImage(t, uneq, 64*4096, 3)
+	fronttest.Image(t, uneq, 64*4096, 3)
 	uneqRoot := vsFormat(t, uneq, uneq+".verity", "--hash-block-size=1024", "--salt=01").root
 	root := "--root-hash=" + m.root
 	for _, tc := range []struct {
@@ -908,21 +909,20 @@ func TestFECBadInput(t *testing.T) {
 		{"dump repair", []string{"--dump", "--repair", m.hash}, "--repair does not go with --dump"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := vcListing(t, dir)
+			before := fronttest.ListingWithDir(t, dir)
 			r := vcRun(tc.args...)
 			if r.code != 2 || !strings.HasPrefix(r.stderr, "veritycheck: error: ") || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
 				t.Errorf("want exit 2 and %q:\n%v", tc.want, r)
 			}
-			vcSameListing(t, before, vcListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.ListingWithDir(t, dir))
 		})
 	}
 }
 
-// TestFECReport: the text lines and the JSON fields, intact, repairable
-// (listing capped by --max-problems) and repaired.
-func TestFECReport(t *testing.T) {
-	vsPath(t)
-	m := fecMake(t, &fecTargeted, 61)
+// fecReportIntact checks the --json report of TestFECReport's image while
+// it is intact, with and without --fec-device.
+func fecReportIntact(t *testing.T, m *fecMade) {
+	t.Helper()
 	// What veritysetup printed as "FEC blocks" is the parity's size.
 	r := vcRun(m.args("--json")...)
 	if r.code != 0 {
@@ -941,11 +941,18 @@ func TestFECReport(t *testing.T) {
 	if r := vcRun("--json", "--root-hash="+m.root, m.data, m.hash); strings.Contains(r.stdout, "fec_") || strings.Contains(r.stdout, "repair") {
 		t.Errorf("without --fec-device the report has FEC fields:\n%s", r.stdout)
 	}
+}
 
+// TestFECReport: the text lines and the JSON fields, intact, repairable
+// (listing capped by --max-problems) and repaired.
+func TestFECReport(t *testing.T) {
+	vsPath(t)
+	m := fecMake(t, &fecTargeted, 61)
+	fecReportIntact(t, m)
 	set := map[fecBlk]bool{{-1, 7}: true, {-1, 8}: true, {0, 3}: true}
 	m.corrupt(t, rand.New(rand.NewPCG(2, 2)), set, true)
-	r = vcRun(m.args("--json", "--max-problems=1")...)
-	j = fecDecodeJSON(t, r)
+	r := vcRun(m.args("--json", "--max-problems=1")...)
+	j := fecDecodeJSON(t, r)
 	if r.code != 1 || j.Verified || !*j.Repairable || j.Repaired || j.RepairableCount != 3 || len(j.RepairableBlocks) != 1 ||
 		!j.Truncated || j.CorruptDataBlocks != 2 || j.CorruptHashBlocks != 1 {
 		t.Errorf("repairable report wrong:\n%v", r)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -157,7 +158,7 @@ func fecPeerTrial(t *testing.T, master *fecMade, rng *rand.Rand, d *fecDamage) (
 		t.Logf("%v: veritysetup finds %d repairable errors of %d damaged bytes, up to %d in a codeword: past what errors-only decoding is sure of",
 			d, found, damaged, worst)
 	}
-	before := vcListing(t, m.dir)
+	before := fronttest.ListingWithDir(t, m.dir)
 	r := vcRun(m.args("--repair")...)
 	switch {
 	case r.code == 0:
@@ -170,7 +171,7 @@ func fecPeerTrial(t *testing.T, master *fecMade, rng *rand.Rand, d *fecDamage) (
 		}
 		repaired = true
 	case r.code == 1 && strings.Contains(r.stderr, "cannot recover"):
-		vcSameListing(t, before, vcListing(t, m.dir))
+		fronttest.SameListing(t, before, fronttest.ListingWithDir(t, m.dir))
 	default:
 		t.Fatalf("%v: want a repair or \"cannot recover\":\n%v", d, r)
 	}
@@ -256,11 +257,11 @@ func fecDiff(t *testing.T, master, m *fecMade) (damaged, worst int) {
 			return (b%rounds)*bs + col
 		}
 	}
-	count(vcRead(t, master.data), vcRead(t, m.data), 0, m.g.DataSize(), msgCodeword(0))
+	count(fronttest.Read(t, master.data), fronttest.Read(t, m.data), 0, m.g.DataSize(), msgCodeword(0))
 	hashEnd := m.g.TreeOffset() + (m.fp.Blocks-m.g.DataBlocks)*bs
-	count(vcRead(t, master.hash), vcRead(t, m.hash), m.g.TreeOffset(), hashEnd, msgCodeword(m.g.DataSize()))
+	count(fronttest.Read(t, master.hash), fronttest.Read(t, m.hash), m.g.TreeOffset(), hashEnd, msgCodeword(m.g.DataSize()))
 	off := m.parityOffset()
-	count(vcRead(t, master.fecPath), vcRead(t, m.fecPath), off, off+m.fp.ParitySize(), func(o uint64) uint64 { return o / roots })
+	count(fronttest.Read(t, master.fecPath), fronttest.Read(t, m.fecPath), off, off+m.fp.ParitySize(), func(o uint64) uint64 { return o / roots })
 	for _, n := range perCodeword {
 		worst = max(worst, n)
 	}

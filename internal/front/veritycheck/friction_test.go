@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -19,7 +20,7 @@ import (
 func frTree(t *testing.T, dir string, opts *verity.FormatOptions) (data, hash, root string) {
 	t.Helper()
 	data, hash = filepath.Join(dir, "d.img"), filepath.Join(dir, "d.img.verity")
-	vcImage(t, data, 8*4096, 3)
+	fronttest.Image(t, data, 8*4096, 3)
 	if opts == nil {
 		opts = &verity.FormatOptions{}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -28,7 +29,7 @@ import (
 func inTree(t *testing.T, dir string) (data, hash, rootHex string) {
 	t.Helper()
 	data, hash = filepath.Join(dir, "data.img"), filepath.Join(dir, "data.img.verity")
-	vcImage(t, data, 64*4096, 7)
+	fronttest.Image(t, data, 64*4096, 7)
 	alg, err := hashes.Lookup("sha256")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestOffsetsCheckedFirst(t *testing.T) {
 				"veritycheck: hint: if the tree has no superblock, add --no-superblock and its parameters\n"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			before := vcListing(t, dir)
+			before := fronttest.ListingWithDir(t, dir)
 			r := inRun(t, c.args...)
 			if r.code != 2 || r.stderr != c.want || r.stdout != "" {
 				t.Errorf("want exit 2 and stderr\n%s", c.want)
@@ -128,7 +129,7 @@ func TestOffsetsCheckedFirst(t *testing.T) {
 			if strings.Contains(r.stderr, "negative") || strings.Contains(r.stderr, "-4096") {
 				t.Error("a negative offset is printed")
 			}
-			vcSameListing(t, before, vcListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.ListingWithDir(t, dir))
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // TestRepairLocked: --repair writes nothing into DATA or HASH while another
@@ -33,13 +35,13 @@ func TestRepairLocked(t *testing.T) {
 			if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
 				t.Fatal(err)
 			}
-			data, hash := vcRead(t, m.data), vcRead(t, m.hash)
+			data, hash := fronttest.Read(t, m.data), fronttest.Read(t, m.hash)
 			r := vcRun(m.args("--repair")...)
 			want := "veritycheck: error: " + role + " " + path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish; nothing was written\n"
 			if r.code != 2 || !strings.Contains(r.stderr, want) {
 				t.Errorf("want exit 2 and %q:\n%v", want, r)
 			}
-			if !bytes.Equal(vcRead(t, m.data), data) || !bytes.Equal(vcRead(t, m.hash), hash) {
+			if !bytes.Equal(fronttest.Read(t, m.data), data) || !bytes.Equal(fronttest.Read(t, m.hash), hash) {
 				t.Error("the refused repair wrote")
 			}
 			f.Close()
@@ -106,7 +108,7 @@ func holdExclusive(t *testing.T, path string) (release func()) {
 func TestReadsOfLockedFiles(t *testing.T) {
 	dir := t.TempDir()
 	raw := filepath.Join(dir, "system.img") // no footer yet: being appended to
-	vcImage(t, raw, 1<<20, 41)
+	fronttest.Image(t, raw, 1<<20, 41)
 	m := avbMake(t, 64, true, nil)
 	tree := filepath.Join(dir, "tree.verity")
 	if err := os.WriteFile(tree, make([]byte, 8192), 0o644); err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -118,7 +119,7 @@ func peerMake(t *testing.T, c *peerCase, seed uint64) (data, hash string, tr vsT
 		size = max(size, int64(c.hashOffset))
 		hash = data
 	}
-	vcImage(t, data, size, seed)
+	fronttest.Image(t, data, size, seed)
 	rootFile = filepath.Join(dir, "root.hex")
 	args := append([]string{data, hash, "--root-hash-file=" + rootFile}, c.treeFlags()...)
 	if c.noSB {
@@ -169,7 +170,7 @@ func TestPeerVeritysetupTreesVerify(t *testing.T) {
 			want := fmt.Sprintf("verified: %d data blocks of %d bytes and %d hash blocks match root hash %s\n",
 				c.blocks, dbs, tr.hashBlocks, tr.root)
 
-			if got := strings.TrimSpace(string(vcRead(t, rootFile))); got != tr.root {
+			if got := strings.TrimSpace(string(fronttest.Read(t, rootFile))); got != tr.root {
 				t.Fatalf("veritysetup's root hash file holds %q, its output says %q", got, tr.root)
 			}
 			nl := filepath.Join(filepath.Dir(rootFile), "root-nl.hex")
@@ -239,7 +240,7 @@ func TestPeerBLAKE2b(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
 			hash := filepath.Join(dir, "tree.bin")
-			vcImage(t, data, int64(tc.blocks)*int64(tc.dbs), tc.blocks)
+			fronttest.Image(t, data, int64(tc.blocks)*int64(tc.dbs), tc.blocks)
 			if tc.inPlace {
 				hash = data
 			}
@@ -387,7 +388,7 @@ func peerGeometry(t *testing.T, c *peerCase, hash string) *merkle.Geometry {
 		p.Salt, _ = hex.DecodeString(c.salt)
 	}
 	if !c.noSB {
-		b := vcRead(t, hash)
+		b := fronttest.Read(t, hash)
 		sb, err := merkle.ParseSuperblock(b[c.hashOffset:])
 		if err != nil {
 			t.Fatalf("veritysetup's superblock: %v", err)

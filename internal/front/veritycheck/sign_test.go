@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -26,7 +27,7 @@ import (
 func signedTree(t *testing.T, d, kind string) (root, key, cert, sig, js string) {
 	t.Helper()
 	data := filepath.Join(d, "d.img")
-	vcImage(t, data, 1<<20, 51)
+	fronttest.Image(t, data, 1<<20, 51)
 	key, cert = testtool.WriteSigningKey(t, d, kind, kind)
 	signer, c, err := verity.LoadSigningKey(context.Background(), key, cert)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/testimages"
 )
@@ -28,7 +29,7 @@ func TestSparseChecked(t *testing.T) {
 	if err := testimages.WriteFile(raw, func(w io.Writer) error { return testimages.Sample(w, 24<<20, 3) }); err != nil {
 		t.Fatal(err)
 	}
-	rawBytes := vcRead(t, raw)
+	rawBytes := fronttest.Read(t, raw)
 	if out, err := exec.Command(img2simg, raw, simg).CombinedOutput(); err != nil {
 		t.Fatalf("img2simg: %v\n%s", err, out)
 	}
@@ -47,7 +48,7 @@ func TestSparseChecked(t *testing.T) {
 			break
 		}
 	}
-	sb := vcRead(t, simg)
+	sb := fronttest.Read(t, simg)
 	pos := bytes.Index(sb, rawBytes[at:at+64])
 	if at < 0 || pos < 0 {
 		t.Fatalf("no data block found in the sparse file")
@@ -60,7 +61,7 @@ func TestSparseChecked(t *testing.T) {
 	vcXorByte(t, simg, int64(pos), 0x20)
 
 	// With --raw the sparse file is the image: shorter than the tree covers.
-	before := vcListing(t, dir)
+	before := fronttest.ListingWithDir(t, dir)
 	if res := vcRun("--raw", "--root-hash="+root, simg, hash); res.code != 2 || !strings.Contains(res.stderr, "shorter than") {
 		t.Errorf("--raw on the sparse file: want exit 2, too short, got:\n%v", res)
 	}
@@ -74,7 +75,7 @@ func TestSparseChecked(t *testing.T) {
 		if res.code != 2 || !strings.Contains(res.stderr, tc.want) || !strings.Contains(res.stderr, "simg2img") {
 			t.Errorf("want exit 2 with %q and a hint, got:\n%v", tc.want, res)
 		}
-		vcSameListing(t, before, vcListing(t, dir))
+		fronttest.SameListing(t, before, fronttest.ListingWithDir(t, dir))
 	}
 	// A tree inside the sparse file is looked for in its expansion (this
 	// one has none there).

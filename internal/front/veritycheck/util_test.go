@@ -1,28 +1,22 @@
 package veritycheck
 
 // Helpers shared by veritycheck's tests: running the command in-process,
-// running veritysetup, making images, and snapshots of a directory.
+// running veritysetup. Those all the fronts' tests share (images, snapshots
+// of a directory) are in internal/front/fronttest.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/veritytree/veritytree/internal/testtool"
-	"github.com/veritytree/veritytree/testimages"
 )
 
 // vcResult is what one run of veritycheck gave.
@@ -152,30 +146,6 @@ func vsFormat(t *testing.T, args ...string) vsTree {
 	return tr
 }
 
-// vcImage writes size deterministic pseudo-random bytes to path and
-// returns them.
-func vcImage(t *testing.T, path string, size int64, seed uint64) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := testimages.Random(&b, size, seed); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// vcRead reads a file or fails the test.
-func vcRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // vcWrite writes a file or fails the test.
 func vcWrite(t *testing.T, path string, b []byte) {
 	t.Helper()
@@ -200,62 +170,5 @@ func vcXorByte(t *testing.T, path string, off int64, x byte) {
 	b[0] ^= x
 	if _, err := f.WriteAt(b[:], off); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// vcListing describes every entry under dir (type, mode, size, mtime and,
-// for regular files, a digest of the content).
-func vcListing(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		desc := fmt.Sprintf("%v size=%d mtime=%s", info.Mode(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
-		if rel == "." {
-			desc = fmt.Sprintf("%v mtime=%s", info.Mode(), info.ModTime().Format(time.RFC3339Nano))
-		}
-		if info.Mode().IsRegular() {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			desc += fmt.Sprintf(" sha256=%x", sha256.Sum256(b))
-		}
-		m[rel] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// vcSameListing fails the test with the differences unless before and
-// after are equal.
-func vcSameListing(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	if maps.Equal(before, after) {
-		return
-	}
-	all := maps.Clone(before)
-	maps.Copy(all, after)
-	for _, n := range slices.Sorted(maps.Keys(all)) {
-		b, inB := before[n]
-		a, inA := after[n]
-		switch {
-		case !inB:
-			t.Errorf("new entry %s: %s", n, a)
-		case !inA:
-			t.Errorf("entry %s vanished (was %s)", n, b)
-		case a != b:
-			t.Errorf("entry %s changed:\n  before %s\n  after  %s", n, b, a)
-		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/sparse"
 )
@@ -132,7 +133,7 @@ func andrTree(t *testing.T, data, hash string, extra ...string) map[string]any {
 // andrSameFiles fails unless two files hold the same bytes.
 func andrSameFiles(t *testing.T, a, b string) {
 	t.Helper()
-	x, y := cliRead(t, a), cliRead(t, b)
+	x, y := fronttest.Read(t, a), fronttest.Read(t, b)
 	if !bytes.Equal(x, y) {
 		i := 0
 		for i < min(len(x), len(y)) && x[i] == y[i] {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -60,7 +61,7 @@ func TestAppendVsVeritysetup(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d/%d-%d/fec%d%s", c.size, c.dbs, c.hbs, c.fecRoots, strings.Join(c.extra, "")), func(t *testing.T) {
 			dir := t.TempDir()
-			img := cliImage(t, filepath.Join(dir, "orig.img"), c.size, uint64(20+i))
+			img := fronttest.Image(t, filepath.Join(dir, "orig.img"), c.size, uint64(20+i))
 			ours := apndCopy(t, dir, "ours.img", img)
 			flags := []string{fmt.Sprintf("--data-block-size=%d", c.dbs), fmt.Sprintf("--hash-block-size=%d", c.hbs)}
 			if !strings.Contains(strings.Join(c.extra, " "), "--salt") {
@@ -76,7 +77,7 @@ func TestAppendVsVeritysetup(t *testing.T) {
 			align := int64(max(c.dbs, c.hbs))
 			padded := (c.size + align - 1) / align * align
 			hashEnd := int64(cliUint(t, m, "hash_end"))
-			got := cliRead(t, ours)
+			got := fronttest.Read(t, ours)
 			want := map[string]uint64{"original_size": uint64(c.size), "data_size": uint64(padded), "hash_offset": uint64(padded),
 				"data_blocks": uint64(padded / int64(c.dbs)), "image_size": uint64(len(got)), "uncovered_bytes": 0,
 				"hash_start_block": uint64(padded / int64(c.hbs))}
@@ -119,7 +120,7 @@ func TestAppendVsVeritysetup(t *testing.T) {
 			padFile := apndCopy(t, dir, "padded.img", append(img, make([]byte, padded-c.size)...))
 			tree := filepath.Join(dir, "tree.bin")
 			andrExec(t, vs, append(append([]string{"format", "--no-superblock"}, flags...), padFile, tree)...)
-			if !bytes.Equal(got[padded:hashEnd], cliRead(t, tree)) {
+			if !bytes.Equal(got[padded:hashEnd], fronttest.Read(t, tree)) {
 				t.Error("the appended tree differs from veritysetup's --no-superblock tree")
 			}
 		})
@@ -131,7 +132,7 @@ func TestAppendVsVeritysetup(t *testing.T) {
 func TestAppendReport(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "sys.img")
-	cliImage(t, data, 1000000, 31)
+	fronttest.Image(t, data, 1000000, 31)
 	res := cliOK(t, "--append", "--fec", "--salt=-", "--boot-params", "--data-device=/dev/sda5", data)
 	for _, want := range []string{
 		"VERITY header information for " + data + "\n",
@@ -160,11 +161,11 @@ func TestAppendReport(t *testing.T) {
 func TestAppendRerun(t *testing.T) {
 	dir := t.TempDir()
 	const size = 24<<20 + 1234
-	img := cliImage(t, filepath.Join(dir, "orig.img"), size, 40)
+	img := fronttest.Image(t, filepath.Join(dir, "orig.img"), size, 40)
 	flags := []string{"--append", "--fec", "--salt=" + cliSalt, "--no-progress"}
 	ref := apndCopy(t, dir, "ref.img", img)
 	cliOK(t, append(flags, ref)...)
-	want := cliRead(t, ref)
+	want := fronttest.Read(t, ref)
 	rerun := append(append([]string{}, flags...), fmt.Sprintf("--data-size=%d", size))
 
 	// What an interrupted run may leave: the image, the zero padding (the
@@ -213,13 +214,13 @@ func TestAppendRerun(t *testing.T) {
 				if res.code != 2 || !strings.Contains(res.stderr, "cutting them off would lose them") {
 					t.Errorf("exit %d, want 2 and a refusal", res.code)
 				}
-				if !bytes.Equal(cliRead(t, p), c.left) {
+				if !bytes.Equal(fronttest.Read(t, p), c.left) {
 					t.Error("the refused run changed DATA")
 				}
 				args = append([]string{"--force"}, args...)
 			}
 			cliOK(t, args...)
-			if !bytes.Equal(cliRead(t, p), want) {
+			if !bytes.Equal(fronttest.Read(t, p), want) {
 				t.Error("the re-run's file differs from the uninterrupted run's")
 			}
 		})
@@ -228,7 +229,7 @@ func TestAppendRerun(t *testing.T) {
 	t.Run("finished file", func(t *testing.T) {
 		p := apndCopy(t, dir, "done.img", want)
 		cliOK(t, append(rerun, p)...)
-		if !bytes.Equal(cliRead(t, p), want) {
+		if !bytes.Equal(fronttest.Read(t, p), want) {
 			t.Error("re-running on a finished file changed it")
 		}
 	})
@@ -266,7 +267,7 @@ func TestAppendRerun(t *testing.T) {
 				if res.stderr != wantErr {
 					t.Errorf("stderr:\n%s\nwant\n%s", res.stderr, wantErr)
 				}
-				if !bytes.Equal(cliRead(t, p), img) {
+				if !bytes.Equal(fronttest.Read(t, p), img) {
 					t.Fatal("the interrupted run did not leave DATA as it was")
 				}
 			case 0:
@@ -275,7 +276,7 @@ func TestAppendRerun(t *testing.T) {
 				t.Fatalf("exit %d", res.code)
 			}
 			cliOK(t, append(append([]string{}, again.args...), p)...)
-			if !bytes.Equal(cliRead(t, p), want) {
+			if !bytes.Equal(fronttest.Read(t, p), want) {
 				t.Error("the re-run's file differs from the uninterrupted run's")
 			}
 		})
@@ -287,7 +288,7 @@ func TestAppendRerun(t *testing.T) {
 func TestAppendBadInput(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "img")
-	cliImage(t, data, 50000, 41)
+	fronttest.Image(t, data, 50000, 41)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -307,12 +308,12 @@ func TestAppendBadInput(t *testing.T) {
 		{[]string{"--data-size=4096", data}, "--data-size needs --append"},
 	} {
 		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {
-			before := cliListing(t, dir)
+			before := fronttest.Listing(t, dir)
 			res := cliRun(t, t.Context(), tc.args...)
 			if res.code != 2 || !strings.HasPrefix(res.stderr, "veritygen: error: ") || !strings.Contains(res.stderr, tc.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", res.code, res.stderr, tc.want)
 			}
-			cliDiffListing(t, before, cliListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 		})
 	}
 }

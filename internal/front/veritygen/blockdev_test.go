@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestBlockDeviceData(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backing.img")
-	cliImage(t, file, 3<<20, 50) // loop devices have whole 512-byte sectors
+	fronttest.Image(t, file, 3<<20, 50) // loop devices have whole 512-byte sectors
 	dev := testtool.LoopDevice(t, file, true)
 	fromFile := cliJSON(t, cliOK(t, "--json", "--salt="+cliSalt, "--uuid="+cliUUID, file, filepath.Join(dir, "f.verity")).stdout)
 	fromDev := cliJSON(t, cliOK(t, "--json", "--salt="+cliSalt, "--uuid="+cliUUID, dev, filepath.Join(dir, "d.verity")).stdout)
@@ -45,7 +46,7 @@ func TestBlockDeviceData(t *testing.T) {
 func TestBlockDeviceHash(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 2<<20, 51)
+	fronttest.Image(t, data, 2<<20, 51)
 	ref := filepath.Join(dir, "ref.verity")
 	m := cliJSON(t, cliOK(t, "--json", "--salt="+cliSalt, "--uuid="+cliUUID, data, ref).stdout)
 	treeSize := int(cliUint(t, m, "hash_end"))
@@ -67,7 +68,7 @@ func TestBlockDeviceHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got[:treeSize], cliRead(t, ref)) {
+	if !bytes.Equal(got[:treeSize], fronttest.Read(t, ref)) {
 		t.Error("the tree on the device differs from the tree in a file")
 	}
 	if !bytes.Equal(got[treeSize:], junk[treeSize:]) {
@@ -97,7 +98,7 @@ func TestBlockDeviceHash(t *testing.T) {
 func TestBlockDeviceAppend(t *testing.T) {
 	dir := t.TempDir()
 	const size = 1000000
-	img := cliImage(t, filepath.Join(dir, "img"), size, 52)
+	img := fronttest.Image(t, filepath.Join(dir, "img"), size, 52)
 	backing := filepath.Join(dir, "part.img")
 	if err := os.WriteFile(backing, append(append([]byte{}, img...), make([]byte, 4<<20-size)...), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestBlockDeviceAppend(t *testing.T) {
 	}
 	flags := []string{"--append", "--fec", "--salt=" + cliSalt}
 	cliOK(t, append(flags, file)...)
-	want := cliRead(t, file)
+	want := fronttest.Read(t, file)
 	cliOK(t, append(flags, fmt.Sprintf("--data-size=%d", size), dev)...)
 	got, err := os.ReadFile(dev)
 	if err != nil {
@@ -134,7 +135,7 @@ func TestBlockDeviceAppend(t *testing.T) {
 func TestBlockDeviceLoopOverItsFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backing.img")
-	img := cliImage(t, file, 1<<20, 51)
+	img := fronttest.Image(t, file, 1<<20, 51)
 	dev := testtool.LoopDevice(t, file, false)
 	for _, c := range []struct {
 		args []string
@@ -148,13 +149,13 @@ func TestBlockDeviceLoopOverItsFile(t *testing.T) {
 		if res.code != 2 || !strings.Contains(res.stderr, c.msg) {
 			t.Errorf("%v: exit %d, want 2 and %q", c.args, res.code, c.msg)
 		}
-		if !bytes.Equal(cliRead(t, file), img) {
+		if !bytes.Equal(fronttest.Read(t, file), img) {
 			t.Fatalf("%v: the file changed", c.args)
 		}
 	}
 	// A tree into the device past the 16 data blocks it shows.
 	cliOK(t, "--salt="+cliSalt, "--data-blocks=16", "--hash-offset=524288", file, dev)
-	if !bytes.Equal(cliRead(t, file)[:524288], img[:524288]) {
+	if !bytes.Equal(fronttest.Read(t, file)[:524288], img[:524288]) {
 		t.Fatal("the data changed")
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -22,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veritytree/veritytree/testimages"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // cliResult is what one run of veritygen gave.
@@ -56,40 +54,6 @@ func cliOK(t *testing.T, args ...string) cliResult {
 	return r
 }
 
-// cliImage writes size deterministic pseudo-random bytes to path. Past
-// 1 MiB the random MiB repeats, each copy stamped with its number so that
-// no two blocks are equal (generating is slow under -race).
-func cliImage(t *testing.T, path string, size int64, seed uint64) []byte {
-	t.Helper()
-	const tile = 1 << 20
-	var b bytes.Buffer
-	if err := testimages.Random(&b, min(size, tile), seed); err != nil {
-		t.Fatal(err)
-	}
-	img := make([]byte, size)
-	copy(img, b.Bytes())
-	for off := int64(tile); off < size; off += tile {
-		copy(img[off:], img[:tile])
-		for blk := off; blk < min(off+tile, size); blk += 512 {
-			binary.LittleEndian.PutUint64(img[blk:min(blk+8, size)], uint64(off/tile))
-		}
-	}
-	if err := os.WriteFile(path, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-// cliRead reads a file or fails the test.
-func cliRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // cliState is a file's content digest and modification time.
 type cliState struct {
 	sum   [32]byte
@@ -102,77 +66,7 @@ func cliFileState(t *testing.T, path string) cliState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cliState{sum: cliSum(t, path), mtime: info.ModTime()}
-}
-
-// cliSum returns the SHA-256 of a file's content, read in small pieces
-// (one large buffer is slow under -race).
-func cliSum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, f, make([]byte, 64<<10)); err != nil {
-		t.Fatal(err)
-	}
-	return [32]byte(h.Sum(nil))
-}
-
-// cliListing describes every entry under dir (name, type, size, mode,
-// mtime and, for regular files, a digest of the content), without
-// following symbolic links.
-func cliListing(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path == dir {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		desc := fmt.Sprintf("%v size=%d mtime=%s", info.Mode(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
-		if info.Mode().IsRegular() && info.Mode().Perm()&0o400 != 0 {
-			desc += fmt.Sprintf(" sha256=%x", cliSum(t, path))
-		}
-		m[rel] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// cliDiffListing reports the entries that differ between two listings.
-func cliDiffListing(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	if maps.Equal(before, after) {
-		return
-	}
-	all := maps.Clone(before)
-	maps.Copy(all, after)
-	names := slices.Sorted(maps.Keys(all))
-	for _, n := range names {
-		b, inB := before[n]
-		a, inA := after[n]
-		switch {
-		case !inB:
-			t.Errorf("%s appeared: %s", n, a)
-		case !inA:
-			t.Errorf("%s disappeared (was %s)", n, b)
-		case a != b:
-			t.Errorf("%s changed:\n  before %s\n  after  %s", n, b, a)
-		}
-	}
+	return cliState{sum: fronttest.Sum(t, path), mtime: info.ModTime()}
 }
 
 // cliJSON decodes veritygen's --json output.
@@ -307,7 +201,7 @@ func TestCLIBadInput(t *testing.T) {
 	// image writes a 16-block image at dir/data.img and returns its path.
 	image := func(t *testing.T, dir string) string {
 		p := filepath.Join(dir, "data.img")
-		cliImage(t, p, 16*blk, 1)
+		fronttest.Image(t, p, 16*blk, 1)
 		return p
 	}
 	type row struct {
@@ -372,7 +266,7 @@ func TestCLIBadInput(t *testing.T) {
 			name: "empty image",
 			setup: func(t *testing.T, dir string) ([]string, string) {
 				d := filepath.Join(dir, "empty.img")
-				cliImage(t, d, 0, 1)
+				fronttest.Image(t, d, 0, 1)
 				return []string{d}, d
 			},
 			errs: []string{"DATA ", "empty.img is empty"},
@@ -381,7 +275,7 @@ func TestCLIBadInput(t *testing.T) {
 			name: "image smaller than one block",
 			setup: func(t *testing.T, dir string) ([]string, string) {
 				d := filepath.Join(dir, "tiny.img")
-				cliImage(t, d, 100, 1)
+				fronttest.Image(t, d, 100, 1)
 				return []string{d}, d
 			},
 			errs: []string{"tiny.img is 100 bytes, smaller than one 4096-byte data block"},
@@ -562,7 +456,7 @@ func TestCLIBadInput(t *testing.T) {
 			name: "HASH is DATA without --hash-offset nor superblock",
 			setup: func(t *testing.T, dir string) ([]string, string) {
 				d := filepath.Join(dir, "small.img")
-				cliImage(t, d, 3*blk, 1)
+				fronttest.Image(t, d, 3*blk, 1)
 				return []string{"--no-superblock", "--hash-block-size=8192", d, d}, d
 			},
 			errs: []string{"HASH is DATA", "no --hash-offset"},
@@ -663,7 +557,7 @@ func TestCLIBadInput(t *testing.T) {
 			setup: func(t *testing.T, dir string) ([]string, string) {
 				d := image(t, dir)
 				h := filepath.Join(dir, "tree.bin")
-				cliImage(t, h, 100, 2)
+				fronttest.Image(t, h, 100, 2)
 				return []string{"--root-hash-file=" + dir + "/./tree.bin", d, h}, d
 			},
 			errs: []string{"--root-hash-file ", "tree.bin is HASH"},
@@ -719,7 +613,7 @@ func TestCLIBadInput(t *testing.T) {
 			if data != "" {
 				before = cliFileState(t, data)
 			}
-			listing := cliListing(t, dir)
+			listing := fronttest.Listing(t, dir)
 			// --root-hash-file and --json ride along: neither may change the
 			// outcome, and no root hash file may appear.
 			args = append([]string{"--root-hash-file=" + filepath.Join(dir, "root.hex")}, args...)
@@ -761,7 +655,7 @@ func TestCLIBadInput(t *testing.T) {
 			if r.noHint != "" && strings.Contains(strings.Join(hintLines, "\n"), r.noHint) {
 				t.Errorf("a hint says %q:\n%s", r.noHint, res.stderr)
 			}
-			cliDiffListing(t, listing, cliListing(t, dir))
+			fronttest.SameListing(t, listing, fronttest.Listing(t, dir))
 			if data != "" {
 				if after := cliFileState(t, data); after != before {
 					t.Errorf("DATA changed: sha256 %x mtime %v, was %x %v", after.sum, after.mtime, before.sum, before.mtime)
@@ -787,7 +681,7 @@ func TestCLIPartialBlock(t *testing.T) {
 		t.Run(fmt.Sprintf("%d/%d", tc.size, tc.dbs), func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
-			img := cliImage(t, data, tc.size, 2)
+			img := fronttest.Image(t, data, tc.size, 2)
 			res := cliOK(t, "--json", "--salt="+cliSalt, fmt.Sprintf("--data-block-size=%d", tc.dbs), data)
 			want := fmt.Sprintf("veritygen: warning: the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them\n", tc.wantLeft, tc.dbs)
 			if res.stderr != want {
@@ -805,7 +699,7 @@ func TestCLIPartialBlock(t *testing.T) {
 			if got := cliString(t, m, "root_hash"); got != hex.EncodeToString(root) {
 				t.Errorf("root_hash %s, want %x (the tree of the whole blocks)", got, root)
 			}
-			hash := cliRead(t, data+".verity")
+			hash := fronttest.Read(t, data+".verity")
 			if !bytes.Equal(hash[4096:], tree) {
 				t.Errorf("HASH's tree (%d bytes) differs from the reference (%d bytes)", len(hash)-4096, len(tree))
 			}
@@ -815,7 +709,7 @@ func TestCLIPartialBlock(t *testing.T) {
 	t.Run("no warning for whole blocks", func(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data.img")
-		cliImage(t, data, 8*4096, 2)
+		fronttest.Image(t, data, 8*4096, 2)
 		res := cliOK(t, "--json", data)
 		if res.stderr != "" {
 			t.Errorf("stderr is not empty:\n%s", res.stderr)
@@ -834,7 +728,7 @@ func TestCLIJSON(t *testing.T) {
 	hashPath := filepath.Join(dir, "tree.bin")
 	rootFile := filepath.Join(dir, "root.hex")
 	const blocks = 300
-	img := cliImage(t, data, blocks*4096, 3)
+	img := fronttest.Image(t, data, blocks*4096, 3)
 
 	res := cliOK(t, "--json", "--hash=SHA256", "--salt="+cliSalt, "--uuid="+strings.ToUpper(cliUUID),
 		"--root-hash-file="+rootFile, data, hashPath)
@@ -878,7 +772,7 @@ func TestCLIJSON(t *testing.T) {
 		t.Error("superblock = false, want true")
 	}
 
-	hash := cliRead(t, hashPath)
+	hash := fronttest.Read(t, hashPath)
 	if want := 5 * 4096; len(hash) != want {
 		t.Errorf("HASH is %d bytes, want %d", len(hash), want)
 	} else {
@@ -887,7 +781,7 @@ func TestCLIJSON(t *testing.T) {
 			t.Error("HASH's tree differs from the reference tree")
 		}
 	}
-	if got := string(cliRead(t, rootFile)); got != wantStr["root_hash"] {
+	if got := string(fronttest.Read(t, rootFile)); got != wantStr["root_hash"] {
 		t.Errorf("--root-hash-file holds %q, want %q (no newline)", got, wantStr["root_hash"])
 	}
 
@@ -958,7 +852,7 @@ func TestCLIFiles(t *testing.T) {
 	t.Run("default HASH is DATA.verity", func(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "sys.img")
-		img := cliImage(t, data, 40*4096, 4)
+		img := fronttest.Image(t, data, 40*4096, 4)
 		before := cliFileState(t, data)
 		m := cliJSON(t, cliOK(t, "--json", "--salt="+cliSalt, data).stdout)
 		if got := cliString(t, m, "hash_file"); got != data+".verity" {
@@ -969,14 +863,14 @@ func TestCLIFiles(t *testing.T) {
 		if got := cliString(t, m, "root_hash"); got != hex.EncodeToString(root) {
 			t.Errorf("root_hash %s, want %x", got, root)
 		}
-		hash := cliRead(t, data+".verity")
+		hash := fronttest.Read(t, data+".verity")
 		if !bytes.Equal(hash[4096:], tree) {
 			t.Error("sys.img.verity does not hold the tree")
 		}
 		if after := cliFileState(t, data); after != before {
 			t.Error("DATA changed")
 		}
-		names := slices.Sorted(maps.Keys(cliListing(t, dir)))
+		names := slices.Sorted(maps.Keys(fronttest.Listing(t, dir)))
 		if want := []string{"sys.img", "sys.img.verity"}; !slices.Equal(names, want) {
 			t.Errorf("directory holds %q, want %q", names, want)
 		}
@@ -1008,9 +902,9 @@ func TestCLIFiles(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data.img")
 		hashPath := filepath.Join(dir, "tree.bin")
-		img := cliImage(t, data, 20*4096, 5)
+		img := fronttest.Image(t, data, 20*4096, 5)
 		// An earlier tree, longer than the new one.
-		cliImage(t, filepath.Join(dir, "big.img"), 1000*4096, 6)
+		fronttest.Image(t, filepath.Join(dir, "big.img"), 1000*4096, 6)
 		cliOK(t, filepath.Join(dir, "big.img"), hashPath)
 		os.Remove(filepath.Join(dir, "big.img"))
 		if err := os.Chmod(hashPath, 0o600); err != nil {
@@ -1019,14 +913,14 @@ func TestCLIFiles(t *testing.T) {
 		cliOK(t, "--salt="+cliSalt, data, hashPath)
 		salt, _ := hex.DecodeString(cliSalt)
 		_, tree := cliRefTree(img, 4096, 4096, salt)
-		hash := cliRead(t, hashPath)
+		hash := fronttest.Read(t, hashPath)
 		if len(hash) != 4096+len(tree) || !bytes.Equal(hash[4096:], tree) {
 			t.Errorf("HASH is %d bytes, want the tree alone (%d bytes)", len(hash), 4096+len(tree))
 		}
 		if info, _ := os.Stat(hashPath); info.Mode().Perm() != 0o600 {
 			t.Errorf("HASH mode %v, want the old 0600 kept", info.Mode().Perm())
 		}
-		names := slices.Sorted(maps.Keys(cliListing(t, dir)))
+		names := slices.Sorted(maps.Keys(fronttest.Listing(t, dir)))
 		if want := []string{"data.img", "tree.bin"}; !slices.Equal(names, want) {
 			t.Errorf("directory holds %q, want %q", names, want)
 		}
@@ -1052,7 +946,7 @@ func TestCLIFiles(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				dir := t.TempDir()
 				data := filepath.Join(dir, "disk.img")
-				img := cliImage(t, data, tc.size, 7)
+				img := fronttest.Image(t, data, tc.size, 7)
 				if tc.room {
 					img = append(img[:tc.offset], make([]byte, tc.size-int64(tc.offset))...)
 					if err := os.WriteFile(data, img, 0o644); err != nil {
@@ -1075,7 +969,7 @@ func TestCLIFiles(t *testing.T) {
 				if got, want := cliUint(t, m, "hash_start_block"), tc.offset/4096+1; got != want {
 					t.Errorf("hash_start_block = %d, want %d", got, want)
 				}
-				after := cliRead(t, data)
+				after := fronttest.Read(t, data)
 				if !bytes.Equal(after[:tc.offset], img[:tc.offset]) {
 					t.Error("DATA's bytes before --hash-offset changed")
 				}
@@ -1091,7 +985,7 @@ func TestCLIFiles(t *testing.T) {
 				if !bytes.Equal(after[tc.offset+4096:tc.offset+4096+uint64(len(tree))], tree) {
 					t.Error("the tree in DATA differs from the reference")
 				}
-				names := slices.Sorted(maps.Keys(cliListing(t, dir)))
+				names := slices.Sorted(maps.Keys(fronttest.Listing(t, dir)))
 				if want := []string{"disk.img"}; !slices.Equal(names, want) {
 					t.Errorf("directory holds %q, want %q", names, want)
 				}
@@ -1125,14 +1019,14 @@ func TestCLIInterrupt(t *testing.T) {
 		t.Run("before the build/"+jobs, func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
-			cliImage(t, data, 8<<20, 8)
-			listing := cliListing(t, dir)
+			fronttest.Image(t, data, 8<<20, 8)
+			listing := fronttest.Listing(t, dir)
 			// Repeat: with several jobs the dispatcher must not race the
 			// cancellation into a complete tree.
 			for range 20 {
 				res := cliRun(t, canceled, jobs, "--root-hash-file="+filepath.Join(dir, "root.hex"), data)
 				check(t, res)
-				cliDiffListing(t, listing, cliListing(t, dir))
+				fronttest.SameListing(t, listing, fronttest.Listing(t, dir))
 				if t.Failed() {
 					return
 				}
@@ -1142,15 +1036,15 @@ func TestCLIInterrupt(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
 			hashPath := filepath.Join(dir, "data.verity")
-			cliImage(t, data, 8<<20, 8)
-			cliImage(t, hashPath, 12345, 9)
-			listing := cliListing(t, dir)
+			fronttest.Image(t, data, 8<<20, 8)
+			fronttest.Image(t, hashPath, 12345, 9)
+			listing := fronttest.Listing(t, dir)
 			for _, extra := range [][]string{nil, {"--hash-offset=4096"}} {
 				// --force: an existing HASH that is not a tree is refused
 				// before the build otherwise.
 				res := cliRun(t, canceled, append(append([]string{jobs, "--force"}, extra...), data, hashPath)...)
 				check(t, res)
-				cliDiffListing(t, listing, cliListing(t, dir))
+				fronttest.SameListing(t, listing, fronttest.Listing(t, dir))
 			}
 		})
 	}
@@ -1158,12 +1052,12 @@ func TestCLIInterrupt(t *testing.T) {
 	t.Run("before the build/tree inside DATA", func(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "disk.img")
-		cliImage(t, data, 8<<20, 8)
-		listing := cliListing(t, dir)
+		fronttest.Image(t, data, 8<<20, 8)
+		listing := fronttest.Listing(t, dir)
 		for range 10 {
 			res := cliRun(t, canceled, "--jobs=4", "--hash-offset=4194304", data, data)
 			check(t, res)
-			cliDiffListing(t, listing, cliListing(t, dir))
+			fronttest.SameListing(t, listing, fronttest.Listing(t, dir))
 			if t.Failed() {
 				return
 			}
@@ -1177,7 +1071,7 @@ func TestCLIInterrupt(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "disk.img")
 		const size = 64 << 20
-		img := cliImage(t, data, size, 10)
+		img := fronttest.Image(t, data, size, 10)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -1191,7 +1085,7 @@ func TestCLIInterrupt(t *testing.T) {
 		}()
 		res := cliRun(t, ctx, "--jobs=2", "--json", fmt.Sprintf("--hash-offset=%d", size), data, data)
 		cancel()
-		after := cliRead(t, data)
+		after := fronttest.Read(t, data)
 		if !bytes.Equal(after[:size], img) {
 			t.Error("DATA's bytes before --hash-offset changed")
 		}
@@ -1216,8 +1110,8 @@ func TestCLIInterrupt(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data.img")
 		hashPath := filepath.Join(dir, "data.verity")
-		cliImage(t, data, 64<<20, 10)
-		old := cliImage(t, hashPath, 4096, 11)
+		fronttest.Image(t, data, 64<<20, 10)
+		old := fronttest.Image(t, hashPath, 4096, 11)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -1234,14 +1128,14 @@ func TestCLIInterrupt(t *testing.T) {
 		}()
 		res := cliRun(t, ctx, "--jobs=2", "--json", "--force", data, hashPath)
 		cancel()
-		names := slices.Sorted(maps.Keys(cliListing(t, dir)))
+		names := slices.Sorted(maps.Keys(fronttest.Listing(t, dir)))
 		if want := []string{"data.img", "data.verity"}; !slices.Equal(names, want) {
 			t.Errorf("directory holds %q, want %q", names, want)
 		}
 		switch res.code {
 		case 2:
 			check(t, res)
-			if !bytes.Equal(cliRead(t, hashPath), old) {
+			if !bytes.Equal(fronttest.Read(t, hashPath), old) {
 				t.Error("interrupted run changed the existing HASH")
 			}
 		case 0:
@@ -1274,7 +1168,7 @@ func TestCLIJobs(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d%s", tc.blocks, tc.dbs, strings.Join(tc.extra, "")), func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
-			cliImage(t, data, tc.blocks*int64(tc.dbs), 12)
+			fronttest.Image(t, data, tc.blocks*int64(tc.dbs), 12)
 			var first []byte
 			var firstRoot string
 			for _, jobs := range []int{1, 2, 7} {
@@ -1286,7 +1180,7 @@ func TestCLIJobs(t *testing.T) {
 				if got := cliUint(t, m, "data_blocks"); got != uint64(tc.blocks) {
 					t.Errorf("--jobs=%d: data_blocks = %d, want %d", jobs, got, tc.blocks)
 				}
-				root, hash := cliString(t, m, "root_hash"), cliRead(t, hashPath)
+				root, hash := cliString(t, m, "root_hash"), fronttest.Read(t, hashPath)
 				if first == nil {
 					first, firstRoot = hash, root
 					continue
@@ -1300,7 +1194,7 @@ func TestCLIJobs(t *testing.T) {
 			}
 			if tc.extra == nil {
 				salt, _ := hex.DecodeString(cliSalt)
-				root, tree := cliRefTree(cliRead(t, data), tc.dbs, tc.hbs, salt)
+				root, tree := cliRefTree(fronttest.Read(t, data), tc.dbs, tc.hbs, salt)
 				if firstRoot != hex.EncodeToString(root) {
 					t.Errorf("root %s, reference %x", firstRoot, root)
 				}

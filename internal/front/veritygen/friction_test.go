@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // TestVeritysetupVerbs: "format DATA HASH" builds the same tree as "DATA
@@ -18,17 +20,17 @@ import (
 func TestVeritysetupVerbs(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "d.img")
-	cliImage(t, data, 8*4096, 1)
+	fronttest.Image(t, data, 8*4096, 1)
 	want := filepath.Join(dir, "want.verity")
 	cliOK(t, "--salt=00", "--uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033", data, want)
 
 	got := filepath.Join(dir, "got.verity")
 	cliOK(t, "--salt=00", "--uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033", "format", data, got)
-	if !bytes.Equal(cliRead(t, got), cliRead(t, want)) {
+	if !bytes.Equal(fronttest.Read(t, got), fronttest.Read(t, want)) {
 		t.Error("format DATA HASH: not the tree of DATA HASH")
 	}
 	cliOK(t, "--salt=00", "--uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033", "format", data)
-	if !bytes.Equal(cliRead(t, data+".verity"), cliRead(t, want)) {
+	if !bytes.Equal(fronttest.Read(t, data+".verity"), fronttest.Read(t, want)) {
 		t.Error("format DATA: not the tree of DATA in DATA.verity")
 	}
 
@@ -42,12 +44,12 @@ func TestVeritysetupVerbs(t *testing.T) {
 		{[]string{"open", data, "v", got, "00"}, "open is veritysetup's verb", "use veritysetup open"},
 		{[]string{"format"}, "format: DATA missing", "veritygen [flags] DATA [HASH]"},
 	} {
-		before := cliListing(t, dir)
+		before := fronttest.Listing(t, dir)
 		r := cliRun(t, context.Background(), c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, "veritygen: error: "+c.err) || !strings.Contains(r.stderr, "veritygen: hint: "+c.hint) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2, error %q, hint %q", c.args, r.code, r.stderr, c.err, c.hint)
 		}
-		if after := cliListing(t, dir); !sameListing(before, after) {
+		if after := fronttest.Listing(t, dir); !sameListing(before, after) {
 			t.Errorf("%q changed the directory", c.args)
 		}
 	}
@@ -83,7 +85,7 @@ func sameListing(a, b map[string]string) bool {
 func TestHashShorthand(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 8*4096, 1)
+	fronttest.Image(t, data, 8*4096, 1)
 	long := filepath.Join(dir, "long.verity")
 	cliOK(t, "--hash=sha512", "--salt=4f2a", "--uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033", data, long)
 	short := filepath.Join(dir, "short.verity")
@@ -91,7 +93,7 @@ func TestHashShorthand(t *testing.T) {
 	if strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "sha512") {
 		t.Errorf("-h sha512 printed:\n%s", r.stdout)
 	}
-	if !bytes.Equal(cliRead(t, short), cliRead(t, long)) {
+	if !bytes.Equal(fronttest.Read(t, short), fronttest.Read(t, long)) {
 		t.Error("-h sha512 -s 4f2a: not the tree of --hash=sha512 --salt=4f2a")
 	}
 	// -h with something that is no algorithm is an error naming -h's meaning.
@@ -114,7 +116,7 @@ func TestHashShorthand(t *testing.T) {
 func TestNoSuperblockSaltKept(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 8*4096, 1)
+	fronttest.Image(t, data, 8*4096, 1)
 	hash := filepath.Join(dir, "tree.bin")
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -155,7 +157,7 @@ func TestNoSuperblockSaltKept(t *testing.T) {
 	if code := run(context.Background(), []string{"--no-superblock", data, hash}, report, &stderr, &bytes.Buffer{}); code != 0 {
 		t.Errorf("stdout a file: exit %d\n%s", code, stderr.String())
 	}
-	if b := cliRead(t, report.Name()); !bytes.Contains(b, []byte("Salt:")) {
+	if b := fronttest.Read(t, report.Name()); !bytes.Contains(b, []byte("Salt:")) {
 		t.Errorf("the report file lacks the salt:\n%s", b)
 	}
 }

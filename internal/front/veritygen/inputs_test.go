@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -53,7 +54,7 @@ func noBuild(t *testing.T) {
 func TestFECOffsetCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 64*4096, 3)
+	fronttest.Image(t, data, 64*4096, 3)
 	hash := filepath.Join(dir, "tree.verity")
 	tooLarge := func(off string) string {
 		return "veritygen: error: --fec-offset " + off + " is too large: the parity would end past byte 9223372036854775807, the end of the largest possible file\n" +
@@ -75,7 +76,7 @@ func TestFECOffsetCheckedFirst(t *testing.T) {
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			noBuild(t)
-			before := cliListing(t, dir)
+			before := fronttest.Listing(t, dir)
 			r := inRun(t, c.args...)
 			if r.code != 2 || r.stderr != c.want || r.stdout != "" {
 				t.Errorf("want exit 2 and stderr\n%s", c.want)
@@ -83,7 +84,7 @@ func TestFECOffsetCheckedFirst(t *testing.T) {
 			if strings.Contains(r.stderr, "-4096") || strings.Contains(r.stderr, "negative") {
 				t.Error("a negative offset is printed")
 			}
-			cliDiffListing(t, before, cliListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 		})
 	}
 }
@@ -95,7 +96,7 @@ func TestFECOffsetCheckedFirst(t *testing.T) {
 func TestSpecialFilesRefused(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 64*4096, 3)
+	fronttest.Image(t, data, 64*4096, 3)
 	fifo := testtool.MkFIFO(t, dir, "fifo")
 	const written = " is a FIFO (named pipe): it must be a file or a block device, to be written at any offset\n" +
 		"veritygen: hint: name a file or a block device\n"
@@ -114,11 +115,11 @@ func TestSpecialFilesRefused(t *testing.T) {
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			noBuild(t)
-			before := cliListing(t, dir)
+			before := fronttest.Listing(t, dir)
 			if r := inRun(t, c.args...); r.code != 2 || r.stderr != c.want {
 				t.Errorf("want exit 2 and stderr\n%s", c.want)
 			}
-			cliDiffListing(t, before, cliListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 		})
 	}
 }
@@ -129,7 +130,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 func TestDataShrinks(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 64*4096, 3)
+	fronttest.Image(t, data, 64*4096, 3)
 	t.Cleanup(func() { beforeHashing = nil })
 	beforeHashing = func(*verity.Layout) {
 		if err := os.Truncate(data, 10000); err != nil {

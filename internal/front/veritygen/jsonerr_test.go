@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // TestJSONError: with --json a failure is also one JSON object on stdout,
@@ -13,7 +15,7 @@ import (
 func TestJSONError(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 8*4096, 1)
+	fronttest.Image(t, data, 8*4096, 1)
 	for _, c := range []struct {
 		name      string
 		args      []string

@@ -51,7 +51,7 @@ func TestFrontsReadLockedFiles(t *testing.T) {
 	if err := os.WriteFile("tree.verity", make([]byte, 8192), 0o644); err != nil { // a tree being written
 		t.Fatal(err)
 	}
-	cliImage(t, "data.img", 1<<20, 3)
+	fronttest.Image(t, "data.img", 1<<20, 3)
 	for _, c := range []struct {
 		name, path string
 		front      string // "avbtool" or "veritysetup"
@@ -90,8 +90,8 @@ func TestFrontsReadLockedFiles(t *testing.T) {
 // named --force as the way out.
 func TestOutputsLockedByAWriter(t *testing.T) {
 	t.Chdir(t.TempDir())
-	cliImage(t, "data.img", 1<<20, 4)
-	cliImage(t, "busy", 1<<20, 5) // no superblock, and not zeros
+	fronttest.Image(t, "data.img", 1<<20, 4)
+	fronttest.Image(t, "busy", 1<<20, 5) // no superblock, and not zeros
 	if err := os.WriteFile("busy.root", []byte("being written"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestOutputsLockedByAWriter(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			holdExclusive(t, c.path)
-			before := cliListing(t, ".")
+			before := fronttest.Listing(t, ".")
 			var stdout, stderr bytes.Buffer
 			var code, want int
 			if c.args[0] == "format" {
@@ -119,7 +119,7 @@ func TestOutputsLockedByAWriter(t *testing.T) {
 			if code != want || !strings.Contains(stderr.String(), c.role+" "+c.path+lockedTail) || strings.Contains(stderr.String(), "--force") {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), want, c.role+" "+c.path+lockedTail)
 			}
-			cliDiffListing(t, before, cliListing(t, "."))
+			fronttest.SameListing(t, before, fronttest.Listing(t, "."))
 		})
 	}
 }
@@ -137,7 +137,7 @@ func TestAvbtoolFrontSecondWriterOfANewOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	holdExclusive(t, ".v.img.tmp0123456789ab")
-	before := cliListing(t, ".")
+	before := fronttest.Listing(t, ".")
 	var stdout, stderr bytes.Buffer
 	code := avbtool.Main(context.Background(), "avbtool", []string{"add_hashtree_footer", "--image", "system.img", "--partition_size", "1048576",
 		"--hash_algorithm", "sha256", "--output_vbmeta_image", "v.img"}, &stdout, &stderr)
@@ -145,5 +145,5 @@ func TestAvbtoolFrontSecondWriterOfANewOutput(t *testing.T) {
 	if code != 1 || stderr.String() != want {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), want)
 	}
-	cliDiffListing(t, before, cliListing(t, "."))
+	fronttest.SameListing(t, before, fronttest.Listing(t, "."))
 }

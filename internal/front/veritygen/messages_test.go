@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/front/avbtool"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -32,7 +33,7 @@ func TestMessagesInOurWords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cliImage(t, "x.img", 1<<20, 21)
+	fronttest.Image(t, "x.img", 1<<20, 21)
 	const sign = "--algorithm=SHA256_RSA2048"
 	for _, c := range []struct {
 		name   string
@@ -88,7 +89,7 @@ func TestMessagesInOurWords(t *testing.T) {
 			"partition size 9223372036854775807 is too large", "at most 4611686018427387904 (2^62)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := cliListing(t, ".")
+			before := fronttest.Listing(t, ".")
 			var stdout, stderr bytes.Buffer
 			prog := "veritygen"
 			var code int
@@ -110,7 +111,7 @@ func TestMessagesInOurWords(t *testing.T) {
 					t.Errorf("%q on stderr", bad)
 				}
 			}
-			cliDiffListing(t, before, cliListing(t, "."))
+			fronttest.SameListing(t, before, fronttest.Listing(t, "."))
 		})
 	}
 }
@@ -130,8 +131,8 @@ func (fullStdout) Write([]byte) (int, error) {
 // /dev/stdout: ...".
 func TestReportWriteFails(t *testing.T) {
 	t.Chdir(t.TempDir())
-	cliImage(t, "d.img", 1<<20, 22)
-	cliImage(t, "a.img", 1<<20, 22)
+	fronttest.Image(t, "d.img", 1<<20, 22)
+	fronttest.Image(t, "a.img", 1<<20, 22)
 	for _, args := range [][]string{{"d.img"}, {"--json", "d.img"}, {"--append", "--avb", "a.img"}, {"--append", "--avb", "--json", "a.img"}} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), args, fullStdout{}, &stderr, &stderr)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // TestCLITreeOverData: `veritygen --hash-offset=N DATA DATA` without
@@ -19,7 +21,7 @@ import (
 func TestCLITreeOverData(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "d.img")
-	img := cliImage(t, data, 2<<20, 11)
+	img := fronttest.Image(t, data, 2<<20, 11)
 	res := cliRun(t, context.Background(), "--json", "--salt="+cliSalt, "--hash-offset=1433600", data, data)
 	if res.code != 2 {
 		t.Fatalf("exit %d, want 2", res.code)
@@ -38,7 +40,7 @@ func TestCLITreeOverData(t *testing.T) {
 	if m := cliJSON(t, res.stdout); !strings.Contains(fmt.Sprint(m["error"]), "holds data from --hash-offset") {
 		t.Errorf("JSON %v", m)
 	}
-	if !bytes.Equal(cliRead(t, data), img) {
+	if !bytes.Equal(fronttest.Read(t, data), img) {
 		t.Fatal("DATA changed")
 	}
 
@@ -57,7 +59,7 @@ func TestCLITreeOverData(t *testing.T) {
 		if got := cliUint(t, m, "data_blocks"); got != c.blocks {
 			t.Errorf("%s: %d data blocks, want %d", c.flag, got, c.blocks)
 		}
-		after := cliRead(t, data)
+		after := fronttest.Read(t, data)
 		if n := min(uint64(len(img)), cliUint(t, m, "hash_offset")); !bytes.Equal(after[:n], img[:n]) {
 			t.Errorf("%s: the bytes before the tree changed", c.flag)
 		}

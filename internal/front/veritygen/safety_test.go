@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -50,7 +51,7 @@ func safeRefused(t *testing.T, want string, args ...string) cliResult {
 // safeSame fails the test unless path holds want.
 func safeSame(t *testing.T, path string, want []byte) {
 	t.Helper()
-	if got := cliRead(t, path); !bytes.Equal(got, want) {
+	if got := fronttest.Read(t, path); !bytes.Equal(got, want) {
 		t.Errorf("%s changed (%d bytes, was %d)", path, len(got), len(want))
 	}
 }
@@ -62,7 +63,7 @@ func TestSafetySwappedArguments(t *testing.T) {
 	before := safeExt4(t, img, 512<<10)
 	cliOK(t, img) // img.verity
 	tree := filepath.Join(dir, "img.verity")
-	treeBytes := cliRead(t, tree)
+	treeBytes := fronttest.Read(t, tree)
 
 	res := safeRefused(t, "HASH "+img+" is not a tree veritygen could have written (an ext2/3/4 filesystem)", tree, img)
 	if want := fmt.Sprintf("veritygen: hint: DATA comes first: did you mean veritygen %s %s?\n", img, tree); !strings.Contains(res.stderr, want) {
@@ -85,7 +86,7 @@ func TestSafetySwappedArguments(t *testing.T) {
 func TestSafetyForeignHash(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 20*4096, 1) // a --no-superblock tree of one 4096-byte block
+	fronttest.Image(t, data, 20*4096, 1) // a --no-superblock tree of one 4096-byte block
 	hashPath := filepath.Join(dir, "h")
 	write := func(b []byte) []byte {
 		t.Helper()
@@ -187,7 +188,7 @@ func safeNode(t *testing.T, path string, minor uint32, system string) {
 func TestSafetyRootHashFileSpecial(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 20*4096, 2)
+	fronttest.Image(t, data, 20*4096, 2)
 	hashPath := filepath.Join(dir, "data.verity")
 	isChar := func(t *testing.T, path string) {
 		t.Helper()
@@ -275,7 +276,7 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 		if _, err := f.WriteString("\nafter\n"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := string(cliRead(t, out)), "before\n"+cliString(t, m, "root_hash")+"\nafter\n"; got != want {
+		if got, want := string(fronttest.Read(t, out)), "before\n"+cliString(t, m, "root_hash")+"\nafter\n"; got != want {
 			t.Errorf("the file holds %q, want %q", got, want)
 		}
 		if now, err := os.Stat(out); err != nil || !os.SameFile(now, before) {
@@ -296,7 +297,7 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := cliJSON(t, cliOK(t, "--json", "--root-hash-file="+p, data, hashPath).stdout)
-		if got := string(cliRead(t, p)); got != cliString(t, m, "root_hash") {
+		if got := string(fronttest.Read(t, p)); got != cliString(t, m, "root_hash") {
 			t.Errorf("root hash file holds %q", got)
 		}
 	})
@@ -308,10 +309,10 @@ func TestSafetyRootHashFileSpecial(t *testing.T) {
 func TestSafetyOutputsCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "m.img")
-	cliImage(t, data, 64*4096, 3)
+	fronttest.Image(t, data, 64*4096, 3)
 	old := filepath.Join(dir, "old.verity")
 	cliOK(t, data, old)
-	oldTree := cliRead(t, old)
+	oldTree := fronttest.Read(t, old)
 
 	// Nobody, not even root, creates files in /proc/self.
 	safeRefused(t, "cannot create --root-hash-file /proc/self/r.root", "--root-hash-file=/proc/self/r.root", data, old)
@@ -333,7 +334,7 @@ func TestSafetyOutputsCheckedFirst(t *testing.T) {
 	if want := fmt.Sprintf("the new tree is in %s, root hash %s;", old, cliString(t, m, "root_hash")); !strings.Contains(res.stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 	}
-	safeSame(t, old, cliRead(t, filepath.Join(dir, "same.verity")))
+	safeSame(t, old, fronttest.Read(t, filepath.Join(dir, "same.verity")))
 }
 
 // TestSafetyAppendDataSize: --data-size cuts off only an earlier appended
@@ -341,7 +342,7 @@ func TestSafetyOutputsCheckedFirst(t *testing.T) {
 func TestSafetyAppendDataSize(t *testing.T) {
 	dir := t.TempDir()
 	d := filepath.Join(dir, "d.img")
-	img := cliImage(t, d, 1<<20, 4)
+	img := fronttest.Image(t, d, 1<<20, 4)
 	safeRefused(t, "is 1048576 bytes, more than an --append of its first 4096 bytes makes", "--append", "--data-size=4096", d)
 	safeSame(t, d, img)
 	// Bytes past --data-size where an --append would have written zero
@@ -357,7 +358,7 @@ func TestSafetyAppendDataSize(t *testing.T) {
 func TestSafetyLocks(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "x.img")
-	cliImage(t, data, 64*4096, 5)
+	fronttest.Image(t, data, 64*4096, 5)
 	hold := func(t *testing.T, path string, how int) func() {
 		t.Helper()
 		f, err := os.Open(path)
@@ -376,7 +377,7 @@ func TestSafetyLocks(t *testing.T) {
 	t.Run("tree into DATA while another reads it", func(t *testing.T) {
 		release := hold(t, data, unix.LOCK_SH)
 		defer release()
-		before := cliRead(t, data)
+		before := fronttest.Read(t, data)
 		res := safeRefused(t, locked("DATA", data), "--hash-offset=262144", data, data)
 		if res.stderr != locked("DATA", data) {
 			t.Errorf("stderr:\n%s", res.stderr)
@@ -393,7 +394,7 @@ func TestSafetyLocks(t *testing.T) {
 
 	t.Run("HASH being replaced by another run", func(t *testing.T) {
 		hashPath := filepath.Join(dir, "x.verity")
-		before := cliRead(t, hashPath)
+		before := fronttest.Read(t, hashPath)
 		release := hold(t, hashPath, unix.LOCK_EX)
 		defer release()
 		safeRefused(t, locked("HASH", hashPath), data, hashPath)
@@ -415,7 +416,7 @@ func TestSafetyLocks(t *testing.T) {
 func TestSafetyStaleTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 20*4096, 6)
+	fronttest.Image(t, data, 20*4096, 6)
 	mk := func(name string) *os.File {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -466,7 +467,7 @@ func TestSafetyStaleTemporaryFiles(t *testing.T) {
 func TestSafetyBlockDeviceHash(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 64*4096, 7)
+	fronttest.Image(t, data, 64*4096, 7)
 	backing := filepath.Join(dir, "fs.img")
 	fsImg := safeExt4(t, backing, 1<<20)
 	dev := testtool.LoopDevice(t, backing, false)
@@ -475,7 +476,7 @@ func TestSafetyBlockDeviceHash(t *testing.T) {
 	safeSame(t, backing, fsImg)
 	cliOK(t, "--force", data, dev)
 	cliOK(t, data, dev) // now a tree: replaced without --force
-	if got := cliRead(t, backing); bytes.Equal(got, fsImg) || string(got[:6]) != "verity" {
+	if got := fronttest.Read(t, backing); bytes.Equal(got, fsImg) || string(got[:6]) != "verity" {
 		t.Error("the tree was not written into the device")
 	}
 }
@@ -485,7 +486,7 @@ func TestSafetyBlockDeviceHash(t *testing.T) {
 func TestSafetySpecialOutputs(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 16*4096, 8)
+	fronttest.Image(t, data, 16*4096, 8)
 	p := testtool.MkFIFO(t, dir, "fifo")
 	safeRefused(t, "HASH "+p+" is a FIFO", data, p)
 	safeRefused(t, "FEC device "+p+" is a FIFO", "--fec-device="+p, data, filepath.Join(dir, "h"))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -33,14 +34,14 @@ func TestSecondWriterOfANewOutput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cliImage(t, filepath.Join(dir, "d.img"), 64*4096, 11)
-			cliImage(t, filepath.Join(dir, "e.img"), 64*4096, 12)
+			fronttest.Image(t, filepath.Join(dir, "d.img"), 64*4096, 11)
+			fronttest.Image(t, filepath.Join(dir, "e.img"), 64*4096, 12)
 			stale := "." + c.output + ".tmp0123456789ab"
 			if err := os.WriteFile(filepath.Join(dir, stale), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			first := testtool.StartHeld(t, dir, stale, bin, append([]string{"--json"}, c.first...)...)
-			before := cliListing(t, dir)
+			before := fronttest.Listing(t, dir)
 
 			t.Chdir(dir)
 			r := cliRun(t, context.Background(), c.second...)
@@ -48,7 +49,7 @@ func TestSecondWriterOfANewOutput(t *testing.T) {
 			if r.code != 2 || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
 				t.Errorf("the second run: exit %d, stderr %q; want exit 2 and one line %q...", r.code, r.stderr, want)
 			}
-			cliDiffListing(t, before, cliListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 
 			code, stdout, stderr := first.Release()
 			if code != 0 || stderr != "veritygen: removed 1 stale temporary file left by an interrupted run: "+stale+"\n" {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -46,7 +47,7 @@ func opensslIn(t *testing.T, dir string, in []byte, args ...string) []byte {
 func TestCLISignMatchesOpenSSL(t *testing.T) {
 	d := t.TempDir()
 	data := filepath.Join(d, "d.img")
-	cliImage(t, data, 1<<20, 41)
+	fronttest.Image(t, data, 1<<20, 41)
 	for _, c := range []struct {
 		kind, digest string
 		embed        bool
@@ -64,7 +65,7 @@ func TestCLISignMatchesOpenSSL(t *testing.T) {
 			}
 			rep := cliJSON(t, cliOK(t, args...).stdout)
 			root := cliString(t, rep, "root_hash")
-			got := cliRead(t, sig)
+			got := fronttest.Read(t, sig)
 			if s := rep["root_hash_signature"].(map[string]any); s["file"] != sig || s["json_file"] != js || s["digest"] != c.digest || s["signer"] != "CN="+c.kind+",O=veritytree tests" {
 				t.Errorf("report %v", s)
 			}
@@ -82,10 +83,10 @@ func TestCLISignMatchesOpenSSL(t *testing.T) {
 			for _, tool := range []string{"smime", "cms"} {
 				opensslIn(t, d, nil, tool, "-verify", "-inform", "der", "-in", sig, "-content", "root.txt", "-binary", "-certfile", cert, "-CAfile", cert, "-out", "/dev/null")
 			}
-			b, _ := pem.Decode(cliRead(t, cert))
+			b, _ := pem.Decode(fronttest.Read(t, cert))
 			fp := sha256.Sum256(b.Bytes)
 			wantJSON := `{"rootHash":"` + root + `","certificateFingerprint":"` + hex.EncodeToString(fp[:]) + `","signature":"` + base64.StdEncoding.EncodeToString(got) + `"}`
-			if j := string(cliRead(t, js)); j != wantJSON {
+			if j := string(fronttest.Read(t, js)); j != wantJSON {
 				t.Errorf("JSON %s\nwant %s", j, wantJSON)
 			}
 		})
@@ -97,7 +98,7 @@ func TestCLISignMatchesOpenSSL(t *testing.T) {
 func TestCLISignRefuses(t *testing.T) {
 	d := t.TempDir()
 	data := filepath.Join(d, "d.img")
-	cliImage(t, data, 1<<16, 42)
+	fronttest.Image(t, data, 1<<16, 42)
 	key, cert := testtool.WriteSigningKey(t, d, "k", "ec256")
 	_, otherCert := testtool.WriteSigningKey(t, d, "o", "ec384")
 	edKey, edCert := testtool.WriteSigningKey(t, d, "ed", "ed25519")
@@ -127,7 +128,7 @@ func TestCLISignRefuses(t *testing.T) {
 		{"with --avb", []string{"--append", "--avb", "--root-hash-signature=" + sig, "--sign-key=" + key, "--sign-cert=" + cert}, []string{"do not go with --avb"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := cliListing(t, d)
+			before := fronttest.Listing(t, d)
 			r := cliRun(t, t.Context(), append(c.args, data, filepath.Join(d, "h"))...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2", r.code)
@@ -140,7 +141,7 @@ func TestCLISignRefuses(t *testing.T) {
 			if strings.Contains(r.stderr, "asn1") || strings.Contains(r.stderr, "x509:") {
 				t.Errorf("Go-internal error text: %s", r.stderr)
 			}
-			cliDiffListing(t, before, cliListing(t, d))
+			fronttest.SameListing(t, before, fronttest.Listing(t, d))
 		})
 	}
 }
@@ -150,14 +151,14 @@ func TestCLISignRefuses(t *testing.T) {
 func TestCLISignReplacesOwn(t *testing.T) {
 	d := t.TempDir()
 	data := filepath.Join(d, "d.img")
-	cliImage(t, data, 1<<16, 43)
+	fronttest.Image(t, data, 1<<16, 43)
 	key, cert := testtool.WriteSigningKey(t, d, "k", "rsa2048")
 	sig, js := filepath.Join(d, "s.p7s"), filepath.Join(d, "s.json")
 	args := []string{"--root-hash-signature=" + sig, "--root-hash-signature-json=" + js, "--sign-key=" + key, "--sign-cert=" + cert, data, filepath.Join(d, "h")}
 	cliOK(t, args...)
 	cliOK(t, append([]string{"--salt=ab"}, args...)...)
 	c, _ := verity.LoadCertificates(t.Context(), "cert", cert)
-	f, err := verity.ParseRootHashSignatureFile(cliRead(t, js))
+	f, err := verity.ParseRootHashSignatureFile(fronttest.Read(t, js))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestCLISignReplacesOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cliOK(t, append([]string{"--force"}, args...)...)
-	if f, err := verity.ParseRootHashSignatureFile(cliRead(t, sig)); err != nil || f.Format != verity.SignatureFormatPKCS7 {
+	if f, err := verity.ParseRootHashSignatureFile(fronttest.Read(t, sig)); err != nil || f.Format != verity.SignatureFormatPKCS7 {
 		t.Errorf("after --force: %v", err)
 	}
 	cliOK(t, "--root-hash-signature=/dev/null", "--sign-key="+key, "--sign-cert="+cert, data, filepath.Join(d, "h"))

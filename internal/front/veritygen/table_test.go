@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestTableFlags(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
-	cliImage(t, data, 64*4096, 60)
+	fronttest.Image(t, data, 64*4096, 60)
 	hash := data + ".verity"
 
 	t.Run("bad flags", func(t *testing.T) {
@@ -37,12 +38,12 @@ func TestTableFlags(t *testing.T) {
 			{[]string{"--dm-name=" + strings.Repeat("n", 32)}, "is 32 characters; the kernel's dm= parser keeps 31"},
 			{[]string{`--dm-name=a"b`}, `contains '"'`},
 		} {
-			before := cliListing(t, dir)
+			before := fronttest.Listing(t, dir)
 			res := cliRun(t, t.Context(), append(tc.args, data)...)
 			if res.code != 2 || !strings.HasPrefix(res.stderr, "veritygen: error: ") || !strings.Contains(res.stderr, tc.want) {
 				t.Errorf("%v: exit %d, stderr:\n%s\nwant %q", tc.args, res.code, res.stderr, tc.want)
 			}
-			cliDiffListing(t, before, cliListing(t, dir))
+			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 		}
 	})
 
@@ -77,7 +78,7 @@ func TestTableFlags(t *testing.T) {
 
 	t.Run("tree in DATA names DATA twice", func(t *testing.T) {
 		img := filepath.Join(dir, "inplace.img")
-		cliImage(t, img, 64*4096, 61)
+		fronttest.Image(t, img, 64*4096, 61)
 		m := cliJSON(t, cliOK(t, "--json", "--salt=-", "--hash-offset=262144", "--data-device=/dev/sdb1", img, img).stdout)
 		if got := cliString(t, m, "table"); !strings.HasPrefix(got, "1 /dev/sdb1 /dev/sdb1 4096 4096 64 65 sha256 ") {
 			t.Errorf("table %s", got)
@@ -105,7 +106,7 @@ func TestTableFlags(t *testing.T) {
 
 	t.Run("path unfit for a table", func(t *testing.T) {
 		odd := filepath.Join(dir, "my image.img")
-		cliImage(t, odd, 8*4096, 62)
+		fronttest.Image(t, odd, 8*4096, 62)
 		m := cliJSON(t, cliOK(t, "--json", "--salt=-", odd).stdout)
 		if _, ok := m["table"]; ok {
 			t.Errorf("a table naming %q", odd)
@@ -194,7 +195,7 @@ func TestTableVsVeritysetupOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data.img")
-			cliImage(t, data, 512*1024-3000, uint64(70+i))
+			fronttest.Image(t, data, 512*1024-3000, uint64(70+i))
 			hash, fecFile := filepath.Join(dir, "hash.img"), filepath.Join(dir, "fec.img")
 			args := append([]string{"--json", "--salt=" + cliSalt, "--uuid=" + cliUUID,
 				"--data-device=DATADEV", "--fec-device-name=FECDEV"}, tc.ours...)
