@@ -347,3 +347,9 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 		t.Errorf("the key blob is %d bytes", len(b))
 	}
 }
+
+// TestAvbtoolCommand: cmd/avbtool, installed without a link, is the front.
+func TestAvbtoolCommand(t *testing.T) {
+	fronttest.SameAsCommand(t, "./cmd/avbtool", Main, []string{"version"}, nil, []string{"--help"},
+		[]string{"make_vbmeta_image", "--output", "x"}, []string{"info_image", "--image", "/nonexistent"})
+}
