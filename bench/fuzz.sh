@@ -24,7 +24,7 @@ all=(
   merkle:FuzzParseSuperblock merkle:FuzzDecodeSuperblock merkle:FuzzNewGeometry merkle:FuzzVerifyDamage
   internal/cli:FuzzParseHex internal/cli:FuzzParseUUID internal/cli:FuzzTreeFlags
   fec:FuzzDecodeCodeword fec:FuzzParams
-  cmd/veritycheck:FuzzRootHashFile cmd/veritycheck:FuzzDump cmd/veritycheck:FuzzAVBCheck
+  internal/front/veritycheck:FuzzRootHashFile internal/front/veritycheck:FuzzDump internal/front/veritycheck:FuzzAVBCheck
   verity:FuzzAndroidSparseRuns verity:FuzzBootNames verity:FuzzAppendTail
   avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob avb:FuzzVBMetaWalkMemory
 )

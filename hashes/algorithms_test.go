@@ -150,7 +150,7 @@ func TestBLAKE2sKeyed(t *testing.T) {
 }
 
 // TestLookupSpellings: every name veritysetup takes for an algorithm
-// (see the peer test in cmd/veritygen, which runs veritysetup with each)
+// (see the peer test in internal/front/veritygen, which runs veritysetup with each)
 // finds it, in any case; names that are another algorithm's or none are
 // refused, those veritysetup knows and we do not with the reason.
 func TestLookupSpellings(t *testing.T) {

@@ -6,13 +6,14 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/front/veritycheck"
 )
 
 func main() {
 	cli.LimitMemory()
 	cli.PreferImplementationsFromEnv()
 	ctx, stop := cli.InterruptContext()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
+	code := veritycheck.Main(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

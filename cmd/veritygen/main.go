@@ -1,11 +1,15 @@
 // Command veritygen builds a dm-verity hash tree for an image, byte for byte
-// as `veritysetup format` does.
+// as `veritysetup format` does. Run under the name veritysetup or avbtool
+// (a link to it), it is the veritysetup or avbtool front.
 package main
 
 import (
 	"os"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/front/avbtool"
+	"github.com/veritytree/veritytree/internal/front/veritygen"
+	"github.com/veritytree/veritytree/internal/front/veritysetup"
 )
 
 func main() {
@@ -13,12 +17,12 @@ func main() {
 	cli.PreferImplementationsFromEnv()
 	ctx, stop := cli.InterruptContext()
 	var code int
-	if isAvbtool(os.Args[0]) {
-		code = runAvbtool(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
-	} else if isVeritysetup(os.Args[0]) {
-		code = runVeritysetup(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
+	if avbtool.CalledAs(os.Args[0]) {
+		code = avbtool.Main(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
+	} else if veritysetup.CalledAs(os.Args[0]) {
+		code = veritysetup.Main(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	} else {
-		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Stderr)
+		code = veritygen.Main(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	}
 	stop()
 	os.Exit(code)

@@ -5,7 +5,7 @@
 // for a newer libavb...). Everything is deterministic (fixed data, salt and
 // PKCS#1 v1.5 signatures), so that the answers of the real avbtool,
 // recorded on images made by cmd/mkcrafted
-// (cmd/veritygen/testdata/avbtool/record-avbauth.sh), hold for the images
+// (internal/front/avbtool/testdata/record-avbauth.sh), hold for the images
 // the tests make. It uses only package avb's public API.
 package avbcraft
 

@@ -69,7 +69,7 @@ func ovLoop(t *testing.T, d string) {
 	losetup := testtool.Require(t, "losetup")
 	out, err := exec.Command(losetup, "--find", "--show", filepath.Join(d, "d.img")).Output()
 	if err != nil {
-		// As cmd/veritygen's loop tests: no loop driver here.
+		// As internal/front/veritygen's loop tests: no loop driver here.
 		t.Skipf("cannot attach a loop device here: %v", err)
 	}
 	dev := strings.TrimSpace(string(out))

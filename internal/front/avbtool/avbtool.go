@@ -1,0 +1,784 @@
+// Package avbtool is the avbtool front: cmd/avbtool, or veritygen run under
+// the name avbtool (or avbtool.py), takes avbtool 1.3.0's command line for
+// add_hashtree_footer, info_image, verify_image, erase_footer,
+// extract_public_key, calculate_kernel_cmdline and version, prints what it prints and exits as it does (0, 1 when
+// avbtool reports an error). What it does not do (another subcommand, an
+// option needing an external program) exits 2 naming it, as avbtool's own
+// usage errors do, so that a wrapper can fall back to the real avbtool.
+package avbtool
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
+	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
+)
+
+// Exit codes of the avbtool front: avbtool's.
+const (
+	exitOK     = 0
+	exitFailed = 1 // avbtool's AvbError: bad input, failed verification
+	exitUsage  = 2 // argparse's usage errors; also what this front does not do
+)
+
+// CalledAs reports whether argv0 names the avbtool front.
+func CalledAs(argv0 string) bool {
+	b := filepath.Base(argv0)
+	return b == "avbtool" || b == "avbtool.py"
+}
+
+var commands = []string{"add_hashtree_footer", "calculate_kernel_cmdline", "erase_footer", "extract_public_key",
+	"info_image", "verify_image", "version"}
+
+// Main runs avbtool's command line args (after argv0); messages are
+// prefixed with argv0 as given, as avbtool prefixes them with sys.argv[0].
+func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
+	t := &tool{ctx: ctx, prog: argv0, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		t.usage(stderr)
+		fmt.Fprintf(stderr, "%s: error: too few arguments\n", argv0)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help":
+		t.usage(stdout)
+		return exitOK
+	case "add_hashtree_footer":
+		return t.addHashtreeFooter(args[1:])
+	case "info_image":
+		return t.infoImage(args[1:])
+	case "verify_image":
+		return t.verifyImage(args[1:])
+	case "erase_footer":
+		return t.eraseFooter(args[1:])
+	case "extract_public_key":
+		return t.extractPublicKey(args[1:])
+	case "calculate_kernel_cmdline":
+		return t.calculateKernelCmdline(args[1:])
+	case "version":
+		if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
+			return t.usageErr("version", "unrecognized arguments: %s", strings.Join(args[1:], " "))
+		}
+		fmt.Fprintln(stdout, avb.ReleaseString)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "%s: error: %s is not one of veritygen's avbtool subcommands (%s); run the real avbtool for it\n",
+		argv0, args[0], strings.Join(commands, ", "))
+	return exitUsage
+}
+
+type tool struct {
+	ctx            context.Context
+	prog           string
+	stdout, stderr io.Writer
+}
+
+func (t *tool) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s {%s} ...\n", t.prog, strings.Join(commands, ","))
+	fmt.Fprintf(w, "(veritygen's avbtool front: avbtool %s's command line for these subcommands; others need the real avbtool)\n",
+		strings.TrimPrefix(avb.ReleaseString, "avbtool "))
+}
+
+// usageErr reports a command-line error as argparse does: exit 2.
+func (t *tool) usageErr(cmd, format string, args ...any) int {
+	fmt.Fprintf(t.stderr, "usage: %s %s [-h] ...\n", t.prog, cmd)
+	fmt.Fprintf(t.stderr, "%s %s: error: %s\n", t.prog, cmd, fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// unsupported reports what this front does not do: exit 2.
+func (t *tool) unsupported(format string, args ...any) int {
+	fmt.Fprintf(t.stderr, "%s: error: %s\n", t.prog, fmt.Sprintf(format, args...))
+	fmt.Fprintf(t.stderr, "%s: hint: veritygen's avbtool front does not do this; run the real avbtool\n", t.prog)
+	return exitUnsupported
+}
+
+// exitUnsupported is the exit code of what the front does not do.
+const exitUnsupported = exitUsage
+
+// avbMessage is an error worded as avbtool words it (capitals, final dot).
+type avbMessage string
+
+func (m avbMessage) Error() string { return string(m) }
+
+func avbErr(format string, args ...any) error { return avbMessage(fmt.Sprintf(format, args...)) }
+
+// failed reports an error avbtool would report: exit 1. A run ended by
+// SIGINT or SIGTERM (nothing half-written left) says so and exits as
+// avbtool, which the signal kills, shows in a shell: 128 + the signal's
+// number (130, 143).
+func (t *tool) failed(err error) int {
+	if in := cli.InterruptedBy(t.ctx); in != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
+		return in.ExitCode()
+	}
+	cli.Report(t.stderr, t.prog, err)
+	return exitFailed
+}
+
+// flagSet returns a flag set for subcommand cmd; parse parses args into it,
+// returning an exit code when it is done (an error, or -h).
+func (t *tool) flagSet(cmd string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(t.prog+" "+cmd, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.BoolP("help", "h", false, "show this help message and exit")
+	return fs
+}
+
+func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
+	args, err := expandAbbrev(fs, args)
+	if err != nil {
+		return t.usageErr(cmd, "%v", err), true
+	}
+	if err := fs.Parse(args); err != nil {
+		return t.usageErr(cmd, "%v", err), true
+	}
+	if h, _ := fs.GetBool("help"); h {
+		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, fs.FlagUsages())
+		return exitOK, true
+	}
+	if fs.NArg() > 0 {
+		return t.usageErr(cmd, "unrecognized arguments: %s", strings.Join(fs.Args(), " ")), true
+	}
+	var missing []string
+	for _, name := range required {
+		if !fs.Changed(name) {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if len(missing) > 0 {
+		return t.usageErr(cmd, "the following arguments are required: %s", strings.Join(missing, ", ")), true
+	}
+	return 0, false
+}
+
+// expandAbbrev spells out the long options abbreviated to a prefix of
+// one option, as argparse (allow_abbrev) takes them: --partition_s is
+// --partition_size. A prefix of several options is an error, as there.
+func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			var matches []*pflag.Flag
+			fs.VisitAll(func(c *pflag.Flag) {
+				if strings.HasPrefix(c.Name, name) {
+					matches = append(matches, c)
+				}
+			})
+			switch len(matches) {
+			case 0:
+				continue // pflag reports it
+			case 1:
+				f = matches[0]
+			default:
+				names := make([]string, len(matches))
+				for j, m := range matches {
+					names[j] = "--" + m.Name
+				}
+				return nil, fmt.Errorf("ambiguous option: --%s could match %s", name, strings.Join(names, ", "))
+			}
+			out[i] = "--" + f.Name
+			if hasValue {
+				out[i] += "=" + value
+			}
+		}
+		if f.Value.Type() != "bool" && !hasValue {
+			i++ // its value, whatever it looks like
+		}
+	}
+	return out, nil
+}
+
+// number is avbtool's parse_number: decimal, or 0x/0o/0b prefixed.
+type number uint64
+
+func (n *number) String() string { return strconv.FormatUint(uint64(*n), 10) }
+func (n *number) Type() string   { return "NUMBER" }
+func (n *number) Set(s string) error {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		return fmt.Errorf("invalid parse_number value: %q", s)
+	}
+	*n = number(v)
+	return nil
+}
+
+func (t *tool) addHashtreeFooter(args []string) int {
+	const cmd = "add_hashtree_footer"
+	fs := t.flagSet(cmd)
+	image := fs.String("image", "", "Image to add hashtree to")
+	var partitionSize, blockSize, fecRoots, rollbackIndex, rollbackLocation, flags number
+	blockSize, fecRoots = 4096, 2
+	fs.Var(&partitionSize, "partition_size", "Partition size")
+	partitionName := fs.String("partition_name", "", "Partition name")
+	hashAlg := fs.String("hash_algorithm", "sha1", "Hash algorithm to use (default: sha1)")
+	salt := fs.String("salt", "", "Salt in hex (default: /dev/urandom)")
+	fs.Var(&blockSize, "block_size", "Block size (default: 4096)")
+	generateFEC := fs.Bool("generate_fec", false, "deprecated: FEC is generated by default")
+	_ = fs.MarkHidden("generate_fec")
+	noFEC := fs.Bool("do_not_generate_fec", false, "Do not generate forward-error-correction codes")
+	fs.Var(&fecRoots, "fec_num_roots", "Number of roots for FEC (default: 2)")
+	calcMax := fs.Bool("calc_max_image_size", false, "Don't store the hashtree or footer - instead calculate the maximum image size leaving enough room for hashtree and metadata with the given partition size.")
+	outputVBMeta := fs.String("output_vbmeta_image", "", "Also write vbmeta struct to file")
+	noAppend := fs.Bool("do_not_append_vbmeta_image", false, "Do not append vbmeta struct or footer to the image")
+	asRootfs := fs.Bool("setup_as_rootfs_from_kernel", false, "Adds kernel cmdline for setting up rootfs")
+	noHashtree := fs.Bool("no_hashtree", false, "Do not append hashtree")
+	camo := fs.Bool("check_at_most_once", false, "Set to verify data block only once")
+	algorithm := fs.String("algorithm", "NONE", "Algorithm to use (default: NONE)")
+	key := fs.String("key", "", "Path to RSA private key file")
+	fs.String("signing_helper", "", "Path to helper used for signing (not supported here)")
+	fs.String("signing_helper_with_files", "", "Path to helper used for signing using files (not supported here)")
+	pkmd := fs.String("public_key_metadata", "", "Path to public key metadata file")
+	fs.Var(&rollbackIndex, "rollback_index", "Rollback Index")
+	fs.Var(&rollbackLocation, "rollback_index_location", "Location of main vbmeta Rollback Index")
+	internalRelease := fs.String("internal_release_string", "", "")
+	_ = fs.MarkHidden("internal_release_string")
+	appendRelease := fs.String("append_to_release_string", "", "Text to append to release string")
+	props := fs.StringArray("prop", nil, "Add property KEY:VALUE")
+	propsFromFile := fs.StringArray("prop_from_file", nil, "Add property from file KEY:PATH")
+	kernelCmdlines := fs.StringArray("kernel_cmdline", nil, "Add kernel cmdline")
+	// One destination for both names, as argparse has it: the last given wins.
+	var setupRootfs string
+	fs.StringVar(&setupRootfs, "setup_rootfs_from_kernel", "", "Adds kernel cmdline to set up IMAGE")
+	fs.StringVar(&setupRootfs, "generate_dm_verity_cmdline_from_hashtree", "", "old name of --setup_rootfs_from_kernel")
+	_ = fs.MarkHidden("generate_dm_verity_cmdline_from_hashtree")
+	include := fs.StringArray("include_descriptors_from_image", nil, "Include descriptors from image")
+	printRequired := fs.Bool("print_required_libavb_version", false, "Don't store the footer - instead calculate the required libavb version for the given options.")
+	chains := fs.StringArray("chain_partition", nil, "Allow signed integrity-data for partition PART_NAME:ROLLBACK_SLOT:KEY_PATH")
+	chainsNoAB := fs.StringArray("chain_partition_do_not_use_ab", nil, "Allow signed integrity-data for partition does not use A/B")
+	fs.Var(&flags, "flags", "VBMeta flags")
+	htDisabled := fs.Bool("set_hashtree_disabled_flag", false, "Set the HASHTREE_DISABLED flag")
+	persistent := fs.Bool("use_persistent_digest", false, "Use a persistent digest on device instead of storing the digest in the descriptor.")
+	doNotUseAB := fs.Bool("do_not_use_ab", false, "The partition does not use A/B even when an A/B suffix is present.")
+	if code, done := t.parse(cmd, fs, args); done {
+		return code
+	}
+	for _, name := range []string{"signing_helper", "signing_helper_with_files"} {
+		if fs.Changed(name) {
+			return t.unsupported("--%s: signing with an external program is not supported", name)
+		}
+	}
+	if *generateFEC {
+		fmt.Fprint(t.stderr, "The --generate_fec option is deprecated since FEC is now generated by default. Use the option --do_not_generate_fec to not generate FEC.\n")
+	}
+	// Numbers past what an int holds (on 32-bit machines too) are refused
+	// here, with the number given.
+	if uint64(blockSize) > merkle.MaxBlockSize {
+		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", uint64(blockSize), merkle.MinBlockSize, merkle.MaxBlockSize))
+	}
+	if !*noFEC && uint64(fecRoots) > 254 {
+		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", uint64(fecRoots)))
+	}
+	o := &avb.HashtreeFooterOptions{
+		PartitionSize: uint64(partitionSize), PartitionName: *partitionName, HashAlgorithm: *hashAlg,
+		BlockSize: int(blockSize), FEC: !*noFEC, FECRoots: int(min(uint64(fecRoots), 254)),
+		Algorithm: *algorithm, KernelCmdlines: *kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
+		SetupRootfsFromKernel:  setupRootfs,
+		IncludeDescriptorsFrom: *include, RollbackIndex: uint64(rollbackIndex),
+		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
+		ReleaseString: *internalRelease, AppendToReleaseString: *appendRelease,
+		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
+	}
+	if uint64(rollbackLocation) > 1<<32-1 || uint64(flags) > 1<<32-1 {
+		return t.failed(avbErr("Adding hashtree_footer failed: --rollback_index_location and --flags are 32-bit numbers."))
+	}
+	o.RollbackIndexLocation, o.Flags = uint32(rollbackLocation), uint32(flags)
+	if *htDisabled {
+		o.Flags |= avb.FlagHashtreeDisabled
+	}
+	// avbtool counts these before reading anything.
+	for _, spec := range *chainsNoAB {
+		o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true, Spec: spec})
+	}
+	if *printRequired {
+		fmt.Fprintf(t.stdout, "1.%d\n", o.RequiredLibavbMinor())
+		return exitOK
+	}
+	o.ChainPartitions = nil
+	if *calcMax {
+		n, err := avb.MaxImageSize(o)
+		if err != nil {
+			return t.failed(err)
+		}
+		fmt.Fprintf(t.stdout, "%d\n", n)
+		return exitOK
+	}
+	if *image == "" {
+		return t.failed(avbErr("Adding hashtree_footer failed: no --image given."))
+	}
+	if err := t.footerInputs(o, fs.Changed("salt"), *salt, *props, *propsFromFile, *chains, *chainsNoAB, *pkmd, *key); err != nil {
+		return t.failed(err)
+	}
+	if o.FEC && !o.NoHashtree {
+		if o.BlockSize != 4096 {
+			return t.unsupported("FEC with --block_size %d is not done here (only 4096); add --do_not_generate_fec", o.BlockSize)
+		}
+	}
+	o.Warn = func(msg string) { cli.Warn(t.stderr, t.prog, "%s", msg) }
+	if _, err := avb.AddHashtreeFooter(t.ctx, *image, o); err != nil {
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+// footerInputs reads into o what add_hashtree_footer's options name: the
+// salt, the properties, the chained partitions' keys, the public key
+// metadata and the signing key.
+func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, props, propsFromFile, chains, chainsNoAB []string, pkmd, key string) error {
+	if saltGiven {
+		s, err := cli.ParseHex("--salt", salt)
+		if err != nil {
+			return avbErr("Adding hashtree_footer failed: %v.", err)
+		}
+		o.Salt = s
+	}
+	for _, p := range props {
+		pr, err := avb.ParseProperty(p)
+		if err != nil {
+			return err
+		}
+		o.Properties = append(o.Properties, pr)
+	}
+	for _, p := range propsFromFile {
+		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
+		if err != nil {
+			return err
+		}
+		o.Properties = append(o.Properties, pr)
+	}
+	for _, c := range []struct {
+		specs []string
+		noAB  bool
+	}{{chains, false}, {chainsNoAB, true}} {
+		for _, spec := range c.specs {
+			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
+			if err != nil {
+				return err
+			}
+			o.ChainPartitions = append(o.ChainPartitions, cp)
+		}
+	}
+	if pkmd != "" {
+		b, err := t.readSmallFile(pkmd, "public key metadata", maxPublicKeyMetadata)
+		if err != nil {
+			return err
+		}
+		o.PublicKeyMetadata = b
+	}
+	// avbtool ignores the key of an unsigned image.
+	if alg, err := avb.AlgorithmByName(o.Algorithm); err == nil && alg.Type != 0 && key != "" {
+		if o.Key, err = avb.LoadPrivateKey(t.ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bounds of the small inputs read: public key metadata goes into a vbmeta
+// (at most 16 MiB); a public key blob of 8192 bits takes 2 KiB.
+const (
+	maxPublicKeyMetadata = avb.MaxVBMetaSize
+	maxChainKey          = 1 << 20
+)
+
+// readSmallFile reads a small input (a key, metadata) of at most limit
+// bytes, from a file, a pipe or a FIFO, whose wait for a writer ends with
+// the front's context.
+func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
+	b, err := safefile.ReadSmall(t.ctx, path, limit)
+	switch {
+	case err == nil:
+		return b, nil
+	case t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()):
+		return nil, safefile.Interrupted(t.ctx, what+" "+path)
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
+	}
+	return nil, fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
+}
+
+// writeOutput writes b where a subcommand's --output goes: stdout for ""
+// or "-", else the file, which may replace an existing one only if ours
+// recognizes it as holding what the subcommand writes (what).
+func (t *tool) writeOutput(path, what string, ours func(head []byte) bool, b []byte) error {
+	if path == "" || path == "-" {
+		_, err := t.stdout.Write(b)
+		return err
+	}
+	out, err := t.openOutput(path, what, ours)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	return out.Commit(b)
+}
+
+// openOutput opens a subcommand's --output file. Not os.WriteFile: a
+// mistyped --output must not destroy an image, a device or a link (see
+// verity.OpenOutputFile).
+func (t *tool) openOutput(path, what string, ours func(head []byte) bool) (*verity.OutputFile, error) {
+	return verity.OpenOutputFile(path, "--output", what, ours, false)
+}
+
+// isPublicKey says whether an existing --output holds an AVB public key.
+func isPublicKey(head []byte) bool { _, err := avb.DecodePublicKey(head); return err == nil }
+
+// isCmdline says whether an existing --output holds a kernel command line
+// (one line of text).
+func isCmdline(head []byte) bool {
+	return utf8.Valid(head) && !bytes.ContainsAny(head, "\x00\n")
+}
+
+func (t *tool) infoImage(args []string) int {
+	const cmd = "info_image"
+	fs := t.flagSet(cmd)
+	image := fs.String("image", "", "Image to show information about")
+	output := fs.String("output", "", "Write info to file")
+	atx := fs.Bool("atx", false, "Show information about Android Things eXtension (ATX).")
+	if code, done := t.parse(cmd, fs, args, "image"); done {
+		return code
+	}
+	img, err := avb.ReadImage(*image)
+	if err != nil {
+		return t.failed(err)
+	}
+	if *atx && img.VBMeta.Header.PublicKeyMetadataSize > 0 {
+		return t.unsupported("--atx: the Android Things eXtension metadata is not decoded here")
+	}
+	// Written as the descriptors are walked: the text of a million of
+	// them is never held in memory.
+	if *output == "" || *output == "-" {
+		if err := img.WriteInfo(ctxWriter{t.ctx, t.stdout}); err != nil {
+			return t.failed(err)
+		}
+		return exitOK
+	}
+	out, err := t.openOutput(*output, "an info_image text", isInfoText)
+	if err != nil {
+		return t.failed(err)
+	}
+	defer out.Abort()
+	if err := img.WriteInfo(out.Writer(t.ctx)); err != nil {
+		return t.failed(err)
+	}
+	if err := out.Commit(nil); err != nil {
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+// ctxWriter is w, its writes failing once ctx ends: the text of a million
+// descriptors stops on Ctrl-C.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// isInfoText says whether an existing --output holds what info_image
+// writes, so that it may be replaced.
+func isInfoText(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("Footer version:")) || bytes.HasPrefix(head, []byte("Minimum libavb version:"))
+}
+
+func (t *tool) eraseFooter(args []string) int {
+	const cmd = "erase_footer"
+	fs := t.flagSet(cmd)
+	image := fs.String("image", "", "Image with a footer")
+	keep := fs.Bool("keep_hashtree", false, "Keep the hashtree and FEC in the image")
+	if code, done := t.parse(cmd, fs, args, "image"); done {
+		return code
+	}
+	if err := avb.EraseFooter(*image, *keep); err != nil {
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+func (t *tool) extractPublicKey(args []string) int {
+	const cmd = "extract_public_key"
+	fs := t.flagSet(cmd)
+	key := fs.String("key", "", "Path to RSA private key file")
+	output := fs.String("output", "", "Output file name")
+	if code, done := t.parse(cmd, fs, args, "key", "output"); done {
+		return code
+	}
+	b, err := avb.ExtractPublicKey(t.ctx, *key)
+	if err != nil {
+		return t.failed(err)
+	}
+	if err := t.writeOutput(*output, "an AVB public key", isPublicKey, b); err != nil {
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+func (t *tool) calculateKernelCmdline(args []string) int {
+	const cmd = "calculate_kernel_cmdline"
+	fs := t.flagSet(cmd)
+	image := fs.String("image", "", "Image to calculate kernel cmdline for")
+	disabled := fs.Bool("hashtree_disabled", false, "Return the cmdline for hashtree disabled")
+	output := fs.String("output", "", "Write cmdline to file (default: stdout)")
+	if code, done := t.parse(cmd, fs, args, "image"); done {
+		return code
+	}
+	s, err := avb.CalculateKernelCmdline(t.ctx, *image, *disabled)
+	if err != nil {
+		return t.failed(err)
+	}
+	if err := t.writeOutput(*output, "a kernel command line", isCmdline, []byte(s)); err != nil {
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+// expectedChain is one --expected_chain_partition.
+type expectedChain struct {
+	location uint32
+	key      []byte
+}
+
+func (t *tool) verifyImage(args []string) int {
+	const cmd = "verify_image"
+	fs := t.flagSet(cmd)
+	image := fs.String("image", "", "Image to verify")
+	key := fs.String("key", "", "Check embedded public key matches KEY")
+	expected := fs.StringArray("expected_chain_partition", nil, "Expected chain partition PART_NAME:ROLLBACK_SLOT:KEY_PATH")
+	follow := fs.Bool("follow_chain_partitions", false, "Follows chain partitions even when not specified with the --expected_chain_partition option")
+	acceptZeroed := fs.Bool("accept_zeroed_hashtree", false, "Accept images where the hashtree or FEC data is zeroed out")
+	if code, done := t.parse(cmd, fs, args, "image"); done {
+		return code
+	}
+	chains := map[string]expectedChain{}
+	for _, spec := range *expected {
+		parts := strings.Split(spec, ":")
+		if len(parts) != 3 {
+			return t.failed(avbErr("Malformed chained partition %q.", spec))
+		}
+		loc, err := strconv.ParseUint(parts[1], 10, 32)
+		if err != nil {
+			return t.failed(fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, parts[1]))
+		}
+		b, err := t.readSmallFile(parts[2], "public key", maxChainKey)
+		if err != nil {
+			return t.failed(err)
+		}
+		chains[parts[0]] = expectedChain{uint32(loc), b}
+	}
+	if err := t.verify(*image, *key, chains, *follow, *acceptZeroed, 0, 0); err != nil {
+		var m avbMessage
+		if errors.As(err, &m) {
+			// avbtool's own words, printed as its AvbError: argv[0], the
+			// message, nothing else.
+			fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m)
+			return exitFailed
+		}
+		return t.failed(err)
+	}
+	return exitOK
+}
+
+// errDescriptor: a descriptor did not verify (avbtool printed why).
+var errDescriptor = avbErr("Error verifying descriptor.")
+
+// maxChainDepth bounds --follow_chain_partitions through chains that loop,
+// and maxHeldVBMeta the bytes of the vbmetas held while a chain is
+// followed (each is walked as its chains are): under the memory bound,
+// whatever the images.
+const (
+	maxChainDepth = 32
+	maxHeldVBMeta = 24 << 20
+)
+
+// verify is avbtool's verify_image on one image, following chains; held
+// is the size of the vbmetas of the images that chain to it.
+func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, follow, acceptZeroed bool, depth int, held uint64) error {
+	if depth > maxChainDepth {
+		return fmt.Errorf("%s: chained partitions nest deeper than %d", path, maxChainDepth)
+	}
+	var keyBlob []byte
+	if keyPath != "" {
+		fmt.Fprintf(t.stdout, "Verifying image %s using key at %s\n", path, keyPath)
+		pub, err := avb.LoadPublicKey(t.ctx, keyPath)
+		if err != nil {
+			return err
+		}
+		if keyBlob, err = avb.EncodePublicKey(pub); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(t.stdout, "Verifying image %s using embedded public key\n", path)
+	}
+	// Locked shared from the metadata to the last descriptor's check (the
+	// later opens share this lock): no writer comes between.
+	locked, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image", Raw: true})
+	if err != nil {
+		return err
+	}
+	defer locked.Close()
+	img, err := avb.ReadImage(path)
+	if err != nil {
+		return err
+	}
+	if held += uint64(len(img.VBMeta.Raw)); held > maxHeldVBMeta {
+		return fmt.Errorf("%s: the vbmetas of the chained partitions followed take more than %d bytes", path, maxHeldVBMeta)
+	}
+	alg := img.VBMeta.Algorithm.Name
+	if err := img.VBMeta.Verify(); err != nil {
+		if errors.Is(err, avb.ErrSignature) {
+			return avbErr("Signature check failed for %s vbmeta struct %s", alg, path)
+		}
+		return err
+	}
+	if keyBlob != nil && !bytes.Equal(keyBlob, img.VBMeta.PublicKey) {
+		return avbErr("Embedded public key does not match given key.")
+	}
+	if img.Footer != nil {
+		fmt.Fprintf(t.stdout, "vbmeta: Successfully verified footer and %s vbmeta struct in %s\n", alg, path)
+	} else {
+		fmt.Fprintf(t.stdout, "vbmeta: Successfully verified %s vbmeta struct in %s\n", alg, path)
+	}
+	dir, ext := pyDirname(path), pyExt(path)
+	for d := range img.VBMeta.Descriptors() {
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
+		cd, isChain := d.(*avb.ChainPartitionDescriptor)
+		if _, expected := chains[cdName(cd)]; isChain && follow && !expected {
+			// Followed below without being checked against anything.
+			fmt.Fprintf(t.stdout, "%s: Chained but ROLLBACK_SLOT (which is %d) and KEY (which has sha1 %x) not specified\n",
+				cd.PartitionName, cd.RollbackIndexLocation, sha1.Sum(cd.PublicKey))
+		} else if err := t.verifyDescriptor(d, path, dir, ext, chains, acceptZeroed); err != nil {
+			return err
+		}
+		if isChain && follow {
+			fmt.Fprintln(t.stdout, "--")
+			if err := t.verify(pyJoin(dir, cd.PartitionName+ext), keyPath, nil, false, acceptZeroed, depth+1, held); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cdName(cd *avb.ChainPartitionDescriptor) string {
+	if cd == nil {
+		return ""
+	}
+	return cd.PartitionName
+}
+
+// verifyDescriptor is avbtool's Descriptor.verify: errDescriptor when the
+// descriptor does not verify (with avbtool's line on stderr).
+func (t *tool) verifyDescriptor(d avb.Descriptor, path, dir, ext string, chains map[string]expectedChain, acceptZeroed bool) error {
+	partitionFile := func(name string) string {
+		if name == "" {
+			return path
+		}
+		return pyJoin(dir, name+ext)
+	}
+	switch d := d.(type) {
+	case *avb.HashtreeDescriptor:
+		file := partitionFile(d.PartitionName)
+		c, err := avb.CheckHashtreeData(t.ctx, file, d, 0)
+		if err != nil {
+			return err
+		}
+		if !c.RootMatches {
+			fmt.Fprintf(t.stderr, "hashtree of %s does not match descriptor\n", file)
+			return errDescriptor
+		}
+		if c.Zeroed && acceptZeroed {
+			fmt.Fprintf(t.stdout, "%s: skipping verification since hashtree is zeroed and --accept_zeroed_hashtree was given\n", d.PartitionName)
+			return nil
+		}
+		if !c.TreeMatches {
+			fmt.Fprintf(t.stderr, "hashtree of %s contains invalid data\n", file)
+			return errDescriptor
+		}
+		fmt.Fprintf(t.stdout, "%s: Successfully verified %s hashtree of %s for image of %d bytes\n", d.PartitionName, d.HashAlgorithm, file, d.ImageSize)
+	case *avb.HashDescriptor:
+		file := partitionFile(d.PartitionName)
+		ok, err := avb.CheckHashData(t.ctx, file, d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(t.stderr, "%s digest of %s does not match digest in descriptor\n", d.HashAlgorithm, file)
+			return errDescriptor
+		}
+		fmt.Fprintf(t.stdout, "%s: Successfully verified %s hash of %s for image of %d bytes\n", d.PartitionName, d.HashAlgorithm, file, d.ImageSize)
+	case *avb.ChainPartitionDescriptor:
+		want, ok := chains[d.PartitionName]
+		switch {
+		case !ok:
+			fmt.Fprintf(t.stderr, "No expected chain partition for partition %s. Use --expected_chain_partition to specify expected contents or --follow_chain_partitions.\n", d.PartitionName)
+			return errDescriptor
+		case want.location != d.RollbackIndexLocation:
+			fmt.Fprintf(t.stderr, "Expected rollback_index_location %d does not match %d in descriptor for partition %s\n", want.location, d.RollbackIndexLocation, d.PartitionName)
+			return errDescriptor
+		case !bytes.Equal(want.key, d.PublicKey):
+			fmt.Fprintf(t.stderr, "Expected public key blob does not match public key blob in descriptor for partition %s\n", d.PartitionName)
+			return errDescriptor
+		}
+		fmt.Fprintf(t.stdout, "%s: Successfully verified chain partition descriptor matches expected data\n", d.PartitionName)
+	}
+	return nil
+}
+
+// pyDirname, pyExt and pyJoin are Python's os.path.dirname, splitext's
+// extension and join, by which avbtool names a partition's image.
+func pyDirname(p string) string {
+	i := strings.LastIndexByte(p, '/') + 1
+	head := p[:i]
+	if head != "" && strings.Trim(head, "/") != "" {
+		head = strings.TrimRight(head, "/")
+	}
+	return head
+}
+
+func pyExt(p string) string {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	i := strings.LastIndexByte(base, '.')
+	if i <= 0 || strings.Trim(base[:i], ".") == "" {
+		return ""
+	}
+	return base[i:]
+}
+
+func pyJoin(dir, name string) string {
+	if dir == "" || strings.HasSuffix(dir, "/") {
+		return dir + name
+	}
+	return dir + "/" + name
+}

@@ -1,0 +1,637 @@
+// Package veritycheck is the veritycheck command line: it checks an image and
+// its dm-verity hash tree against a root hash, as `veritysetup verify` does,
+// and reports every corrupted block.
+package veritycheck
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
+)
+
+const prog = "veritycheck"
+
+const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
+       veritycheck [flags] DATA HASH ROOT
+       veritycheck --root-hash HEX --fec-device FEC [--repair] [flags] DATA [HASH]
+       veritycheck [--avb] [--avb-key KEY] [--repair] [flags] IMAGE
+       veritycheck --dump [--hash-offset BYTES] HASH
+
+Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
+against a root hash, as 'veritysetup verify' does, but finds every
+corrupted block, not just the first: each data block against the tree, each
+hash block against its parent, the top block against the root hash, and the
+zero padding of hash blocks and superblock. DATA and HASH are only read,
+except with --repair.
+
+DATA may be an Android sparse image (found by its magic; --raw reads it as
+it is): it is checked as the image it expands to, as veritygen builds the
+tree. Holes of a raw file and the FILL and DONT_CARE chunks of a sparse
+image are checked as the content they stand for, without being read.
+
+The tree's parameters come from the superblock at --hash-offset in HASH; a
+tree made with --no-superblock needs them given again (same flags as
+veritygen, and --salt is then required).
+
+With --fec-device, the Reed-Solomon parity that veritygen or 'veritysetup
+format' wrote there (same --fec-device, --fec-offset and --fec-roots; the
+parity may be in its own file, in HASH past the tree, or in DATA) rebuilds
+the corrupted blocks: each codeword of a damaged round is decoded with the
+corrupted blocks as erasures (up to roots of them per round), or else with
+errors at unknown places (up to roots/2 damaged bytes per codeword, as the
+kernel and veritysetup decode). A corrupted hash block is rebuilt first,
+then the blocks under it are checked against it. Every rebuilt block is
+checked against the tree before it is trusted, so wrong parity or
+parameters can only end in "cannot recover". veritycheck then says what it
+can repair. --repair writes the rebuilt blocks back into DATA and HASH, in
+place, and reads them back to check them against the tree: it is
+the only time veritycheck writes, and it writes only when every corrupted
+block can be rebuilt (otherwise it names those it cannot recover and writes
+nothing). The parity does not cover the superblock (in veritysetup's format
+it starts at the tree): its reserved and padding bytes, and the zeros up to
+the tree, are restored from the superblock's own fields.
+
+--dump prints the superblock as 'veritysetup dump' does.
+` + avbUsage + `
+
+veritysetup's command line works too: 'veritycheck verify DATA HASH ROOT'
+and 'veritycheck DATA HASH ROOT' (a third argument that is the hex of a
+digest is the root hash), 'veritycheck dump HASH' (--dump HASH); -h is
+--hash and -s is --salt, as in veritysetup (help is --help, or -h alone).
+
+When the top of the tree does not match the root hash, veritycheck tries
+the top block with the other algorithms of that digest size, the other
+format, no salt, other hash block sizes and --hash-offset 0, and names the
+parameters with which it matches: a tree without superblock checked with
+a wrong parameter is reported as that, not as corruption.
+
+Examples:
+  veritycheck --root-hash=$(cat root.hex) system.img
+  veritycheck --root-hash-file=root.hex system.img system.verity
+  veritycheck --no-superblock --hash=blake2b-256 --salt=- --root-hash-file=root.hex system.img tree.bin
+  veritycheck --hash-offset=1073741824 --root-hash-file=root.hex disk.img disk.img
+  veritycheck --json --root-hash-file=root.hex system.img | jq .problems
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 system.img
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 --repair system.img
+  veritycheck --avb-key=avb.pem system.img
+  veritycheck --dump system.img.verity
+
+Flags:
+`
+
+const exitCodes = `
+Exit codes:
+  0  verified: DATA and HASH are exactly what the root hash vouches for
+     (with --repair: are so again after the repair)
+  1  corruption found (and not repaired), or the root hash is not this tree's,
+     or an AVB image's vbmeta is not signed, or its signature does not verify
+     (or not with --avb-key), or a descriptor of its partition does not match,
+     or the root hash signature does not verify (or not with --sign-cert)
+  2  anything else: bad usage, unreadable, malformed or inconsistent input
+     (an AVB footer that disagrees with the vbmeta, a vbmeta for a newer
+     libavb), I/O error
+`
+
+type options struct {
+	tree         cli.TreeFlags
+	rootHex      string
+	rootHashFile string
+	dump         bool
+	json         bool
+	jobs         int
+	maxProblems  int
+	noProgress   bool
+	fecDevice    string
+	fecOffset    uint64
+	fecRoots     int
+	repair       bool
+	raw          bool
+	// rootPositional: the root hash was the third argument, in rootHex.
+	rootPositional bool
+	// The AVB check (avb.go): --avb, --avb-key, and what the vbmeta said,
+	// for the JSON report.
+	avb       bool
+	avbKey    string
+	avbReport *avbJSON
+	// The root hash signature check (sign.go), and what it found.
+	sign      signCheck
+	sigReport *signatureJSON
+}
+
+// Main runs veritycheck's command line args (after argv0, which it does not
+// use: the messages name veritycheck) and returns the exit code.
+func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
+	return run(ctx, args, stdout, stderr, stderr)
+}
+
+// run is Main with the writer of the progress bar apart from stderr, so that
+// tests can see both.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
+	var o options
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
+	o.sign.register(fs)
+	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
+	o.tree.RegisterForCheck(fs)
+	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
+	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
+	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
+	fs.BoolVar(&o.avb, "avb", false, "check DATA as an Android Verified Boot image: its vbmeta signature, then the tree against its hashtree descriptor (chosen by itself when DATA ends in an AVB footer and no root hash is given)")
+	fs.StringVar(&o.avbKey, "avb-key", "", "with the AVB check, require the vbmeta to be signed with this key: `FILE` in PEM (public or private) or an AVB public key blob")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
+	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	if cli.HelpAlone(args) {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
+		return cli.ExitOK
+	}
+	if err := fs.Parse(args); err != nil {
+		err = cli.WithHint(cli.FlagError(err), "see veritycheck --help")
+		cli.Report(stderr, prog, err)
+		if o.json || cli.WantsJSON(args) {
+			cli.ReportJSON(stdout, err)
+		}
+		return cli.ExitError
+	}
+	if *help {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
+		return cli.ExitOK
+	}
+	code := cli.ExitOK
+	pos, err := o.nativeArgs(args, fs.Args())
+	switch {
+	case err != nil:
+	case o.dump:
+		err = dump(&o, pos, stdout)
+	default:
+		showProgress := false
+		if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
+			showProgress = cli.IsTerminal(f)
+		}
+		code, err = check(ctx, &o, pos, stdout, stderr, showProgress)
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errors.New("interrupted")
+		}
+		cli.Report(stderr, prog, err)
+		if code == cli.ExitOK {
+			code = cli.ExitError
+		}
+		if o.json && code == cli.ExitError {
+			// Exit 1 printed its report; exit 2 printed nothing yet.
+			cli.ReportJSON(stdout, err)
+		}
+	}
+	return code
+}
+
+// nativeArgs returns the positional arguments pos of the command line args
+// with veritysetup's spellings answered: "verify DATA HASH [ROOT]" is
+// "DATA HASH [ROOT]", "dump HASH" is --dump HASH, and a third argument that
+// is the hex of a digest (20, 32 or 64 bytes) is the root hash, as
+// veritysetup takes it. A verb is one when no file has its name, or when
+// the arguments leave no doubt; format is veritygen's, and the error says
+// what to type.
+func (o *options) nativeArgs(args, pos []string) ([]string, error) {
+	if len(pos) > 0 {
+		switch verb := pos[0]; verb {
+		case "verify":
+			if len(pos) > 3 || !cli.Exists(verb) {
+				pos = pos[1:]
+			} else if len(pos) > 1 {
+				return nil, cli.Errorf(fmt.Sprintf("to check %s (veritysetup's verb): %s; to check the file named verify: ./verify",
+					pos[1], cli.CommandLine(prog, cli.Without(args, verb))),
+					"verify is veritysetup's verb and also a file here: which is DATA?")
+			}
+		case "dump":
+			switch {
+			case len(pos) == 2 && !cli.Exists(verb):
+				o.dump = true
+				return pos[1:], nil
+			case len(pos) == 2:
+				return nil, cli.Errorf(fmt.Sprintf("to dump %s: veritycheck --dump %s; to check the file named dump: ./dump", pos[1], pos[1]),
+					"dump is veritysetup's verb and also a file here: which is DATA?")
+			}
+		case "format":
+			if len(pos) > 2 || !cli.Exists(verb) {
+				return nil, cli.Errorf("veritygen does that: "+cli.CommandLine("veritygen", args),
+					"format is veritysetup's verb; veritycheck only checks trees (veritysetup verify) and dumps them")
+			}
+		case "open", "close", "status", "create", "remove":
+			if len(pos) > 2 || !cli.Exists(verb) {
+				return nil, cli.Errorf("use veritysetup "+verb+" for the device-mapper device; veritycheck checks trees, veritygen builds them",
+					"%s is veritysetup's verb; veritycheck only checks trees (veritysetup verify) and dumps them", verb)
+			}
+		}
+	}
+	if len(pos) == 3 && !o.dump {
+		if !isDigestHex(pos[2]) {
+			return nil, cli.Errorf(fmt.Sprintf("a third argument is the root hash, as in veritysetup: hex of 20, 32 or 64 bytes, which %q is not; a file of it: --root-hash-file=%s", pos[2], pos[2]),
+				"expected DATA and optionally HASH, got 3 arguments")
+		}
+		if o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") {
+			return nil, cli.Errorf("keep one of them", "root hash given both as the third argument and with --root-hash or --root-hash-file")
+		}
+		o.rootHex, o.rootPositional = pos[2], true
+		pos = pos[:2]
+	}
+	return pos, nil
+}
+
+// isDigestHex reports whether s is the hex of a digest of one of the
+// supported algorithms.
+func isDigestHex(s string) bool {
+	if _, err := hex.DecodeString(s); err != nil {
+		return false
+	}
+	for _, name := range hashes.Names() {
+		if a, err := hashes.Lookup(name); err == nil && len(s) == 2*a.Size() {
+			return true
+		}
+	}
+	return false
+}
+
+// treeFlagNames are the flags that give the parameters a superblock holds.
+var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
+
+func dump(o *options, args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
+	}
+	for _, name := range append(treeFlagNames, "no-superblock", "root-hash", "root-hash-file", "fec-device", "fec-offset", "fec-roots", "repair", "avb", "avb-key", "root-hash-signature", "sign-cert") {
+		if o.tree.Changed(name) {
+			return cli.Errorf("--dump reads everything from the superblock; only --hash-offset and --json apply", "--%s does not go with --dump", name)
+		}
+	}
+	hashPath := args[0]
+	g, err := verity.ReadSuperblock(hashPath, o.tree.HashOffset)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(stdout, cli.NewTreeJSON(g, "", hashPath))
+	}
+	h := cli.NewHeader(g, hashPath)
+	// veritysetup prints the hash device size only for a tree at offset 0:
+	// past an offset it cannot know what else the device holds.
+	if g.HashOffset == 0 {
+		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
+	}
+	h.Print(stdout)
+	return nil
+}
+
+// rootHash reads the expected root hash from --root-hash or --root-hash-file.
+func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) bool }) ([]byte, error) {
+	given, fromFile := fs.Changed("root-hash") || o.rootPositional, fs.Changed("root-hash-file")
+	switch {
+	case given && fromFile:
+		return nil, cli.Errorf("keep one of them", "--root-hash and --root-hash-file both given")
+	case !given && !fromFile:
+		return nil, cli.Errorf("e.g. --root-hash-file=root.hex (as written by veritygen --root-hash-file), or --root-hash=HEX",
+			"no root hash: give --root-hash or --root-hash-file")
+	case fromFile:
+		return verity.ReadRootHashFile(ctx, o.rootHashFile)
+	}
+	if o.rootPositional {
+		return verity.ParseRootHash("the root hash argument", o.rootHex)
+	}
+	return verity.ParseRootHash("--root-hash", o.rootHex)
+}
+
+// result is the JSON report of a check.
+type result struct {
+	Verified bool `json:"verified"`
+	*cli.TreeJSON
+	// DataFormat is "raw", or "android-sparse" for a sparse image read as
+	// the image it expands to.
+	DataFormat   string `json:"data_format"`
+	RootHash     string `json:"root_hash"`
+	RootMismatch bool   `json:"root_mismatch"`
+	// RootHint says what likely explains a root mismatch.
+	RootHint            string          `json:"root_mismatch_hint,omitempty"`
+	CorruptDataBlocks   uint64          `json:"corrupt_data_blocks"`
+	CorruptHashBlocks   uint64          `json:"corrupt_hash_blocks"`
+	CorruptHeaderBytes  uint64          `json:"corrupt_superblock_bytes"`
+	UncheckedDataBlocks uint64          `json:"unchecked_data_blocks"`
+	UncheckedHashBlocks uint64          `json:"unchecked_hash_blocks"`
+	Problems            json.RawMessage `json:"problems"` // streamed: see writeResult
+	ProblemsTruncated   bool            `json:"problems_truncated"`
+	// AVB: what the vbmeta of an AVB image says (the AVB check only).
+	AVB *avbJSON `json:"avb,omitempty"`
+	// RootHashSignature: who signed the root hash (--root-hash-signature).
+	RootHashSignature *signatureJSON `json:"root_hash_signature,omitempty"`
+	*repairJSON
+}
+
+type problem struct {
+	Where  string `json:"where"` // data, hash or superblock
+	Level  *int   `json:"level,omitempty"`
+	Index  uint64 `json:"index"`
+	Offset uint64 `json:"offset"`
+	Reason string `json:"reason"`
+	// Unchecked: for a hash block, the blocks under it that could not be
+	// checked (none once error correction rebuilt it).
+	Unchecked []blockRange `json:"unchecked,omitempty"`
+}
+
+// verifyOptions checks the flags and turns them into the library's
+// options, before anything is read.
+func verifyOptions(o *options) (*verity.VerifyOptions, error) {
+	if o.jobs < 1 {
+		return nil, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	if err := fecFlagsWithoutDevice(o); err != nil {
+		return nil, err
+	}
+	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: o.tree.HashOffset, NoSuperblock: o.tree.NoSuperblock},
+		Raw: o.raw, FECDevice: o.fecDevice, FECOffset: o.fecOffset, Repair: o.repair, Jobs: o.jobs, MaxProblems: o.maxProblems}
+	if o.fecDevice != "" {
+		vo.FECRoots = o.fecRoots
+	}
+	if o.maxProblems == 0 {
+		vo.MaxProblems = 1 // 0 would be the library's default; none is listed
+	}
+	if o.tree.NoSuperblock {
+		p, err := o.tree.Params()
+		if err != nil {
+			return nil, err
+		}
+		vo.Hash, vo.LegacyFormat, vo.Salt = p.Hash.Name(), p.Format == 0, p.Salt
+		vo.DataBlockSize, vo.HashBlockSize, vo.DataBlocks = p.DataBlockSize, p.HashBlockSize, p.DataBlocks
+	} else {
+		for _, name := range treeFlagNames {
+			if o.tree.Changed(name) {
+				return nil, cli.Errorf("leave --"+name+" out, or add --no-superblock to give all parameters yourself",
+					"--%s given, but the parameters come from HASH's superblock", name)
+			}
+		}
+	}
+	_, err := vo.Check()
+	var ve *verity.Error
+	if o.fecDevice != "" && o.fecRoots == 0 && (err == nil || errors.As(err, &ve) && ve.Field == "FECOffset") {
+		// 0 is the library's default; here it is a wrong --fec-roots,
+		// checked before --fec-offset.
+		return nil, cli.Errorf("give the --fec-roots the parity was made with (veritysetup's default is 2)",
+			"--fec-roots 0 is not from %d to %d", fec.MinRoots, fec.MaxRoots)
+	}
+	return vo, err
+}
+
+func check(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
+			"expected DATA and optionally HASH, got %d arguments", len(args))
+	}
+	if isAVB, err := wantsAVB(o, args); err != nil {
+		return cli.ExitError, err
+	} else if isAVB {
+		return checkAVB(ctx, o, args, stdout, stderr, showProgress)
+	}
+	dataPath := args[0]
+	hashPath := dataPath + ".verity"
+	if len(args) == 2 {
+		hashPath = args[1]
+	}
+	// Every flag is checked before anything is read, the root hash file
+	// included.
+	vo, err := verifyOptions(o)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	sigFile, trusted, err := o.sign.load(ctx)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	root, err := signatureRoot(ctx, o, sigFile)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	if sigFile != nil {
+		var code int
+		if o.sigReport, code, err = checkSignature(o, sigFile, trusted, root, stdout); err != nil {
+			return code, err
+		}
+	}
+	finish := reportTo(vo, stderr, showProgress)
+	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
+	finish()
+	if err != nil {
+		// The error about HASH, when it was not named and is missing.
+		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && strings.HasPrefix(err.Error(), "HASH ") {
+			err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
+		}
+		return cli.ExitError, err
+	}
+	defer res.Close()
+	if err := report(o, res, root, dataPath, hashPath, stdout); err != nil {
+		return cli.ExitError, err
+	}
+	return verdict(o, res, root, stdout)
+}
+
+// report prints the problems and what error correction can do, as text or
+// JSON.
+func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPath string, stdout io.Writer) error {
+	g, rep, rp := res.Geometry, res.Report, res.Repair
+	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
+	truncated := o.maxProblems >= 0 && total > uint64(o.maxProblems)
+	listed := 0
+	each := func(fn func(*merkle.CorruptionError)) error {
+		return res.EachProblem(func(pr *merkle.CorruptionError) bool {
+			if o.maxProblems >= 0 && listed >= o.maxProblems {
+				return false
+			}
+			listed++
+			fn(pr)
+			return true
+		})
+	}
+	if !o.json {
+		err := each(func(pr *merkle.CorruptionError) { printProblem(stdout, g, rp, pr, dataPath, hashPath) })
+		if err != nil {
+			return err
+		}
+		if truncated {
+			fmt.Fprintf(stdout, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(listed), total)
+		}
+		if rp != nil {
+			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Device)
+		}
+		return nil
+	}
+	out := &result{Verified: res.Verified && o.avbReport.accepted(), TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
+		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
+		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
+		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport}
+	if d := res.RootDiagnosis; d != nil {
+		out.RootHint = d.Hint
+	}
+	if res.FEC != nil {
+		out.repairJSON = newRepairJSON(res.FEC, rp, res.Repaired, o.maxProblems)
+	}
+	return writeResult(stdout, out, func(emit func(problem) error) error {
+		var emitErr error
+		err := each(func(pr *merkle.CorruptionError) {
+			p := toProblem(pr)
+			if pr.Level >= 0 && !rp.IsRebuilt(pr.Level, pr.Index) {
+				p.Unchecked = rangesBelow(g, pr.Level, pr.Index)
+			}
+			if emitErr == nil {
+				emitErr = emit(p)
+			}
+		})
+		if err == nil {
+			err = emitErr
+		}
+		return err
+	})
+}
+
+// verdict is the exit code, and the error that says why it is not 0.
+func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer) (int, error) {
+	g, rep, rp := res.Geometry, res.Report, res.Repair
+	switch {
+	case res.Verified:
+		if !o.json {
+			fmt.Fprintf(stdout, "verified: %d data blocks of %d bytes and %d hash blocks match root hash %x\n",
+				g.DataBlocks, g.DataBlockSize, g.HashBlocks, root)
+		}
+		return cli.ExitOK, nil
+	case res.Repaired:
+		return cli.ExitCorrupt, cli.WithHint(fmt.Errorf("the repair was written, but verification still fails: %v", summary(res.AfterRepair)),
+			"run veritycheck again to list what is left")
+	case rp == nil:
+		return cli.ExitCorrupt, rootSummary(res)
+	case rp.Whole() && res.DataFormat == "android-sparse":
+		// --repair refuses to write into a sparse file.
+		return cli.ExitCorrupt, cli.Errorf("--repair does not write into an Android sparse image: expand it first (simg2img) and run veritycheck --repair on the expanded image to fix "+repairCount(rp),
+			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+	case rp.Whole():
+		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
+			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+	}
+	hint := "nothing was written"
+	if !o.repair {
+		hint = "nothing can be written back: --repair would refuse too"
+	}
+	if d := res.RootDiagnosis; d != nil {
+		hint += "\n" + d.Hint
+	}
+	if rp.Unchecked() > 0 {
+		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
+	}
+	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
+		summary(rep), res.FEC.Device, describeLost(rp), lostReasons(rp))
+}
+
+func toProblem(pr *merkle.CorruptionError) problem {
+	out := problem{Index: pr.Index, Offset: pr.Offset, Reason: pr.Reason}
+	switch pr.Level {
+	case merkle.DataLevel:
+		out.Where = "data"
+	case merkle.HeaderLevel:
+		out.Where = "superblock"
+	default:
+		out.Where = "hash"
+		level := int(pr.Level)
+		out.Level = &level
+	}
+	return out
+}
+
+func printProblem(w io.Writer, g *merkle.Geometry, rp *verity.RepairPlan, pr *merkle.CorruptionError, dataPath, hashPath string) {
+	switch pr.Level {
+	case merkle.DataLevel:
+		fmt.Fprintf(w, "corrupted: data block %d (byte %d of %s): %s\n", pr.Index, pr.Offset, dataPath, pr.Reason)
+	case merkle.HeaderLevel:
+		fmt.Fprintf(w, "corrupted: superblock area, byte %d of %s: %s\n", pr.Offset, hashPath, pr.Reason)
+	default:
+		fmt.Fprintf(w, "corrupted: hash block %d of level %d (byte %d of %s): %s\n", pr.Index, pr.Level, pr.Offset, hashPath, pr.Reason)
+		if !rp.IsRebuilt(pr.Level, pr.Index) {
+			fmt.Fprintf(w, "unchecked: %s\n", describeBelow(g, pr.Level, pr.Index, dataPath))
+		}
+	}
+}
+
+// rootSummary is summary, but when the top block does not match the root
+// hash says first what likely explains it: for a tree without superblock,
+// the parameters with which it matches, if the library found them (a
+// parameter mistake, not corruption).
+func rootSummary(res *verity.VerifyResult) error {
+	d := res.RootDiagnosis
+	if d == nil {
+		return summary(res.Report)
+	}
+	if d.Match != nil && len(d.Changed) > 0 {
+		return cli.Errorf(d.Hint, "verification failed: the tree was not made with the parameters given: its top block matches the root hash with %s",
+			strings.Join(d.Changed, " "))
+	}
+	return cli.WithHint(summary(res.Report), d.Hint)
+}
+
+// summary is the one-line error for a failed check.
+func summary(rep *merkle.VerifyReport) error {
+	var parts []string
+	plural := func(n uint64, what string) {
+		if n > 0 {
+			s := "s"
+			if n == 1 {
+				s = ""
+			}
+			parts = append(parts, fmt.Sprintf("%d %s%s", n, what, s))
+		}
+	}
+	plural(rep.CorruptDataBlocks, "corrupted data block")
+	plural(rep.CorruptHashBlocks, "corrupted hash block")
+	plural(rep.CorruptHeaderBytes, "corrupted superblock byte")
+	msg := "verification failed: " + strings.Join(parts, ", ")
+	if rep.UncheckedDataBlocks+rep.UncheckedHashBlocks > 0 {
+		msg += fmt.Sprintf("; %d data and %d hash blocks under corrupted hash blocks could not be checked",
+			rep.UncheckedDataBlocks, rep.UncheckedHashBlocks)
+	}
+	hint := ""
+	if rep.RootMismatch {
+		hint = "the top of the tree does not match the root hash: check that it is this tree's root hash (veritygen printed it)"
+	}
+	return cli.Errorf(hint, "%s", msg)
+}
+
+// reportTo makes a check print on stderr as it goes: warnings, what a
+// sparse DATA expands to, and (when showProgress) the progress lines. The
+// returned func ends the progress display.
+func reportTo(vo *verity.VerifyOptions, stderr io.Writer, showProgress bool) (finish func()) {
+	var bar *cli.Progress
+	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
+	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
+		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
+		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("checking", src.Format(), g.DataSize()), g.DataSize())
+	}
+	vo.Progress = cli.StageProgress(&bar, verity.StageHashing)
+	return func() { bar.Finish() }
+}

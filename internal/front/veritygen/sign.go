@@ -1,0 +1,127 @@
+package veritygen
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/verity"
+)
+
+const signUsage = `
+Root hash signatures: --root-hash-signature=FILE writes the PKCS#7
+signature of the root hash that the kernel checks when the device is opened
+with it (veritysetup open --root-hash-signature=FILE): detached, DER, no
+signed attributes, over the root hash in lower case hex without a newline,
+byte for byte what 'printf %s ROOT | openssl smime -sign -nocerts -noattr
+-binary -outform der -signer CERT -inkey KEY' makes with an RSA key (ECDSA
+P-256 and P-384 keys work too; Ed25519 cannot: neither openssl smime nor
+the kernel does it). --root-hash-signature-json=FILE writes systemd's
+verity signature JSON with it (the Discoverable Partitions Specification's
+signature partition, as systemd-repart writes it; in a partition it is
+padded with NULs to a multiple of 4096 bytes: truncate -s %4096 FILE).
+Both need --sign-key (PEM: PKCS#8, PKCS#1 or SEC1, not encrypted; a pipe
+such as <(openssl pkey -in ENCRYPTED.pem) works) and --sign-cert, its
+certificate. They follow --root-hash-file's rules: an existing regular file
+is replaced only if it holds such a signature (or nothing, or with --force).
+`
+
+// signFlags are the root hash signature flags.
+type signFlags struct {
+	out, jsonOut string
+	key, cert    string
+	digest       string
+	embedCert    bool
+	fs           *pflag.FlagSet
+}
+
+var signFlagNames = []string{"root-hash-signature", "root-hash-signature-json", "sign-key", "sign-cert", "sign-digest", "sign-embed-cert"}
+
+func (s *signFlags) register(fs *pflag.FlagSet) {
+	s.fs = fs
+	fs.StringVar(&s.out, "root-hash-signature", "", "also write the root hash's PKCS#7 signature (DER, as openssl smime -sign -noattr) to `FILE`, for veritysetup open --root-hash-signature")
+	fs.StringVar(&s.jsonOut, "root-hash-signature-json", "", "also write systemd's verity signature JSON (rootHash, certificateFingerprint, signature) to `FILE`")
+	fs.StringVar(&s.key, "sign-key", "", "the private key (`PEM`) that signs the root hash")
+	fs.StringVar(&s.cert, "sign-cert", "", "the certificate (`PEM` or DER) of --sign-key")
+	fs.StringVar(&s.digest, "sign-digest", "sha256", "the signature's `digest` (openssl's -md): sha256, sha384, sha512 or sha1")
+	fs.BoolVar(&s.embedCert, "sign-embed-cert", false, "put the certificate into the signature (openssl smime without -nocerts, as systemd-repart does)")
+}
+
+// wanted reports whether any signature flag is given.
+func (s *signFlags) wanted() bool {
+	for _, name := range signFlagNames {
+		if s.fs.Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// notWithAVB refuses the flags on an --avb command line.
+func (s *signFlags) notWithAVB() error {
+	if s.wanted() {
+		return cli.Errorf("sign the vbmeta with --avb-key, or sign a tree made without --avb",
+			"the root hash signature flags do not go with --avb: AVB signs the vbmeta, which holds the root digest")
+	}
+	return nil
+}
+
+// signing checks the flags, reads the key and its certificate and
+// returns what Format is to sign; nil without the flags.
+func (s *signFlags) signing(ctx context.Context) (*verity.RootHashSigning, error) {
+	if !s.wanted() {
+		return nil, nil
+	}
+	if s.out == "" && s.jsonOut == "" {
+		return nil, cli.Errorf("add --root-hash-signature=FILE (or --root-hash-signature-json=FILE)",
+			"--sign-key, --sign-cert, --sign-digest and --sign-embed-cert need --root-hash-signature or --root-hash-signature-json")
+	}
+	if s.key == "" || s.cert == "" {
+		return nil, cli.Errorf("e.g. --sign-key=verity.key --sign-cert=verity.crt (openssl req -x509 -newkey rsa:2048 -nodes -keyout verity.key -out verity.crt)",
+			"signing the root hash needs --sign-key and --sign-cert")
+	}
+	h, err := verity.ParseSigningHash(s.digest)
+	if err != nil {
+		return nil, cli.WithHint(fmt.Errorf("--sign-digest: %w", err), verity.HintOf(err))
+	}
+	key, cert, err := verity.LoadSigningKey(ctx, s.key, s.cert)
+	if err != nil {
+		return nil, err
+	}
+	return &verity.RootHashSigning{Signer: key, Certificate: cert, SignOptions: verity.SignOptions{Hash: h, EmbedCertificate: s.embedCert},
+		SignatureFile: s.out, JSONFile: s.jsonOut}, nil
+}
+
+// signResult is what the report says of the signature.
+type signResult struct {
+	File        string `json:"file,omitempty"`
+	JSONFile    string `json:"json_file,omitempty"`
+	Signer      string `json:"signer"`
+	Fingerprint string `json:"certificate_sha256"`
+	Digest      string `json:"digest"`
+}
+
+func newSignResult(s *verity.RootHashSigning, digest string) *signResult {
+	if s == nil {
+		return nil
+	}
+	return &signResult{File: s.SignatureFile, JSONFile: s.JSONFile, Signer: s.Certificate.Subject.String(),
+		Fingerprint: hex.EncodeToString((&verity.RootHashSigner{Certificate: s.Certificate}).Fingerprint()), Digest: digest}
+}
+
+func (r *signResult) print(w io.Writer) {
+	if r == nil {
+		return
+	}
+	if r.File != "" {
+		fmt.Fprintf(w, "Signature:       \t%s\n", r.File)
+	}
+	if r.JSONFile != "" {
+		fmt.Fprintf(w, "Signature JSON:  \t%s\n", r.JSONFile)
+	}
+	fmt.Fprintf(w, "Signed by:       \t%s (certificate sha256 %s, %s)\n", r.Signer, r.Fingerprint, r.Digest)
+}

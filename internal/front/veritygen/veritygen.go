@@ -1,0 +1,563 @@
+// Package veritygen is the veritygen command line: it builds a dm-verity
+// hash tree for an image, byte for byte as `veritysetup format` does.
+package veritygen
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
+)
+
+const prog = "veritygen"
+
+// beforeHashing, if set, is called when everything is checked and the
+// outputs are open, just before hashing: tests look at that moment.
+var beforeHashing func(*verity.Layout)
+
+const usage = `Usage: veritygen [flags] DATA [HASH]
+       veritygen --append [--fec] [flags] DATA
+
+Builds the dm-verity hash tree of DATA and writes it to HASH (default:
+DATA.verity), byte for byte as 'veritysetup format DATA HASH' would, then
+prints the parameters and the root hash. The flags have veritysetup's names
+and meanings.
+
+DATA may be a file or a block device. An Android sparse image (img2simg's
+format, known by its magic) is read as the image it expands to, without
+expanding it on disk, its CRC32 checksums (if it has any) checked first;
+--raw reads it as it is. Holes of a raw file and the FILL and DONT_CARE
+chunks of a sparse image are hashed once, not read.
+
+HASH is written under a temporary name and renamed when complete, so an
+interrupted run never leaves a partial tree under HASH; a block device is
+written in place, and must be large enough. An existing HASH (or FEC file)
+is replaced only if it looks like what veritygen writes: empty or zeros, a tree
+with its superblock, or (--no-superblock) no longer than the tree and no
+filesystem or image by its magic; --force replaces it anyway. Every
+output is opened before anything is hashed, so one that cannot be written
+fails the run before HASH is replaced. --root-hash-file replaces a regular
+file only if it holds a root hash (or nothing); a character device or a
+FIFO (with a reader) is written through, never replaced. Files written
+are locked (flock) and files read share a lock: a second veritygen or
+veritycheck on the same files fails at once rather than mixing its writes
+in. Temporary files of a killed run are removed by the next one.
+
+DATA is only read, except:
+  - when HASH is DATA itself (or a link to it, or another node of the
+    same device): the tree goes into DATA at --hash-offset, past the data.
+    Without --data-blocks the data is all of DATA, as for veritysetup, so
+    the tree goes there only over zeros or holes (room left for it) or an
+    earlier tree of ours and its parity, and then covers the blocks before
+    the offset; over anything else it is refused, naming --data-blocks=N
+    (hash only the N whole blocks before the offset, and give the rest
+    over to the tree), a --hash-offset past DATA's end, and --force;
+  - with --append: DATA is padded with zeros to a whole block, then the
+    tree (no superblock) and, with --fec, the error correction are
+    appended to it, as avbtool lays out Android images. The image's own
+    bytes are not changed. Ctrl-C or an error cuts DATA back to the image;
+    a killed --append leaves DATA ending in a record of its original size:
+    run the same command again and the result is that of an uninterrupted
+    run. Run again on its own output, --append finds the tree (and parity)
+    it would append already there: with the same --salt it writes it again
+    in place (the same bytes), without --salt it refuses. An image ending
+    in an AVB footer is refused: use --avb, or avbtool erase_footer first.
+    --data-size=<original size> says where the image ends; it cuts off only
+    what an --append could have written (zero padding, then zeros or a tree
+    of the image and its parity, no more than whole ones); anything else
+    is refused unless --force.
+
+veritysetup's command line works too: -h is --hash and -s is --salt, as in
+veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
+builds a sha512 tree instead of printing help and writing nothing; and
+'veritygen format DATA HASH' is 'veritygen DATA HASH'.
+
+--no-superblock with a random salt (no --salt) is refused when stdout is a
+pipe or /dev/null: the salt is printed only there, and a tree without
+superblock cannot be checked without it. Give --salt (or --salt=-), or let
+the report go to a terminal or a file.
+
+Examples:
+  veritygen system.img                       tree in system.img.verity
+  veritygen --root-hash-file=root.hex system.img system.verity
+  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
+  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
+  veritygen --append --fec --ignore-zero-blocks --data-device=/dev/sda5 system.img
+  veritygen --json system.img | jq -r .root_hash
+
+Flags:
+`
+
+const exitCodes = `
+Exit codes:
+  0  success
+  2  anything else: bad usage, unreadable or bad input, I/O error
+  (1 is veritycheck's: the data is not as expected)
+`
+
+type options struct {
+	tree         cli.TreeFlags
+	fecDevice    string
+	fecOffset    uint64
+	fecRoots     int
+	rootHashFile string
+	json         bool
+	jobs         int
+	noProgress   bool
+	raw          bool
+	appendTree   bool
+	fecAppend    bool
+	dataSize     uint64
+	force        bool
+	boot         bootFlags
+	avb          avbFlags
+	sign         signFlags
+}
+
+func (o *options) changed(name string) bool { return o.tree.Changed(name) }
+
+// Main runs veritygen's command line args (after argv0, which it does not
+// use: the messages name veritygen) and returns the exit code.
+func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
+	return run(ctx, args, stdout, stderr, stderr)
+}
+
+// run is Main with the writer of the progress bar apart from stderr, so that
+// tests can see both.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Writer) int {
+	var o options
+	// fail reports err on stderr and, with --json, as JSON on stdout.
+	fail := func(err error) int {
+		cli.Report(stderr, prog, err)
+		if o.json {
+			cli.ReportJSON(stdout, err)
+		}
+		return cli.ExitError
+	}
+	fs, help := o.flagSet()
+	if cli.HelpAlone(args) {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		return cli.ExitOK
+	}
+	if err := fs.Parse(args); err != nil {
+		o.json = o.json || cli.WantsJSON(args)
+		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
+	}
+	if *help {
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		return cli.ExitOK
+	}
+	if o.avb.wanted() {
+		return runAVB(ctx, &o, fs.Args(), stdout, stderr, tty)
+	}
+	data, hash, hashGiven, err := o.files(args, fs.Args(), stdout)
+	if err != nil {
+		return fail(err)
+	}
+	showProgress := false
+	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
+		showProgress = cli.IsTerminal(f)
+	}
+	res, err := generate(ctx, &o, data, hash, hashGiven, stderr, showProgress)
+	if err != nil {
+		return fail(err)
+	}
+	out := &reportWriter{w: stdout}
+	if o.json {
+		cli.WriteJSON(out, res) // its error is out.err
+	} else {
+		res.print(out, &o)
+	}
+	if out.err != nil {
+		return fail(reportFailed(res.HashFile, res.RootHash, out.err))
+	}
+	return cli.ExitOK
+}
+
+// flagSet registers veritygen's flags into o; help is --help.
+func (o *options) flagSet() (fs *pflag.FlagSet, help *bool) {
+	fs = pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	o.tree.Register(fs)
+	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
+	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file), write the tree or parity into DATA over any bytes past the offset, and let --data-size cut off any bytes")
+	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
+	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
+	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
+	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
+	o.sign.register(fs)
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	o.boot.register(fs)
+	o.avb.register(fs)
+	help = fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	return fs, help
+}
+
+// files checks the positional arguments rest (of the command line args)
+// and the flags that bear on them, and returns DATA and HASH (DATA.verity
+// by default, DATA itself with --append); hashGiven is whether HASH was.
+func (o *options) files(args, rest []string, stdout io.Writer) (data, hash string, hashGiven bool, err error) {
+	pos, err := nativeArgs(args, rest)
+	if err != nil {
+		return "", "", false, err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		if _, err := hashes.Lookup(o.tree.Hash); err != nil {
+			// "-h DATA": -h took DATA as the algorithm.
+			_, err = o.tree.Params()
+			return "", "", false, err
+		}
+		return "", "", false, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
+			"expected DATA and optionally HASH, got %d arguments", len(pos))
+	}
+	if o.appendTree && len(pos) != 1 {
+		return "", "", false, cli.Errorf("leave HASH out: veritygen --append [flags] DATA",
+			"--append writes the tree into DATA; got a HASH argument (%s) too", pos[1])
+	}
+	if o.jobs < 1 {
+		return "", "", false, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	if err := checkSaltKept(o, stdout); err != nil {
+		return "", "", false, err
+	}
+	data = pos[0]
+	hash = data + ".verity"
+	switch {
+	case len(pos) == 2:
+		hash = pos[1]
+	case o.appendTree:
+		hash = data
+	}
+	return data, hash, len(pos) == 2, nil
+}
+
+// print writes the report as veritysetup format prints it, and what
+// veritygen adds (the signature, the appended layout, the boot lines).
+func (res *result) print(stdout io.Writer, o *options) {
+	h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
+		DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
+		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
+	if res.separate && res.HashOffset == 0 {
+		// veritysetup prints the size only for a hash device of its own.
+		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
+	}
+	if f := res.fecResult; f != nil {
+		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
+		switch {
+		case f.inHash && h.ShowHashDeviceSize:
+			h.HashDeviceSize += f.Size // as veritysetup counts it
+		case !f.inHash && f.Offset == 0:
+			h.FECDeviceSize = f.Size
+		}
+	}
+	h.Print(stdout)
+	res.RootHashSignature.print(stdout)
+	if a := res.appendResult; a != nil {
+		fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
+		fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
+		if res.fecResult != nil {
+			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
+		}
+		fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
+	}
+	if o.boot.wanted() && res.BootParams != nil {
+		fmt.Fprintf(stdout, "Kernel table:    \t%s\n", res.Table)
+		fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
+		fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
+	}
+}
+
+// reportWriter is stdout for the report, remembering its first failed
+// write (stdout full, a closed pipe): the tree is written then, and the
+// report may be the only place the root hash was going to.
+type reportWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *reportWriter) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.w.Write(p)
+	r.err = err
+	return n, err
+}
+
+// reportFailed is the error of a report that could not be written, with
+// what it was to say first.
+func reportFailed(hashFile, rootHash string, err error) error {
+	return cli.Errorf("", "the new tree is in %s, root hash %s; writing the report on stdout: %v", hashFile, rootHash, verity.Cause(err))
+}
+
+// nativeArgs returns the positional arguments pos of the command line args
+// with veritysetup's verbs answered: "format DATA HASH" is "DATA HASH" (and
+// "format DATA" is "DATA", when no file is named format); verify and dump
+// are veritycheck's, and the error says exactly what to type.
+func nativeArgs(args, pos []string) ([]string, error) {
+	if len(pos) == 0 {
+		return pos, nil
+	}
+	verb := pos[0]
+	switch verb {
+	case "format":
+		switch {
+		case len(pos) == 3 || len(pos) == 2 && !cli.Exists(verb):
+			return pos[1:], nil
+		case len(pos) == 2:
+			return nil, cli.Errorf(fmt.Sprintf("for the tree of %s (veritysetup's verb): %s; for the tree of the file named format: ./format",
+				pos[1], cli.CommandLine(prog, cli.Without(args, verb))),
+				"format is veritysetup's verb and also a file here: which is DATA?")
+		case len(pos) == 1 && !cli.Exists(verb):
+			return nil, cli.Errorf("veritygen [flags] DATA [HASH] (veritysetup's format DATA HASH)", "format: DATA missing")
+		}
+	case "verify", "dump":
+		if len(pos) > 2 || !cli.Exists(verb) {
+			return nil, cli.Errorf("veritycheck does that: "+cli.CommandLine("veritycheck", args),
+				"%s is veritysetup's verb; veritygen only builds trees (veritysetup format)", verb)
+		}
+	case "open", "close", "status", "create", "remove":
+		if len(pos) > 2 || !cli.Exists(verb) {
+			return nil, cli.Errorf("use veritysetup "+verb+" for the device-mapper device; veritygen builds trees, veritycheck verifies them",
+				"%s is veritysetup's verb; veritygen only builds trees (veritysetup format)", verb)
+		}
+	}
+	return pos, nil
+}
+
+// checkSaltKept refuses a --no-superblock tree with a random salt when the
+// report, the only place that salt is written, goes to a pipe or nowhere
+// (/dev/null): without its salt the tree cannot be checked again. A
+// terminal or a regular file keeps the report; so does a writer that is
+// not a file (a caller's buffer). Refusing was chosen over writing the
+// salt to a file of our own: veritygen writes only what it is told to,
+// and a script that discards the report would not know of that file.
+func checkSaltKept(o *options, stdout io.Writer) error {
+	if !o.tree.NoSuperblock || o.changed("salt") {
+		return nil
+	}
+	f, ok := stdout.(*os.File)
+	if !ok || cli.IsTerminal(f) {
+		return nil
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	return cli.Errorf("give the salt: --salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'), or --salt=- for none",
+		"--no-superblock with a random salt, and stdout is not a terminal or a file: the salt, printed only there, would be lost and the tree could not be checked")
+}
+
+// result is the report, also printed as JSON.
+type result struct {
+	RootHash string `json:"root_hash"`
+	*cli.TreeJSON
+	// UncoveredBytes counts the bytes of DATA after the last covered block
+	// that the tree does not protect.
+	UncoveredBytes uint64 `json:"uncovered_bytes"`
+	// DataFormat is "raw", or "android-sparse" for a sparse image read as
+	// the image it expands to.
+	DataFormat string `json:"data_format"`
+	// DataSize is the number of bytes the tree covers (data_blocks times
+	// data_block_size).
+	DataSize uint64 `json:"data_size"`
+	// ExpandedSize is the size of the image a sparse DATA expands to.
+	ExpandedSize uint64 `json:"expanded_size,omitempty"`
+	// TreeSize is the bytes of the tree, superblock included.
+	TreeSize uint64 `json:"tree_size"`
+	*fecResult
+	*appendResult
+	*verity.BootParams
+	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
+	separate          bool
+}
+
+// fecResult is what the report says of the parity.
+type fecResult struct {
+	Device       string `json:"fec_device"`
+	Roots        int    `json:"fec_roots"`
+	Blocks       uint64 `json:"fec_blocks"`        // message blocks: the kernel table's fec_blocks
+	ParityBlocks uint64 `json:"fec_parity_blocks"` // what veritysetup prints as "FEC blocks"
+	Offset       uint64 `json:"fec_offset"`
+	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
+	Size         uint64 `json:"fec_size"`
+	inHash       bool
+}
+
+// appendResult is what the report says of an --append layout: DATA is the
+// image (original_size bytes), zeros up to data_size, the tree at
+// hash_offset, the FEC at fec_offset, image_size bytes in all.
+type appendResult struct {
+	OriginalSize uint64 `json:"original_size"`
+	ImageSize    uint64 `json:"image_size"`
+}
+
+// generate checks the flags that concern only flags, formats through
+// verity.Format and builds the report (with the boot parameters, which
+// only --boot-params and its companions make a failure).
+func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGiven bool, stderr io.Writer, showProgress bool) (*result, error) {
+	p, err := o.tree.Params()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkModeFlags(o, hashPath); err != nil {
+		return nil, err
+	}
+	if err := o.boot.check(); err != nil {
+		return nil, err
+	}
+	sign, err := o.sign.signing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := o.formatOptions(p, stderr)
+	opts.Sign = sign
+	var bar *cli.Progress
+	opts.OnLayout = func(l *verity.Layout) {
+		if line := cli.Expansion(l.DataPath, l.SourceFormat, l.SourceFileSize, l.SourceSize, l.TreeSize()); line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
+		}
+		bar = cli.NewProgress(stderr, showProgress, cli.ProgressLabel("hashing", l.SourceFormat, l.CoveredBytes), l.CoveredBytes)
+		if beforeHashing != nil {
+			beforeHashing(l)
+		}
+	}
+	opts.Progress = cli.StageProgress(&bar, verity.StageHashing)
+	if !hashGiven {
+		hashPath = "" // the library's default: DATA.verity, or DATA with --append
+	}
+	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
+	bar.Finish()
+	if err != nil {
+		return nil, err
+	}
+	l, g := fr.Layout, fr.Geometry
+	res := &result{
+		RootHash:       hex.EncodeToString(fr.RootHash),
+		TreeJSON:       cli.NewTreeJSON(g, dataPath, l.HashPath),
+		UncoveredBytes: l.UncoveredBytes,
+		DataFormat:     l.SourceFormat,
+		DataSize:       l.CoveredBytes,
+		TreeSize:       l.TreeSize(),
+		separate:       !l.TreeInData,
+	}
+	res.RootHashSignature = newSignResult(sign, strings.ToLower(o.sign.digest))
+	if l.SourceFormat == "android-sparse" {
+		res.ExpandedSize = uint64(l.SourceSize)
+	}
+	if f := fr.FEC; f != nil {
+		res.fecResult = &fecResult{Device: f.Device, Roots: f.Roots, Blocks: f.Blocks, ParityBlocks: f.ParityBlocks,
+			Offset: f.Offset, Start: f.Start, Size: f.Size, inHash: f.InHash}
+	}
+	if a := l.Append; a != nil {
+		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
+	}
+	devs, err := o.bootDevices(dataPath, l.HashPath, l.TreeInData, fr.FEC)
+	if err == nil {
+		res.BootParams, err = fr.Table(o.boot.tableOptions(devs))
+	}
+	if err != nil && o.boot.wanted() {
+		// The tree is written: say why the boot parameters are missing.
+		where := "in " + l.HashPath
+		if l.TreeInData {
+			where = "in DATA " + dataPath
+		}
+		return nil, cli.Errorf(hintOf(err), "the new tree is %s, root hash %s; boot parameters: %v", where, res.RootHash, err)
+	}
+	return res, nil
+}
+
+// formatOptions turns the flags into the library's options; p holds the
+// tree flags, checked.
+func (o *options) formatOptions(p merkle.Params, stderr io.Writer) *verity.FormatOptions {
+	t := verity.TreeOptions{Hash: o.tree.Hash, LegacyFormat: p.Format == 0, Salt: p.Salt,
+		DataBlockSize: p.DataBlockSize, HashBlockSize: p.HashBlockSize, DataBlocks: p.DataBlocks,
+		HashOffset: p.HashOffset, NoSuperblock: !p.Superblock}
+	if o.changed("uuid") {
+		u := p.UUID
+		t.UUID = &u
+	}
+	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"),
+		Append: o.appendTree, AppendFEC: o.fecAppend, FECDevice: o.fecDevice, FECOffset: o.fecOffset, FECRoots: o.fecRoots,
+		RootHashFile: o.rootHashFile, Force: o.force, Raw: o.raw, Jobs: o.jobs,
+		Warn: func(msg string) { cli.Warn(stderr, prog, "%s", msg) },
+		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, msg) },
+	}
+	if o.changed("data-size") {
+		n := o.dataSize
+		opts.OriginalSize = &n
+	}
+	return opts
+}
+
+// checkModeFlags checks the flags of --append, --fec and --raw against
+// the others: the checks that need no file. hashPath is HASH's path, for
+// hints.
+func checkModeFlags(o *options, hashPath string) error {
+	if !o.appendTree {
+		for _, name := range []string{"fec", "data-size"} {
+			if o.changed(name) {
+				return cli.Errorf("e.g. veritygen --append --"+name+" ... DATA", "--%s needs --append", name)
+			}
+		}
+	} else {
+		for _, c := range []struct{ flag, hint string }{
+			{"hash-offset", "the tree goes right after the image, padded to a whole block"},
+			{"data-blocks", "--append covers the whole image, padded to a whole block"},
+			{"fec-device", "--fec appends the error correction after the tree"},
+			{"fec-offset", "--fec appends the error correction after the tree"},
+		} {
+			if o.changed(c.flag) {
+				return cli.Errorf("leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+			}
+		}
+		if o.changed("data-size") && o.dataSize == 0 {
+			return cli.Errorf("give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+		}
+		if o.changed("no-superblock") && !o.tree.NoSuperblock {
+			return cli.Errorf("leave --no-superblock out: --append writes no superblock, as avbtool", "--append writes no superblock; --no-superblock=false contradicts it")
+		}
+		if !o.fecAppend && o.changed("fec-roots") {
+			return cli.Errorf("add --fec to append error correction after the tree", "--fec-roots needs --fec with --append")
+		}
+	}
+	if o.fecDevice == "" && !o.fecAppend {
+		for _, name := range []string{"fec-roots", "fec-offset"} {
+			if o.changed(name) {
+				return cli.Errorf("e.g. --fec-device="+hashPath+".fec (or --append --fec to append it to DATA)", "--%s needs --fec-device", name)
+			}
+		}
+		return nil
+	}
+	if o.fecRoots < fec.MinRoots || o.fecRoots > fec.MaxRoots {
+		return cli.Errorf("2 (the default) corrects one lost byte in 253, 24 one in ten",
+			"--fec-roots %d is not from %d to %d", o.fecRoots, fec.MinRoots, fec.MaxRoots)
+	}
+	return nil
+}
+
+// hintOf returns err's hint, if it has one.
+func hintOf(err error) string {
+	var e *cli.Error
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return verity.HintOf(err)
+}
