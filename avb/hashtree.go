@@ -98,7 +98,8 @@ type HashtreeFooterOptions struct {
 	// large enough (the footer right after the vbmeta).
 	PartitionSize uint64
 	PartitionName string
-	// HashAlgorithm is the tree's hash; "" means sha1, avbtool's default.
+	// HashAlgorithm is the tree's hash; "" means sha1, avbtool's default
+	// (in package verity, TreeOptions.Hash "" means sha256, veritysetup's).
 	// Any name hashes.Lookup takes; the descriptor keeps it as given, as
 	// avbtool does (its names are hashlib's, which takes OpenSSL's: sha224,
 	// sha3-256, ripemd160...), and calculate_kernel_cmdline copies it into

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/testtool"
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 	"golang.org/x/sys/unix"
 )
@@ -248,10 +247,12 @@ func verifySparseReport(t *testing.T, path string, opts *verity.VerifyOptions) (
 	}
 	t.Cleanup(func() { res.Close() })
 	var problems []string
-	res.EachProblem(func(p *merkle.CorruptionError) bool {
+	for p, err := range res.Problems() {
+		if err != nil {
+			t.Fatal(err)
+		}
 		problems = append(problems, p.Error())
-		return true
-	})
+	}
 	g := res.Geometry
 	return img, res, fmt.Sprintf("%+v %d %d %d %x %+v %v %v", *res.Report, g.DataBlocks, g.HashOffset, g.HashBlocks, g.Salt, res.FEC, res.Verified, problems)
 }

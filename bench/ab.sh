@@ -31,7 +31,7 @@ mkdir "$work/old" "$work/new" "$work/src"
 git -C "$root" archive "$rev" | tar -x -C "$work/src"
 (cd "$work/src" && go build -o "$work/old/" ./cmd/veritygen ./cmd/veritycheck)
 (cd "$root" && go build -o "$work/new/" ./cmd/veritygen ./cmd/veritycheck)
-(cd "$root" && go run ./testimages/mksample -size "$size" "$work/img")
+(cd "$root" && go run ./testimages/_mksample -size "$size" "$work/img")
 img2simg "$work/img" "$work/img.simg"
 cat "$work/img" "$work/img.simg" > /dev/null   # into the page cache
 salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')

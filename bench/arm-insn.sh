@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # arm-insn.sh: guest instructions per byte of the ARM hash implementations,
-# counted under qemu-user with shared/tools/insncount (an architecture-neutral
+# counted under qemu-user with bench/insncount (an architecture-neutral
 # stand-in for cycles per byte when no ARM machine is at hand), against the
 # targets of the NEON issue. BenchmarkHashBlocks hashes 256 blocks of 4 KiB
 # with a 32-byte salt per op (1 MiB).
@@ -24,7 +24,7 @@ while getopts n:o: opt; do
     *) sed -n '2,16p' "$0" >&2; exit 2 ;;
   esac
 done
-ipb=${INSN_PER_BYTE:-$(cd .. && pwd)/shared/tools/insncount/insn-per-byte}
+ipb=${INSN_PER_BYTE:-$(pwd)/bench/insncount/insn-per-byte}
 [ -x "$ipb" ] || { echo "arm-insn: $ipb not found (set INSN_PER_BYTE)" >&2; exit 1; }
 for q in qemu-arm qemu-aarch64; do
   command -v $q >/dev/null || { echo "arm-insn: $q missing (apt-get install qemu-user)" >&2; exit 1; }

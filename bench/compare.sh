@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "$dir/veritybench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/veritygen" ./cmd/veritygen && go build -o "$work/veritycheck" ./cmd/veritycheck)
-(cd "$root" && go run ./testimages/mksample -size "$size" "$work/img")
+(cd "$root" && go run ./testimages/_mksample -size "$size" "$work/img")
 cat "$work/img" > /dev/null   # into the page cache
 salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 

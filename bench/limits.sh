@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Per-core speed of our hash kernels against the C kernels of
-# ../shared/limits, run alternately on the same core so that both see the
-# same machine, and prints medians and ratios.
+# Per-core speed of our hash kernels against the C kernels of bench/limits
+# (instruments, not the project's code), run alternately on the same core so
+# that both see the same machine, and prints medians and ratios.
 #
 #   bench/limits.sh [-n ROUNDS] [-c CPU] [-l LIMITS_DIR]
 #
 # Ours: BenchmarkHashBlocks in hashes/ (1 MiB of 4 KiB blocks, 32-byte salt).
-# C: shared/limits' bench on 256 messages (1 MiB, as ours). Its MB/s counts
+# C: bench/limits' bench on 256 messages (1 MiB, as ours). Its MB/s counts
 # salt and block (4128 bytes a message); here it is scaled to block bytes
 # (x 4096/4128) so that both count the same bytes. Needs gcc, libssl-dev and
-# libb2-dev (what shared/limits checks its kernels against).
+# libb2-dev (what bench/limits checks its kernels against).
 set -euo pipefail
 rounds=5 cpu=0
 root=$(cd "$(dirname "$0")/.." && pwd)
-limits=$root/../shared/limits
+limits=$root/bench/limits
 while getopts "n:c:l:" opt; do
   case $opt in
     n) rounds=$OPTARG ;; c) cpu=$OPTARG ;; l) limits=$OPTARG ;;

@@ -20,7 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "$dir/repairbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/veritygen" ./cmd/veritygen && go build -o "$work/veritycheck" ./cmd/veritycheck)
-(cd "$root" && go run ./testimages/mksample -size "$size" "$work/pristine")
+(cd "$root" && go run ./testimages/_mksample -size "$size" "$work/pristine")
 "$work/veritygen" --fec-device="$work/img.fec" --fec-roots="$roots" --root-hash-file="$work/root" "$work/pristine" "$work/pristine.verity" >/dev/null
 rh=$(cat "$work/root")
 

@@ -1,6 +1,6 @@
 package hashes
 
-//go:generate go run ./internal/blake2bgen -out blake2b_generic.go
+//go:generate go run ./internal/blake2bgen/_gen -out blake2b_generic.go
 
 import (
 	"encoding/binary"

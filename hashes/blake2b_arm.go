@@ -4,7 +4,7 @@ package hashes
 
 import "golang.org/x/sys/cpu"
 
-//go:generate sh -c "GOOS= GOARCH= GOARM= go run ./asm_arm -dir ."
+//go:generate sh -c "GOOS= GOARCH= GOARM= go run ./asm_arm/_gen -dir ."
 
 // blake2bBlocksNEON is blake2bBlocksGeneric in NEON, WORD-encoded by
 // asm_arm. It compresses len(blocks)/128 whole blocks. NEON is detected at

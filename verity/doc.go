@@ -61,10 +61,12 @@
 // with the option in Field) from unusable input (KindInput), corruption
 // (KindCorrupt), a refusal to destroy something or a lock held by another
 // process (KindRefused), what the system cannot do (KindSystem: no
-// device-mapper, no root), I/O trouble (KindIO) and a root hash signature
-// that does not verify (KindUntrusted); errors.Is works with the
-// sentinels ErrParam, ErrInput, ErrCorrupt, ErrRefused, ErrSystem, ErrIO
-// and ErrUntrusted, and with the dm package's and the errno an error of
+// device-mapper, no root), I/O trouble (KindIO), a root hash signature
+// that does not verify (KindUntrusted) and a run stopped by its context
+// (KindCanceled); errors.Is works with the sentinels ErrParam, ErrInput,
+// ErrCorrupt, ErrRefused, ErrSystem, ErrIO and ErrUntrusted, with
+// context.Canceled and context.DeadlineExceeded, with fs.ErrNotExist for
+// a missing input, and with the dm package's and the errno an error of
 // the kernel's wraps. A verification that finds corruption is not an
 // error: VerifyResult says what it found.
 //

@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -34,7 +35,33 @@ const (
 	// devices (another OS, a kernel without them), no root privileges, no
 	// free loop device.
 	KindSystem
+	// KindCanceled: the run was stopped by its context. The error matches
+	// the context's error (errors.Is(err, context.Canceled) or
+	// context.DeadlineExceeded), never ErrIO, and says what was left.
+	KindCanceled
 )
+
+// kindNames are the Kinds' names, as String gives them.
+var kindNames = [...]string{
+	KindParam:     "param",
+	KindInput:     "input",
+	KindCorrupt:   "corrupt",
+	KindIO:        "io",
+	KindRefused:   "refused",
+	KindUntrusted: "untrusted",
+	KindSystem:    "system",
+	KindCanceled:  "canceled",
+}
+
+// String names the kind ("param", "input", "corrupt", "io", "refused",
+// "untrusted", "system", "canceled"), Kind(N) for any other value, so that
+// %v of a Kind (and of an *Error's fields) reads as a word.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
 
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
 var (
@@ -92,10 +119,20 @@ func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrParam) (and the other sentinels) true for
-// every *Error of that kind.
+// every *Error of that kind. An error that a context's end caused is not
+// ErrIO, whatever its kind: it matches context.Canceled (or
+// DeadlineExceeded) through its chain instead.
 func (e *Error) Is(target error) bool {
 	s := e.Kind.sentinel()
-	return s != nil && target == s
+	if s == nil || target != s {
+		return false
+	}
+	return s != ErrIO || !isContextEnd(e.Err)
+}
+
+// isContextEnd says whether err is, or wraps, a context's end.
+func isContextEnd(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // errorf returns an *Error of kind k with a hint ("" for none). Errors of
@@ -114,6 +151,13 @@ func causes(args []any) []any {
 		out[i] = a
 	}
 	return out
+}
+
+// causedErrorf returns an *Error of kind k whose message is format's, and
+// which matches cause (errors.Is, errors.As) without quoting it: a
+// missing file's *fs.PathError behind "DATA x does not exist", say.
+func causedErrorf(k Kind, cause error, format string, args ...any) *Error {
+	return &Error{Kind: k, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}}
 }
 
 // paramErrorf returns a KindParam *Error about field.

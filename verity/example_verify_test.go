@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -52,10 +51,12 @@ func ExampleVerify() {
 	}
 	defer res.Close()
 	fmt.Printf("verified: %v; %d corrupted data blocks of %d\n", res.Verified, res.Report.CorruptDataBlocks, res.Geometry.DataBlocks)
-	res.EachProblem(func(p *merkle.CorruptionError) bool {
+	for p, err := range res.Problems() {
+		if err != nil {
+			log.Fatal(err) // the list could not be read back from its temporary file
+		}
 		fmt.Printf("%v block %d (byte %d): %s\n", p.Level, p.Index, p.Offset, p.Reason)
-		return true
-	})
+	}
 	// Output:
 	// verified: false; 2 corrupted data blocks of 64
 	// data block 5 (byte 20480): digest mismatch

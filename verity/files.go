@@ -67,7 +67,7 @@ func openImage(role, path string) (*os.File, int64, error) {
 
 func openError(role, path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return errorf(KindInput, "", "%s %s does not exist", role, path)
+		return causedErrorf(KindInput, err, "%s %s does not exist", role, path)
 	}
 	return errorf(KindIO, "", "cannot open %s %s: %v", role, path, unwrapPath(err))
 }

@@ -421,7 +421,7 @@ func jobs(n int) int {
 // interrupted is the error of a run stopped by its context: a message
 // saying what was left, which matches the context's error (errors.Is).
 func interrupted(cause error, hint, format string, args ...any) error {
-	return &Error{Kind: KindIO, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}, Hint: hint}
+	return &Error{Kind: KindCanceled, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}, Hint: hint}
 }
 
 // causedError is a message that matches its cause without quoting it.

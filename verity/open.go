@@ -20,6 +20,9 @@ type OpenOptions struct {
 	// TreeOptions: as in VerifyOptions, HashOffset always, the rest only
 	// with NoSuperblock (Salt then required).
 	TreeOptions
+	// Raw reads the data as it is, even if it starts with the Android
+	// sparse magic (as VerifyOptions.Raw).
+	Raw bool
 	// Reader tunes the verifying reader (the kernel's ignore_zero_blocks
 	// and check_at_most_once, the hash block cache); nil means defaults.
 	Reader *merkle.ReaderOptions
@@ -32,17 +35,22 @@ type OpenOptions struct {
 // *merkle.CorruptionError (errors.Is ErrCorrupt). Safe for concurrent use.
 type Reader struct {
 	*merkle.Reader
-	geometry   *merkle.Geometry
-	data, hash *os.File
+	geometry *merkle.Geometry
+	src      *Source
+	hash     *os.File
 }
 
 // Geometry is the tree the Reader checks against.
 func (r *Reader) Geometry() *merkle.Geometry { return r.geometry }
 
+// DataFormat is "raw", or "android-sparse" when the data is read as the
+// image an Android sparse file expands to (as VerifyResult.DataFormat).
+func (r *Reader) DataFormat() string { return r.src.Format() }
+
 // Close closes the files.
 func (r *Reader) Close() error {
-	err := r.data.Close()
-	if r.hash != r.data {
+	err := r.src.Close()
+	if r.hash != nil {
 		if herr := r.hash.Close(); err == nil {
 			err = herr
 		}
@@ -53,11 +61,15 @@ func (r *Reader) Close() error {
 // Open opens the data at dataPath for reading through its tree in the hash
 // file hashPath (it may be the same file, with the tree at HashOffset),
 // checked against root. The tree's parameters come from its superblock (or
-// from opts with NoSuperblock). The data is read as it is: an Android
-// sparse image must be expanded first. Nothing is hashed until the first
-// read. Both files are locked shared until the Reader is closed: a file
-// another process writes is a KindRefused error matching ErrLocked, and a
-// writer of either fails until the Reader is closed. The caller closes it.
+// from opts with NoSuperblock). The data is read as Verify and Format read
+// it: an Android sparse image as the image it expands to (read through its
+// index, never expanded on disk; its checksums, if any, checked first),
+// unless Raw; when HASH is that same sparse file, the tree is read from
+// the expansion too, at HashOffset in it. Nothing is hashed until the
+// first read. Both files are locked shared until the Reader is closed: a
+// file another process writes is a KindRefused error matching ErrLocked,
+// and a writer of either fails until the Reader is closed. The caller
+// closes it.
 func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, error) {
 	if opts == nil {
 		opts = &OpenOptions{}
@@ -67,21 +79,21 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	if err != nil {
 		return nil, err
 	}
-	data, dataSize, err := openImage("DATA", dataPath)
+	src, err := OpenSource(dataPath, &SourceOptions{Raw: opts.Raw})
 	if err != nil {
 		return nil, err
 	}
-	hash, hashSize, err := openImage("HASH", hashPath)
-	if err != nil {
-		data.Close()
-		return nil, err
-	}
-	r := &Reader{data: data, hash: hash}
+	r := &Reader{src: src}
 	fail := func(err error) (*Reader, error) {
 		r.Close()
 		return nil, err
 	}
-	dataInfo, err := data.Stat()
+	hash, hashSize, err := openImage("HASH", hashPath)
+	if err != nil {
+		return fail(err)
+	}
+	r.hash = hash
+	dataInfo, err := src.file.Stat()
 	if err != nil {
 		return fail(errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err)))
 	}
@@ -93,12 +105,17 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	if inPlace && p.HashOffset == 0 {
 		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
 	}
-	src := &Source{path: dataPath, file: data, r: data, size: dataSize, fileSize: dataSize}
-	g, err := geometryFor(p, src, hash, hashPath, hashSize, inPlace, root)
+	// As Verify: with HASH the same sparse file as DATA, the tree is in
+	// the expansion.
+	var hashR io.ReaderAt = guardShrink(hash, "HASH", hashPath, hashSize)
+	if inPlace && src.sparse != nil {
+		hashR, hashSize = src, src.Size()
+	}
+	g, err := geometryFor(p, src, hashR, hashPath, hashSize, inPlace, root)
 	if err != nil {
 		return fail(err)
 	}
-	mr, err := merkle.NewReader(g, guardShrink(data, "DATA", dataPath, dataSize), guardShrink(hash, "HASH", hashPath, hashSize), root, opts.Reader)
+	mr, err := merkle.NewReader(g, src, hashR, root, opts.Reader)
 	if err != nil {
 		return fail(errorf(KindParam, "", "%v", err))
 	}

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"iter"
 	"os"
 
 	"github.com/veritytree/veritytree/merkle"
@@ -123,12 +124,47 @@ func (sp *problemSpool) close() {
 	}
 }
 
-// EachProblem calls fn with each corrupted block listed, at most
+// Problems returns an iterator over the corrupted blocks listed, at most
 // VerifyOptions.MaxProblems of them, in the report's order (the superblock
-// area, the tree from the top down, then the data), until fn returns
-// false: those the verification found, and with a repair plan those found
-// under the hash blocks it rebuilt, merged in. The error is for a failure
-// to read them back from their temporary file.
+// area, the tree from the top down, then the data): those the verification
+// found, and with a repair plan those found under the hash blocks it
+// rebuilt, merged in. The list may have been kept in a temporary file
+// (bounded memory): reading it back can fail.
+//
+// Each pair is a problem and a nil error, or, once and last, a nil
+// problem and the error that ended the list. The standard library has no
+// iterator that can fail midway; this is the usual shape for one, which
+// puts the error in the loop (a separate Err method, as bufio.Scanner's,
+// is easy to forget). Range with both variables (with one, the error's
+// pair gives a nil problem); a loop that stops early never sees an error:
+//
+//	for p, err := range res.Problems() {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(p)
+//	}
+//
+// The iterator can be ranged over again, each time from the first problem,
+// until the result is closed.
+func (r *VerifyResult) Problems() iter.Seq2[*merkle.CorruptionError, error] {
+	return func(yield func(*merkle.CorruptionError, error) bool) {
+		stopped := false
+		err := eachProblem(r.Geometry, r.spool, r.Repair, r.spool.limit, func(p *merkle.CorruptionError) bool {
+			stopped = !yield(p, nil)
+			return !stopped
+		})
+		if err != nil && !stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+// EachProblem calls fn with each corrupted block Problems gives, in its
+// order, until fn returns false. The error is for a failure to read them
+// back from their temporary file.
+//
+// Deprecated: range over Problems.
 func (r *VerifyResult) EachProblem(fn func(*merkle.CorruptionError) bool) error {
 	return eachProblem(r.Geometry, r.spool, r.Repair, r.spool.limit, fn)
 }

@@ -82,11 +82,17 @@ type FECInfo struct {
 // BootParams are a dm-verity table line and the two boot arguments that
 // load it at boot.
 type BootParams struct {
-	// Table is the dm-verity table line, as `veritysetup open` builds it
-	// (its optional arguments in the same order).
+	// Table is the dm-verity target's parameters, as `veritysetup open`
+	// builds them (its optional arguments in the same order): what follows
+	// "verity" in a table line, not a line dmsetup takes (see DMTable).
 	Table string `json:"table"`
 	// Sectors is the mapped size in 512-byte sectors.
 	Sectors uint64 `json:"table_sectors"`
+	// DMTable is the whole table line, "0 <Sectors> verity <Table>", as
+	// `dmsetup create NAME --readonly --table "<DMTable>"` takes it (and
+	// as `dmsetup table` prints it back, but for the devices' names,
+	// which the kernel shows as MAJOR:MINOR).
+	DMTable string `json:"dm_table"`
 	// DMModCreate is the dm-mod.create="..." kernel argument (Linux 5.1 on).
 	DMModCreate string `json:"dm_mod_create"`
 	// AndroidDM is the dm="..." argument of Android and Chrome OS kernels
@@ -250,6 +256,7 @@ func makeBootParams(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo
 	return &BootParams{
 		Table:   table,
 		Sectors: sectors,
+		DMTable: target,
 		// name,uuid,minor,flags,table: no uuid, any minor, read-only.
 		DMModCreate: fmt.Sprintf(`dm-mod.create="%s,,,ro,%s"`, o.DMName, target),
 		// <devices> <name> <uuid> <ro|rw> <targets>,<target>.

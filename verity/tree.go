@@ -16,9 +16,11 @@ import (
 // and UUID, a superblock at offset 0, every whole block of the data.
 type TreeOptions struct {
 	// Hash is the algorithm's name (see hashes.Names), or another name
-	// veritysetup takes for it (hashes.Lookup); "" means sha256. The
-	// superblock stores it as given, in lower case, as veritysetup does;
-	// the kernel table names the algorithm by its kernel name.
+	// veritysetup takes for it (hashes.Lookup); "" means sha256,
+	// veritysetup's default (in package avb, HashtreeFooterOptions'
+	// HashAlgorithm "" means sha1, avbtool's). The superblock stores it as
+	// given, in lower case, as veritysetup does; the kernel table names
+	// the algorithm by its kernel name.
 	Hash string
 	// LegacyFormat selects format (hash type) 0, the original Chrome OS
 	// layout: the salt after each block, digests packed. The default is

@@ -47,7 +47,7 @@ type VerifyOptions struct {
 	// and the only time Verify writes.
 	Repair bool
 
-	// MaxProblems caps the problems VerifyResult.EachProblem gives (the
+	// MaxProblems caps the problems VerifyResult.Problems gives (the
 	// counts are always complete): 0 means 100, negative means all. They
 	// are kept in bounded memory (the rest in an unlinked temporary file).
 	MaxProblems int
@@ -80,7 +80,7 @@ type VerifyResult struct {
 	DataFormat string
 	// Report has the counts (including the corrupted blocks found under
 	// hash blocks that the repair rebuilt) and RootMismatch. Its Problems
-	// is nil: EachProblem gives them.
+	// is nil: Problems gives them.
 	Report *merkle.VerifyReport
 	// Verified: the data and the tree are exactly what the root hash
 	// vouches for (after the repair, if one was written).

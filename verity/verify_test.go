@@ -24,12 +24,11 @@ import (
 func listProblems(t testing.TB, res *VerifyResult) []string {
 	t.Helper()
 	var out []string
-	err := res.EachProblem(func(p *merkle.CorruptionError) bool {
+	for p, err := range res.Problems() {
+		if err != nil {
+			t.Fatal(err)
+		}
 		out = append(out, fmt.Sprintf("%v %d %d %s", p.Level, p.Index, p.Offset, p.Reason))
-		return true
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

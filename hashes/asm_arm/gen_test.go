@@ -1,4 +1,4 @@
-package main
+package asmarm
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := f.gen(); !bytes.Equal(have, want) {
-			t.Errorf("%s differs from what asm_arm generates: run go run ./asm_arm in hashes (or GOARCH=arm64 go generate ./hashes)", f.name)
+			t.Errorf("%s differs from what asm_arm generates: run go run ./asm_arm/_gen in hashes (or GOARCH=arm64 go generate ./hashes)", f.name)
 		}
 	}
 }

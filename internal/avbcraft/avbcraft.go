@@ -4,7 +4,7 @@
 // vbmeta embedding someone's public key, a second descriptor, a vbmeta
 // for a newer libavb...). Everything is deterministic (fixed data, salt and
 // PKCS#1 v1.5 signatures), so that the answers of the real avbtool,
-// recorded on images made by cmd/mkcrafted
+// recorded on images made by internal/avbcraft/_mkcrafted
 // (internal/front/avbtool/testdata/record-avbauth.sh), hold for the images
 // the tests make. It uses only package avb's public API.
 package avbcraft

@@ -29,12 +29,12 @@ func BuildCommand(t testing.TB, dir, pkg string) string {
 	return out
 }
 
-// BuildLauncher builds the launcher (internal/testtool/launcher) into dir
+// BuildLauncher builds the launcher (internal/testtool/_launcher) into dir
 // and returns its path. Tests measure the peak RSS of a command through
 // it: see the launcher's documentation for why they cannot themselves.
 func BuildLauncher(t testing.TB, dir string) string {
 	t.Helper()
-	return BuildCommand(t, dir, "./internal/testtool/launcher")
+	return BuildCommand(t, dir, "./internal/testtool/_launcher")
 }
 
 // RunMeasured runs bin with args through launcher, with the command's

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		for name, pkg := range map[string]string{"veritygen": "cmd/veritygen", "veritycheck": "cmd/veritycheck",
-			"launcher": "internal/testtool/launcher"} {
+			"launcher": "internal/testtool/_launcher"} {
 			out := filepath.Join(dir, name)
 			cmd := exec.Command("go", "build", "-o", out, "github.com/veritytree/veritytree/"+pkg)
 			// Static, as the README says the commands are built.
@@ -83,7 +83,7 @@ func TestMain(m *testing.M) {
 // command is never answered with a cached result. Go records the files a
 // test opens only while the tests run, not in TestMain.
 func TestSources(t *testing.T) {
-	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck", "./internal/testtool/launcher"); err != nil {
+	if err := testtool.TrackSources("./cmd/veritygen", "./cmd/veritycheck", "./internal/testtool/_launcher"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,8 +36,8 @@ gcc -O1 -std=gnu99 -DAVB_COMPILATION -I"$l" -I"$l/sha" -o "$work/harness" "$here
 	"$l"/sha/sha256_impl.c "$l"/sha/sha512_impl.c
 
 mkdir "$work/images" "$work/blobs"
-(cd "$root" && go run ./internal/avbcraft/mkcrafted "$keys" "$work/images") >"$work/cases"
-(cd "$root" && go run ./internal/avbcraft/mkcrafted -blobs "$keys" "$work/blobs") >"$work/blobnames"
+(cd "$root" && go run ./internal/avbcraft/_mkcrafted "$keys" "$work/images") >"$work/cases"
+(cd "$root" && go run ./internal/avbcraft/_mkcrafted -blobs "$keys" "$work/blobs") >"$work/blobnames"
 
 tab=$(printf '\t')
 out=$here/slot_verify.tsv

@@ -1,4 +1,4 @@
-package main
+package blake2bgen
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func TestGeneratedFileUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(have, generate()) {
+	if !bytes.Equal(have, Generate()) {
 		t.Error("hashes/blake2b_generic.go differs from what internal/blake2bgen generates: run go generate in hashes")
 	}
 }

@@ -461,14 +461,17 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 	truncated := o.maxProblems >= 0 && total > uint64(o.maxProblems)
 	listed := 0
 	each := func(fn func(*merkle.CorruptionError)) error {
-		return res.EachProblem(func(pr *merkle.CorruptionError) bool {
+		for pr, err := range res.Problems() {
+			if err != nil {
+				return err
+			}
 			if o.maxProblems >= 0 && listed >= o.maxProblems {
-				return false
+				break
 			}
 			listed++
 			fn(pr)
-			return true
-		})
+		}
+		return nil
 	}
 	if !o.json {
 		err := each(func(pr *merkle.CorruptionError) { printProblem(stdout, g, rp, pr, dataPath, hashPath) })

@@ -762,7 +762,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	}
 	rp := res.Repair
 	if !rp.Whole() {
-		p := fec.Params{Roots: res.FEC.Roots, BlockSize: g.DataBlockSize, Blocks: res.FEC.Blocks}
+		p := res.FEC.Params(g)
 		round := uint64(0)
 		if lost := rp.Lost(); len(lost) > 0 {
 			round, _ = p.Round(lost[0].FECBlock)

@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/images" "$work/run"
 cp "$AVBTOOL" "$work/run/avbtool.py"
 ln -s "$keys" "$work/run/keys"
-(cd "$root" && go run ./internal/avbcraft/mkcrafted "$keys" "$work/images") >"$work/cases"
+(cd "$root" && go run ./internal/avbcraft/_mkcrafted "$keys" "$work/images") >"$work/cases"
 version=$(cd "$work/run" && python3 avbtool.py version)
 [ "$version" = "avbtool 1.3.0" ] || { echo "want avbtool 1.3.0, $AVBTOOL is $version" >&2; exit 1; }
 

@@ -7,7 +7,8 @@
 // own: Linux charges an exec'd process with the peak RSS of the memory it
 // was forked from, and Go forks by sharing the parent's memory (vfork), so
 // every command would count the test's own peak (larger still under the
-// race detector). This launcher is a small process of its own.
+// race detector). This launcher is a small process of its own. Its
+// directory starts with _ so that go install ./... leaves it out.
 package main
 
 import (

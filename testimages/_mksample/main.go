@@ -1,6 +1,8 @@
 // Command mksample writes a sample image to try veritygen on:
 //
-//	go run ./testimages/mksample [-size 64MiB] [-seed N] FILE
+//	go run ./testimages/_mksample [-size 64MiB] [-seed N] FILE
+//
+// Its directory starts with _ so that go install ./... leaves it out.
 package main
 
 import (

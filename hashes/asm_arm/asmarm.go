@@ -1,20 +1,19 @@
-// Command asm_arm generates the ARM NEON assembly of package hashes: the
+// Package asmarm generates the ARM NEON assembly of package hashes: the
 // arm64 files in Go's arm64 assembler, the 32-bit arm files with every NEON
 // instruction WORD-encoded (Go's arm assembler has no NEON) and its GNU
-// mnemonic in a comment. Run it from hashes:
+// mnemonic in a comment. Its command (in _gen, so that go install ./...
+// leaves it out) writes them; run it from hashes:
 //
-//	go run ./asm_arm [-dir .]
+//	go run ./asm_arm/_gen [-dir .]
 //
 // or GOARCH=arm64 (or arm) go generate ./hashes: the directive is in the
 // ARM-only files, so a plain go generate on another architecture skips it.
 //
 // Its tests check the encoder against GNU as and that the committed files
 // are what it generates.
-package main
+package asmarm
 
 import (
-	"flag"
-	"log"
 	"os"
 	"path/filepath"
 )
@@ -36,12 +35,13 @@ var files = []struct {
 	{"sha512_arm.s", genSHA512ARM},
 }
 
-func main() {
-	dir := flag.String("dir", ".", "directory of package hashes")
-	flag.Parse()
+// WriteFiles writes the generated files into dir, package hashes'
+// directory.
+func WriteFiles(dir string) error {
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(*dir, f.name), f.gen(), 0o644); err != nil {
-			log.Fatal(err)
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.gen(), 0o644); err != nil {
+			return err
 		}
 	}
+	return nil
 }

@@ -5,7 +5,9 @@
 //	mkcrafted -blobs KEYDIR OUTDIR  OUTDIR/N.bin for every vbmeta blob
 //
 // It prints one line per file: the case (or blob) name, the image's
-// partition (or the file's name), and its SHA-256.
+// partition (or the file's name), and its SHA-256. Run it with go run
+// ./internal/avbcraft/_mkcrafted: its directory starts with _ so that
+// go install ./... leaves it out.
 package main
 
 import (
