@@ -2,19 +2,19 @@ package avb
 
 // AddHashtreeFooter's run, killed at any moment, leaves the image as it
 // was, the finished image, or a file that the same command finishes (the
-// invariant of verity.ResumeRecord, which the package documentation
+// invariant of safefile.ResumeRecord, which the package documentation
 // states). Everything is laid out before the first write: the tree, the
 // parity, the vbmeta's size and the finished image's size E. Then:
 //
 //   - A raw image first gets a provisional footer block at E or past
 //     whatever the file holds (an AVB footer with an unsigned vbmeta saying
-//     only verity.ProvisionalAVBMarker, whose original image size is the
+//     only safefile.ProvisionalAVBMarker, whose original image size is the
 //     image's). It is the file's last block from then on: a rerun, of
 //     veritygen or of avbtool, finds the original size in it, as in a
 //     finished image's footer. The tree, the parity, the vbmeta and the
 //     final footer block (at E minus a block) go in below it; the last step
 //     cuts the file at E, which drops the provisional block.
-//   - An Android sparse image first gets a verity.ResumeRecord past its last
+//   - An Android sparse image first gets a safefile.ResumeRecord past its last
 //     chunk (where sparse readers ignore what they find), then its header
 //     says the image is the original one again (one 8-byte write), the new
 //     chunks go in after the original's, still not counted, and one write
@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 
@@ -92,7 +93,7 @@ func (t *target) find() error {
 		return inputErr("", "image %s is not a regular file", t.path)
 	}
 	// Locked before anything is read, until the footer is written.
-	if err := verity.LockImage(t.f, t.path); err != nil {
+	if err := lockImage(t.f, t.path); err != nil {
 		return err
 	}
 	t.fileSize = uint64(fi.Size())
@@ -100,9 +101,9 @@ func (t *target) find() error {
 		return t.findSparse()
 	}
 	t.size, t.tail, t.wholeBlocks = t.fileSize, t.fileSize, t.fileSize
-	if rec := verity.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
+	if rec := safefile.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
 		// An interrupted veritygen --append of the image.
-		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-verity.ResumeRecordSize, rec.OriginalSize
+		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		return nil
 	}
 	ft, vb, err := readOldFooter(t.f, t.size)
@@ -132,7 +133,7 @@ func (t *target) findSparse() error {
 		if rec.OriginalSize > t.size {
 			return inputErr("", "%s: the record of an interrupted run says the image was %d bytes, more than the sparse image's %d", t.path, rec.OriginalSize, t.size)
 		}
-		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-verity.ResumeRecordSize, rec.OriginalSize
+		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		return nil
 	}
 	src, err := verity.OpenSource(t.path, nil)
@@ -194,7 +195,7 @@ func provisional(vb *VBMeta) bool {
 		return false
 	}
 	for d := range vb.Descriptors() {
-		if p, ok := d.(*PropertyDescriptor); ok && p.Key == verity.ProvisionalAVBMarker {
+		if p, ok := d.(*PropertyDescriptor); ok && p.Key == safefile.ProvisionalAVBMarker {
 			return true
 		}
 	}
@@ -212,7 +213,7 @@ func (img *Image) Interrupted() bool { return img.Footer != nil && provisional(i
 // that the run was interrupted, and a footer pointing to it.
 func provisionalBlock(orig, at, ib uint64) ([]byte, error) {
 	vb, err := MakeVBMeta(&VBMetaOptions{Descriptors: []Descriptor{
-		&PropertyDescriptor{Key: verity.ProvisionalAVBMarker, Value: []byte(provisionalValue)}}})
+		&PropertyDescriptor{Key: safefile.ProvisionalAVBMarker, Value: []byte(provisionalValue)}}})
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +407,7 @@ type footerRun struct {
 	p     *prepared
 	t     *target
 	pl    *footerPlan
-	vbOut *verity.OutputFile
+	vbOut *outputFile
 }
 
 // vbmeta makes the vbmeta blob for the root digest, and writes it to the
@@ -506,7 +507,7 @@ func (r *footerRun) writeRaw(ctx context.Context) (*HashtreeFooterResult, error)
 	}
 	// What an earlier run left below the finished image's end reads as
 	// zeros: the padding and the gaps are zeros in the finished image.
-	if err := verity.ZeroRange(f, t.orig, min(t.fileSize, pl.end)); err != nil {
+	if err := zeroRange(f, t.orig, min(t.fileSize, pl.end)); err != nil {
 		return nil, err
 	}
 	src, err := verity.OpenSource(t.path, &verity.SourceOptions{Raw: true})
@@ -597,7 +598,7 @@ func (r *footerRun) writeSparse(ctx context.Context, cut *sparseCut) (*HashtreeF
 		end = c.at + chunkHeaderSize + int64(c.data)
 		blocks += c.blocks
 	}
-	if _, err := verity.WriteResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
+	if _, err := writeResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
 		return nil, err
 	}
 	// The header says the image is the original one again; the chunks
@@ -605,7 +606,7 @@ func (r *footerRun) writeSparse(ctx context.Context, cut *sparseCut) (*HashtreeF
 	if err := sw.applyCut(cut); err != nil {
 		return nil, err
 	}
-	if err := verity.ZeroRange(f, uint64(cut.end), min(t.fileSize, uint64(end))); err != nil {
+	if err := zeroRange(f, uint64(cut.end), min(t.fileSize, uint64(end))); err != nil {
 		return nil, err
 	}
 	for _, c := range chunks {

@@ -467,7 +467,7 @@ func AddHashtreeFooter(ctx context.Context, imagePath string, o *HashtreeFooterO
 	// The separate vbmeta output is checked (and locked) before the image
 	// is touched, and written once the blob is made.
 	if o.OutputVBMeta != "" {
-		r.vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
+		r.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
 			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
 		if err != nil {
 			return nil, err

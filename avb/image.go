@@ -3,6 +3,7 @@ package avb
 import (
 	"context"
 	"errors"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 	"path/filepath"
@@ -183,12 +184,12 @@ func EraseFooter(path string, keepHashtree bool) error {
 	if !fi.Mode().IsRegular() {
 		return inputErr("", "%s is not a regular file", path)
 	}
-	if err := verity.LockImage(f, path); err != nil {
+	if err := lockImage(f, path); err != nil {
 		return err
 	}
 	var out sink = &rawSink{f: f}
 	var sw *sparseWriter
-	rec := verity.ReadResumeRecord(f, fi.Size())
+	rec := safefile.ReadResumeRecord(f, fi.Size())
 	var img *Image
 	var data io.ReaderAt = f
 	if isSparse(f) {
@@ -250,7 +251,7 @@ func EraseFooter(path string, keepHashtree bool) error {
 		// The header's counts go first, the chunks after them next: a
 		// record past them makes what is left in between, if the run is
 		// killed there, an interrupted run's, which the next one drops.
-		if _, err := verity.WriteResumeRecord(f, uint64(sw.fileSize), size, true); err != nil {
+		if _, err := writeResumeRecord(f, uint64(sw.fileSize), size, true); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package verity
 import (
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -48,7 +49,7 @@ var (
 	ErrSystem    = errors.New("verity: not possible on this system")
 	// ErrLocked is a KindRefused error's cause when another process holds
 	// a lock on a file the operation reads or writes.
-	ErrLocked = errors.New("locked by another process")
+	ErrLocked = safefile.ErrLocked
 )
 
 func (k Kind) sentinel() error {
@@ -99,17 +100,17 @@ func (e *Error) Is(target error) bool {
 }
 
 // errorf returns an *Error of kind k with a hint ("" for none). Errors of
-// the standard library among args are worded as Cause words them.
+// the standard library among args are worded as safefile.Cause words them.
 func errorf(k Kind, hint, format string, args ...any) *Error {
 	return &Error{Kind: k, Err: fmt.Errorf(format, causes(args)...), Hint: hint}
 }
 
-// causes returns args with each error in it as Cause words it.
+// causes returns args with each error in it as safefile.Cause words it.
 func causes(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		if err, ok := a.(error); ok {
-			a = Cause(err)
+			a = safefile.Cause(err)
 		}
 		out[i] = a
 	}

@@ -1,4 +1,4 @@
-package verity
+package safefile
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ type magic struct {
 	name  string
 }
 
-// magics are the formats that detectFormat knows by their bytes alone, in
+// magics are the formats that DetectFormat knows by their bytes alone, in
 // the order they are tried; checks a table cannot express (ext2/3/4, FAT,
 // MBR) follow in formatChecks.
 var magics = []magic{
@@ -36,12 +36,12 @@ var lateMagics = []magic{
 	{65600, "_BHRfS_M", "a btrfs filesystem"},
 }
 
-// detectFormat names the kind of image r (size bytes) is by its magic
+// DetectFormat names the kind of image r (size bytes) is by its magic
 // numbers ("an ext2/3/4 filesystem", "an Android sparse image", ...), or
 // returns "" when it knows none. It guards against replacing an image
 // named where an output belongs; the checks are specific enough that a hash
 // tree or parity (random-looking bytes) almost never matches one.
-func detectFormat(r io.ReaderAt, size int64) string {
+func DetectFormat(r io.ReaderAt, size int64) string {
 	h := header{r: r, size: size}
 	if name := h.match(magics); name != "" {
 		return name
@@ -55,7 +55,7 @@ func detectFormat(r io.ReaderAt, size int64) string {
 	return h.bootSector()
 }
 
-// header reads the bytes of an image that detectFormat looks at.
+// header reads the bytes of an image that DetectFormat looks at.
 type header struct {
 	r    io.ReaderAt
 	size int64
