@@ -286,7 +286,7 @@ const maxZeroScan = 64 << 20
 // no data at all (only holes), or its first size bytes, at most
 // maxZeroScan, are all zero.
 func HoldsNothing(f *os.File, size int64) bool {
-	if _, err := seekData(f, 0); errors.Is(err, errNoData) {
+	if _, err := SeekData(f, 0); errors.Is(err, ErrNoData) {
 		return true // holes only
 	}
 	if size > maxZeroScan {

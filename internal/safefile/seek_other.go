@@ -2,10 +2,16 @@
 
 package safefile
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // Without SEEK_DATA and SEEK_HOLE every byte counts as data.
 
-func seekData(_ *os.File, off int64) (int64, error) { return off, nil }
+func SeekData(_ *os.File, off int64) (int64, error) { return off, nil }
 
-func seekHole(f *os.File, _ int64) (int64, error) { return FileSize(f) }
+func SeekHole(f *os.File, _ int64) (int64, error) { return FileSize(f) }
+
+// DeviceNumber: no device numbers here.
+func DeviceNumber(fs.FileInfo) (uint64, bool) { return 0, false }

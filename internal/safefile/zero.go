@@ -25,15 +25,15 @@ func ZeroRange(f *os.File, from, to uint64) error {
 		// Holes already read as zeros: only the data between them is
 		// written over.
 		start, end := off, to
-		d, err := seekData(f, int64(off))
+		d, err := SeekData(f, int64(off))
 		switch {
-		case errors.Is(err, errNoData):
+		case errors.Is(err, ErrNoData):
 			return nil // no data from off to the end of the file
 		case err == nil:
 			if start = max(off, uint64(d)); start >= to {
 				return nil
 			}
-			if h, err := seekHole(f, int64(start)); err == nil {
+			if h, err := SeekHole(f, int64(start)); err == nil {
 				end = min(to, uint64(h))
 			}
 		}
@@ -52,5 +52,5 @@ func ZeroRange(f *os.File, from, to uint64) error {
 // errNoHole: the file system (or the system) cannot punch holes.
 var errNoHole = errors.New("no hole punching")
 
-// errNoData: no data from the offset on, only holes to the end.
-var errNoData = errors.New("no data past the offset")
+// ErrNoData: no data from the offset on, only holes to the end.
+var ErrNoData = errors.New("no data past the offset")
