@@ -1,7 +1,6 @@
 package verity
 
 import (
-	"context"
 	"io/fs"
 	"os"
 
@@ -54,8 +53,6 @@ func checkNotLocked(role, path string) error {
 func fileSize(f *os.File) (int64, error) { return safefile.FileSize(f) }
 
 func isBlockDevice(info fs.FileInfo) bool { return safefile.IsBlockDevice(info) }
-
-func blockDeviceSize(f *os.File) (uint64, error) { return safefile.BlockDeviceSize(f) }
 
 // unwrapPath drops the "op path:" prefix of a *fs.PathError, for messages
 // that name the path themselves (see safefile.UnwrapPath).
@@ -110,7 +107,3 @@ func (o *output) extend(n uint64) error      { return fileErr(o.s.Extend(n)) }
 func (o *output) commit() error              { return fileErr(o.s.Commit()) }
 func (o *output) abort()                     { o.s.Abort() }
 func (o *output) writeAll(data []byte) error { return fileErr(o.s.WriteAll(data)) }
-
-func (o *output) writeStream(ctx context.Context, p []byte) error {
-	return fileErr(o.s.WriteStream(ctx, p))
-}

@@ -114,9 +114,3 @@ func UnwrapPath(err error) error {
 
 // unwrapPath is UnwrapPath, for this package's messages.
 func unwrapPath(err error) error { return UnwrapPath(err) }
-
-// ErrUnsupported wraps errors.ErrUnsupported in our words: what this
-// system cannot do (e.g. "block devices").
-func unsupported(what string) error {
-	return fmt.Errorf("%s: not supported on this system: %w", what, errors.ErrUnsupported)
-}
