@@ -87,14 +87,14 @@ func ExtractVBMeta(path string) ([]byte, error) {
 
 // ExtractVBMetaImage writes ExtractVBMeta's bytes, then zeros to a
 // multiple of paddingSize (0: none; at most 1 GiB), to outputPath, under
-// the rules of verity.OpenOutputFile (an existing file is replaced only
+// the rules of safefile.OpenOutputFile (an existing file is replaced only
 // if it is empty or a vbmeta image), as `avbtool extract_vbmeta_image`
 // does.
 func ExtractVBMetaImage(ctx context.Context, imagePath, outputPath string, paddingSize uint64) error {
 	if paddingSize > maxPaddingSize {
 		return paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", paddingSize, maxPaddingSize)
 	}
-	out, err := verity.OpenOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
+	out, err := openOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
 	if err != nil {
 		return err
 	}

@@ -11,16 +11,17 @@
 // the image as it was, the finished image, or an image that the same call
 // (or, for a raw image, avbtool itself) finishes into the finished image:
 // before it writes anything else, a provisional footer (an unsigned vbmeta
-// holding only the property verity.ProvisionalAVBMarker, and a footer with
+// holding only the property "veritytree.interrupted", and a footer with
 // the original image size) goes past everything the file holds and past
 // where the finished image ends, so that the file's last block says where
 // the image ends until the last step cuts the file at the finished size; a
-// sparse image gets a verity.ResumeRecord past its last chunk instead, and
-// its header's chunk counts switch from the original image to the finished
-// one in one write (see footerrun.go). It is PlanHashtreeFooter, which
-// checks everything and lays the run out (a FooterPlan: what the image
-// ends in, what is kept, the tree, the parity, the vbmeta, the footer, the
-// partition) with nothing written, then FooterPlan.Apply. Image.Interrupted reports the
+// sparse image gets a resume record (as verity.Format's Append writes) past
+// its last chunk instead, and its header's chunk counts switch from the
+// original image to the finished one in one write (see footerrun.go). It is
+// PlanHashtreeFooter, which checks everything and lays the run out (a
+// FooterPlan: what the image ends in, what is kept, the tree, the parity,
+// the vbmeta, the footer, the partition) with nothing written, then
+// FooterPlan.Apply. Image.Interrupted reports the
 // provisional state; EraseFooter cuts it back to the image. MaxImageSize is its
 // --calc_max_image_size, HashtreeFooterOptions.RequiredLibavbMinor its
 // --print_required_libavb_version. ReadImage, Image.WriteInfo,

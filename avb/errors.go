@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/veritytree/veritytree/internal/safefile"
+
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -37,13 +39,13 @@ func ioErr(format string, args ...any) error {
 	return &verity.Error{Kind: verity.KindIO, Err: fmt.Errorf(format, causes(args)...)}
 }
 
-// causes returns args with each error in it as verity.Cause words it: no
+// causes returns args with each error in it as safefile.Cause words it: no
 // Go "op path:" prefix, an early end of the file in our words.
 func causes(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		if err, ok := a.(error); ok {
-			a = verity.Cause(err)
+			a = safefile.Cause(err)
 		}
 		out[i] = a
 	}

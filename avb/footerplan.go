@@ -36,7 +36,7 @@ type FooterPlan struct {
 	// fec are the parity's parameters; nil when no parity is computed.
 	fec   *fec.Params
 	t     *target
-	vbOut *verity.OutputFile
+	vbOut *outputFile
 	// done: applied or closed.
 	done bool
 }
@@ -88,7 +88,7 @@ func (pl *FooterPlan) open(imagePath string) error {
 	// is touched, and written once the blob is made.
 	if o.OutputVBMeta != "" {
 		var err error
-		pl.vbOut, err = verity.OpenOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
+		pl.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
 			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
 		if err != nil {
 			return err

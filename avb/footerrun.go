@@ -2,20 +2,20 @@ package avb
 
 // AddHashtreeFooter's run, killed at any moment, leaves the image as it
 // was, the finished image, or a file that the same command finishes (the
-// invariant of verity.ResumeRecord, which the package documentation
+// invariant of safefile.ResumeRecord, which the package documentation
 // states). Everything is laid out before the first write (a FooterPlan):
 // the tree, the parity, the vbmeta's size and the finished image's size E.
 // Then Apply:
 //
 //   - A raw image first gets a provisional footer block at E or past
 //     whatever the file holds (an AVB footer with an unsigned vbmeta saying
-//     only verity.ProvisionalAVBMarker, whose original image size is the
+//     only safefile.ProvisionalAVBMarker, whose original image size is the
 //     image's). It is the file's last block from then on: a rerun, of
 //     veritygen or of avbtool, finds the original size in it, as in a
 //     finished image's footer. The tree, the parity, the vbmeta and the
 //     final footer block (at E minus a block) go in below it; the last step
 //     cuts the file at E, which drops the provisional block.
-//   - An Android sparse image first gets a verity.ResumeRecord past its last
+//   - An Android sparse image first gets a safefile.ResumeRecord past its last
 //     chunk (where sparse readers ignore what they find), then its header
 //     says the image is the original one again (one 8-byte write), the new
 //     chunks go in after the original's, still not counted, and one write
@@ -177,7 +177,7 @@ func (pp *PartitionPlan) appendRaw(fill func(src *verity.Source) ([]byte, error)
 	}
 	// What an earlier run left below the finished image's end reads as
 	// zeros: the padding and the gaps are zeros in the finished image.
-	if err := verity.ZeroRange(f, t.orig, min(t.fileSize, pp.Size)); err != nil {
+	if err := zeroRange(f, t.orig, min(t.fileSize, pp.Size)); err != nil {
 		return nil, nil, err
 	}
 	src, err := verity.OpenSource(t.path, &verity.SourceOptions{Raw: true})
@@ -307,7 +307,7 @@ func (pp *PartitionPlan) appendSparse(cut *sparseCut, data []uint64, fill func(s
 		end = c.at + chunkHeaderSize + int64(c.data)
 		blocks += c.blocks
 	}
-	if _, err := verity.WriteResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
+	if _, err := writeResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
 		return nil, nil, err
 	}
 	// The header says the image is the original one again; the chunks
@@ -315,7 +315,7 @@ func (pp *PartitionPlan) appendSparse(cut *sparseCut, data []uint64, fill func(s
 	if err := sw.applyCut(cut); err != nil {
 		return nil, nil, err
 	}
-	if err := verity.ZeroRange(f, uint64(cut.end), min(t.fileSize, uint64(end))); err != nil {
+	if err := zeroRange(f, uint64(cut.end), min(t.fileSize, uint64(end))); err != nil {
 		return nil, nil, err
 	}
 	for _, c := range chunks {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/safefile"
+
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -82,8 +84,8 @@ func FuzzSparseTruncate(f *testing.F) {
 		f.Add(b, uint32(7))
 		f.Add(b, uint32(40))
 		// What an interrupted AddHashtreeFooter leaves past the chunks.
-		at := roundUp(uint64(len(b))+100, verity.ResumeRecordSize)
-		rec := &verity.ResumeRecord{OriginalSize: 4096, Sparse: true, End: at + verity.ResumeRecordSize}
+		at := roundUp(uint64(len(b))+100, safefile.ResumeRecordSize)
+		rec := &safefile.ResumeRecord{OriginalSize: 4096, Sparse: true, End: at + safefile.ResumeRecordSize}
 		f.Add(append(append(bytes.Clone(b), make([]byte, at-uint64(len(b)))...), rec.Encode()...), uint32(3))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, cut uint32) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/veritytree/veritytree/internal/safefile"
+
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -197,7 +199,7 @@ func EraseFooter(path string, keepHashtree bool) error {
 		// The header's counts go first, the chunks after them next: a
 		// record past them makes what is left in between, if the run is
 		// killed there, an interrupted run's, which the next one drops.
-		if _, err := verity.WriteResumeRecord(f, uint64(e.sw.fileSize), size, true); err != nil {
+		if _, err := writeResumeRecord(f, uint64(e.sw.fileSize), size, true); err != nil {
 			return err
 		}
 	}
@@ -225,7 +227,7 @@ func openLockedImage(path string) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, inputErr("", "%s is not a regular file", path)
 	}
-	if err := verity.LockImage(f, path); err != nil {
+	if err := lockImage(f, path); err != nil {
 		f.Close()
 		return nil, 0, err
 	}
@@ -253,8 +255,8 @@ func (e *erasing) close() {
 
 // read reads the image's footer and vbmeta or, unless keepHashtree, the
 // record of an interrupted run, which it returns.
-func (e *erasing) read(fileSize int64, keepHashtree bool) (*verity.ResumeRecord, error) {
-	rec := verity.ReadResumeRecord(e.f, fileSize)
+func (e *erasing) read(fileSize int64, keepHashtree bool) (*safefile.ResumeRecord, error) {
+	rec := safefile.ReadResumeRecord(e.f, fileSize)
 	if !isSparse(e.f) {
 		if rec != nil && !rec.Sparse && !keepHashtree {
 			return rec, nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/veritytree/veritytree/verity"
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 // interruptedState makes, from the image a case starts from (raw) and the
@@ -41,9 +41,9 @@ func interruptedState(t *testing.T, state string, start, finished []byte, seed u
 		garble(b[orig+(end-orig)/3 : orig+(end-orig)*2/3])
 	}
 	if state == "record" {
-		rec := &verity.ResumeRecord{OriginalSize: orig, End: roundUp(end, verity.ResumeRecordSize) + verity.ResumeRecordSize}
+		rec := &safefile.ResumeRecord{OriginalSize: orig, End: roundUp(end, safefile.ResumeRecordSize) + safefile.ResumeRecordSize}
 		b = append(b, make([]byte, rec.End-uint64(len(b)))...)
-		return append(b[:rec.End-verity.ResumeRecordSize], rec.Encode()...)
+		return append(b[:rec.End-safefile.ResumeRecordSize], rec.Encode()...)
 	}
 	prov, err := provisionalBlock(orig, end, imageBlockSize)
 	if err != nil {
@@ -139,8 +139,8 @@ func TestAddHashtreeFooterFinishesInterruptedSparse(t *testing.T) {
 				} else {
 					b = append(append([]byte{}, finished...), 1, 2, 3)
 				}
-				at := roundUp(uint64(len(b)), verity.ResumeRecordSize)
-				rec := &verity.ResumeRecord{OriginalSize: uint64(len(expand(t, start))), Sparse: true, End: at + verity.ResumeRecordSize}
+				at := roundUp(uint64(len(b)), safefile.ResumeRecordSize)
+				rec := &safefile.ResumeRecord{OriginalSize: uint64(len(expand(t, start))), Sparse: true, End: at + safefile.ResumeRecordSize}
 				b = append(append(b, make([]byte, at-uint64(len(b)))...), rec.Encode()...)
 				if err := os.WriteFile(image, b, 0o644); err != nil {
 					t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"math/big"
 
 	"github.com/veritytree/veritytree/internal/safefile"
-	"github.com/veritytree/veritytree/verity"
 )
 
 // maxKeyBits bounds the public key blobs decoded: libavb knows keys up to
@@ -178,13 +177,13 @@ func readSmall(ctx context.Context, path, what string, limit int) ([]byte, error
 }
 
 // unwrapPathErr drops the "op path:" of a *fs.PathError, for messages
-// that name the file themselves (see verity.Cause).
+// that name the file themselves (see safefile.Cause).
 func unwrapPathErr(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return verity.Cause(pe)
+		return safefile.Cause(pe)
 	}
-	return verity.Cause(err)
+	return safefile.Cause(err)
 }
 
 // LoadPrivateKey reads an RSA private key from a PEM file (PKCS#1 or

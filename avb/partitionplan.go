@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -236,7 +237,7 @@ func (t *target) find() error {
 		return inputErr("", "image %s is not a regular file", t.path)
 	}
 	// Locked before anything is read, until the footer is written.
-	if err := verity.LockImage(t.f, t.path); err != nil {
+	if err := lockImage(t.f, t.path); err != nil {
 		return err
 	}
 	t.fileSize = uint64(fi.Size())
@@ -244,9 +245,9 @@ func (t *target) find() error {
 		return t.findSparse()
 	}
 	t.size, t.tail, t.wholeBlocks = t.fileSize, t.fileSize, t.fileSize
-	if rec := verity.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
+	if rec := safefile.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
 		// An interrupted veritygen --append of the image.
-		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-verity.ResumeRecordSize, rec.OriginalSize
+		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		t.found = FoundInterrupted
 		return nil
 	}
@@ -280,7 +281,7 @@ func (t *target) findSparse() error {
 		if rec.OriginalSize > t.size {
 			return inputErr("", "%s: the record of an interrupted run says the image was %d bytes, more than the sparse image's %d", t.path, rec.OriginalSize, t.size)
 		}
-		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-verity.ResumeRecordSize, rec.OriginalSize
+		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		t.found = FoundInterrupted
 		return nil
 	}
@@ -343,7 +344,7 @@ func provisional(vb *VBMeta) bool {
 		return false
 	}
 	for d := range vb.Descriptors() {
-		if p, ok := d.(*PropertyDescriptor); ok && p.Key == verity.ProvisionalAVBMarker {
+		if p, ok := d.(*PropertyDescriptor); ok && p.Key == safefile.ProvisionalAVBMarker {
 			return true
 		}
 	}
@@ -361,7 +362,7 @@ func (img *Image) Interrupted() bool { return img.Footer != nil && provisional(i
 // that the run was interrupted, and a footer pointing to it.
 func provisionalBlock(orig, at, ib uint64) ([]byte, error) {
 	vb, err := MakeVBMeta(&VBMetaOptions{Descriptors: []Descriptor{
-		&PropertyDescriptor{Key: verity.ProvisionalAVBMarker, Value: []byte(provisionalValue)}}})
+		&PropertyDescriptor{Key: safefile.ProvisionalAVBMarker, Value: []byte(provisionalValue)}}})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -161,7 +162,7 @@ func (s *HelperSigner) run(ctx context.Context, cmd *exec.Cmd, stderr *limitedBu
 			Err: &HelperError{Program: s.Program, ExitCode: ee.ExitCode(), Stderr: stderr.buf.Bytes(), msg: fmt.Sprintf("signing helper %s failed (%s): %s", s.Program, ee.ProcessState, msg)}}
 	}
 	return &verity.Error{Kind: verity.KindParam, Field: "SigningHelper", Hint: "give the path of an executable program",
-		Err: &HelperError{Program: s.Program, ExitCode: -1, msg: fmt.Sprintf("signing helper %s cannot be run: %v", s.Program, verity.Cause(errors.Unwrap(err)))}}
+		Err: &HelperError{Program: s.Program, ExitCode: -1, msg: fmt.Sprintf("signing helper %s cannot be run: %v", s.Program, safefile.Cause(errors.Unwrap(err)))}}
 }
 
 // check takes the signature the helper gave if it has the right length.

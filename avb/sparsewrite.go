@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 
-	"github.com/veritytree/veritytree/verity"
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 // sparseWriter appends to and cuts an Android sparse image the way
@@ -18,9 +18,9 @@ type sparseWriter struct {
 	totalBlocks uint32
 	totalChunks uint32
 	end         int64 // where the chunks end in the file
-	// record is the verity.ResumeRecord the file ends in, past its chunks,
+	// record is the safefile.ResumeRecord the file ends in, past its chunks,
 	// left by an interrupted AddHashtreeFooter; nil if none.
-	record *verity.ResumeRecord
+	record *safefile.ResumeRecord
 	// fileSize is the file's size when opened: end, or past the record.
 	fileSize int64
 }
@@ -72,8 +72,8 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 	if w.fileSize != end {
 		// Past the chunks, only what an interrupted AddHashtreeFooter
 		// wrote, ending in its record, is taken as its own.
-		rec := verity.ReadResumeRecord(f, w.fileSize)
-		if rec == nil || !rec.Sparse || rec.End-verity.ResumeRecordSize < uint64(end) {
+		rec := safefile.ReadResumeRecord(f, w.fileSize)
+		if rec == nil || !rec.Sparse || rec.End-safefile.ResumeRecordSize < uint64(end) {
 			return nil, inputErr("", "%d bytes after the last chunk of the sparse image", fi.Size()-end)
 		}
 		w.record = rec

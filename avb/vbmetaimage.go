@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rsa"
-
-	"github.com/veritytree/veritytree/verity"
 )
 
 // VBMetaImageOptions are avbtool make_vbmeta_image's options.
@@ -144,7 +142,7 @@ func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
 
 // writePadded commits b, then zeros up to a multiple of padding (0:
 // none), to out, the zeros a block at a time.
-func writePadded(ctx context.Context, out *verity.OutputFile, b []byte, padding uint64) error {
+func writePadded(ctx context.Context, out *outputFile, b []byte, padding uint64) error {
 	if padding == 0 {
 		return out.Commit(b)
 	}
@@ -167,11 +165,11 @@ func writePadded(ctx context.Context, out *verity.OutputFile, b []byte, padding 
 func isVBMetaImage(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }
 
 // MakeVBMetaImage writes the vbmeta blob VBMetaImage makes, then zeros to
-// a multiple of o.PaddingSize, to outputPath, under the rules of verity.OpenOutputFile: an existing file
+// a multiple of o.PaddingSize, to outputPath, under the rules of safefile.OpenOutputFile: an existing file
 // is replaced only if it is empty or a vbmeta image, and only once the
 // image is made (a failure leaves it as it was).
 func MakeVBMetaImage(ctx context.Context, outputPath string, o *VBMetaImageOptions) error {
-	out, err := verity.OpenOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
+	out, err := openOutputFile(outputPath, "output", "a vbmeta image", isVBMetaImage, false)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package verity
 
 import (
 	"bytes"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 
@@ -251,7 +252,7 @@ func EarlierAppend(path string, t TreeOptions, fecRoots int) (padded, original u
 	}
 	// An AVB image, or what a killed run left: not an Append's output.
 	size := uint64(info.Size())
-	if findAVBFooter(f, size) != nil || ReadResumeRecord(f, info.Size()) != nil {
+	if findAVBFooter(f, size) != nil || safefile.ReadResumeRecord(f, info.Size()) != nil {
 		return 0, 0, false, nil
 	}
 	e, err := findEarlierAppend(f, size, p, fecRoots)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -194,7 +195,7 @@ func TestFormatAppendAVBImage(t *testing.T) {
 		vb := make([]byte, 512)
 		copy(vb, "AVB0")
 		if provisional {
-			copy(vb[300:], ProvisionalAVBMarker)
+			copy(vb[300:], safefile.ProvisionalAVBMarker)
 		}
 		copy(b[900000:], vb)
 		footer := make([]byte, 64)
@@ -249,7 +250,7 @@ func TestFormatAppendResume(t *testing.T) {
 	want := fmtRead(t, path)
 	for _, cut := range []int{size, size + 4096, len(want) - 100, len(want)} {
 		b := append(append([]byte{}, want[:cut]...), randomData(len(want)-cut, uint64(cut))...)
-		rec := &ResumeRecord{OriginalSize: size, End: uint64(len(want)) + ResumeRecordSize}
+		rec := &safefile.ResumeRecord{OriginalSize: size, End: uint64(len(want)) + safefile.ResumeRecordSize}
 		b = append(b, rec.Encode()...)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -277,7 +278,7 @@ func TestFormatAppendResume(t *testing.T) {
 	o.OnLayout = func(*Layout) {
 		f, _ := os.Open(path)
 		info, _ := f.Stat()
-		sawRecord = ReadResumeRecord(f, info.Size()) != nil
+		sawRecord = safefile.ReadResumeRecord(f, info.Size()) != nil
 		f.Close()
 		cancel()
 	}
@@ -293,24 +294,24 @@ func TestFormatAppendResume(t *testing.T) {
 // TestResumeRecord: a record reads back as written, only at the end it
 // names, and not with any byte changed.
 func TestResumeRecord(t *testing.T) {
-	rec := &ResumeRecord{OriginalSize: 12345, Sparse: true, End: 4096 + ResumeRecordSize}
+	rec := &safefile.ResumeRecord{OriginalSize: 12345, Sparse: true, End: 4096 + safefile.ResumeRecordSize}
 	b := append(make([]byte, 4096), rec.Encode()...)
-	if got := ReadResumeRecord(bytes.NewReader(b), int64(len(b))); got == nil || *got != *rec {
+	if got := safefile.ReadResumeRecord(bytes.NewReader(b), int64(len(b))); got == nil || *got != *rec {
 		t.Fatalf("read back %+v, want %+v", got, rec)
 	}
-	if ReadResumeRecord(bytes.NewReader(append(b, 0)), int64(len(b)+1)) != nil {
+	if safefile.ReadResumeRecord(bytes.NewReader(append(b, 0)), int64(len(b)+1)) != nil {
 		t.Error("a record not at the end it names was taken")
 	}
 	for i := 4096; i < len(b); i += 7 {
 		c := bytes.Clone(b)
 		c[i] ^= 1
-		if ReadResumeRecord(bytes.NewReader(c), int64(len(c))) != nil {
+		if safefile.ReadResumeRecord(bytes.NewReader(c), int64(len(c))) != nil {
 			t.Fatalf("a record with byte %d changed was taken", i-4096)
 		}
 	}
-	raw := &ResumeRecord{OriginalSize: 5000, End: 4096 + ResumeRecordSize}
+	raw := &safefile.ResumeRecord{OriginalSize: 5000, End: 4096 + safefile.ResumeRecordSize}
 	b = append(make([]byte, 4096), raw.Encode()...)
-	if ReadResumeRecord(bytes.NewReader(b), int64(len(b))) != nil {
+	if safefile.ReadResumeRecord(bytes.NewReader(b), int64(len(b))) != nil {
 		t.Error("a raw image's record with an original size past the record was taken")
 	}
 }
@@ -324,12 +325,12 @@ func FuzzAppendTail(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(randomData(9000, 1), uint8(0), true)
-	rec := (&ResumeRecord{OriginalSize: 100, End: 4096 + ResumeRecordSize}).Encode()
+	rec := (&safefile.ResumeRecord{OriginalSize: 100, End: 4096 + safefile.ResumeRecordSize}).Encode()
 	f.Add(append(make([]byte, 4096), rec...), uint8(1), false)
 	f.Add(append(make([]byte, 8192), []byte("AVBf\x00\x00\x00\x01")...), uint8(2), false)
 	f.Fuzz(func(t *testing.T, b []byte, bs uint8, salted bool) {
 		n := int64(len(b))
-		if r := ReadResumeRecord(bytes.NewReader(b), n); r != nil && r.End != uint64(n) {
+		if r := safefile.ReadResumeRecord(bytes.NewReader(b), n); r != nil && r.End != uint64(n) {
 			t.Fatalf("record %+v in %d bytes", r, n)
 		}
 		if av := findAVBFooter(bytes.NewReader(b), uint64(n)); av != nil && av.originalSize > uint64(n) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 
 	"github.com/veritytree/veritytree/merkle"
 )
@@ -75,7 +76,7 @@ var (
 	ErrSystem    = errors.New("verity: not possible on this system")
 	// ErrLocked is a KindRefused error's cause when another process holds
 	// a lock on a file the operation reads or writes.
-	ErrLocked = errors.New("locked by another process")
+	ErrLocked = safefile.ErrLocked
 )
 
 func (k Kind) sentinel() error {
@@ -136,17 +137,17 @@ func isContextEnd(err error) bool {
 }
 
 // errorf returns an *Error of kind k with a hint ("" for none). Errors of
-// the standard library among args are worded as Cause words them.
+// the standard library among args are worded as safefile.Cause words them.
 func errorf(k Kind, hint, format string, args ...any) *Error {
 	return &Error{Kind: k, Err: fmt.Errorf(format, causes(args)...), Hint: hint}
 }
 
-// causes returns args with each error in it as Cause words it.
+// causes returns args with each error in it as safefile.Cause words it.
 func causes(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		if err, ok := a.(error); ok {
-			a = Cause(err)
+			a = safefile.Cause(err)
 		}
 		out[i] = a
 	}

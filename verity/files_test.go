@@ -249,12 +249,12 @@ func TestCause(t *testing.T) {
 		{&fs.PathError{Op: "readat", Path: "h", Err: errors.New("negative offset")}, "an offset past 2^63, beyond any file", nil},
 		{ours, "ours", ErrInput},
 	} {
-		got := Cause(c.err)
+		got := safefile.Cause(c.err)
 		if got.Error() != c.want || c.is != nil && !errors.Is(got, c.is) {
 			t.Errorf("Cause(%q) = %q (errors.Is %v: %v), want %q", c.err, got, c.is, errors.Is(got, c.is), c.want)
 		}
 	}
-	if Cause(ours) != error(ours) {
+	if safefile.Cause(ours) != error(ours) {
 		t.Error("an error of ours was rewrapped")
 	}
 	// errorf words every error among its arguments so.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"os"
 	"runtime"
 
@@ -370,9 +371,9 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 func (ap *AppendLayout) writeRecord(f *os.File, end uint64) error {
 	tail := ap.fileSize
 	if ap.record != nil {
-		tail = ap.record.End - ResumeRecordSize
+		tail = ap.record.End - safefile.ResumeRecordSize
 	}
-	_, err := WriteResumeRecord(f, max(end, tail), ap.OriginalSize, false)
+	_, err := writeResumeRecord(f, max(end, tail), ap.OriginalSize, false)
 	return err
 }
 

@@ -5,34 +5,13 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
 // What FormatOptions.InPlace changes in Format: how a missing output is
 // created and a root hash file opened, and the bytes kept between the
 // superblock and the tree. The rest is in formatOutputs.
-
-// openCreatedInPlace creates path (mode 0600, as veritysetup creates its
-// outputs) to be written in place, locked; it is added to created, so that
-// a run that fails removes it again. A path another run created meanwhile
-// is that run's: reported as locked, and left alone.
-func openCreatedInPlace(path, role string, created *[]string) (*output, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil, &Error{Kind: KindRefused, Hint: "run again to replace it, if it is to be replaced",
-			Err: &lockedError{role: role, path: path, appeared: true}}
-	}
-	if err != nil {
-		return nil, errorf(KindIO, "", "cannot create %s %s: %w", role, path, unwrapPath(err))
-	}
-	o, err := lockInPlace(f, role, path)
-	if err != nil {
-		// Another run has it already: its file now, not ours to remove.
-		return nil, err
-	}
-	*created = append(*created, path)
-	return o, nil
-}
 
 // openRootHashInPlace prepares the root hash file as veritysetup writes it:
 // a regular file is opened and locked now, and truncated and written once
@@ -43,19 +22,19 @@ func openCreatedInPlace(path, role string, created *[]string) (*output, error) {
 // whatever it is.
 func openRootHashInPlace(path string, created *[]string, note func(string)) (*output, error) {
 	const role = "--root-hash-file"
-	if _, own := ownFD(path); !own {
+	if _, own := safefile.OwnFD(path); !own {
 		info, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			o, err := openCreatedInPlace(path, role, created)
 			if o != nil {
-				o.rewrite = true
+				o.s.RewriteOnWrite()
 			}
 			return o, err
 		case err == nil && info.Mode().IsRegular():
 			o, err := openInPlace(path, role)
 			if o != nil {
-				o.rewrite = true
+				o.s.RewriteOnWrite()
 			}
 			return o, err
 		}

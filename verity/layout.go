@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io/fs"
 	"math/bits"
 	"os"
@@ -63,9 +64,9 @@ func (l *Layout) TreeSize() uint64 { return l.Geometry.HashEnd() - l.Geometry.Ha
 type AppendLayout struct {
 	OriginalSize, ImageSize uint64
 
-	regular  bool          // DATA is a regular file (it grows, and is cut back)
-	fileSize uint64        // DATA's size when planned
-	record   *ResumeRecord // the record DATA ends in, of an interrupted Append
+	regular  bool                   // DATA is a regular file (it grows, and is cut back)
+	fileSize uint64                 // DATA's size when planned
+	record   *safefile.ResumeRecord // the record DATA ends in, of an interrupted Append
 }
 
 // FECLayout is where the error-correction parity goes and what it covers.
@@ -329,7 +330,7 @@ func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo
 // is refused.
 func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.File, ap *AppendLayout, orig uint64) (uint64, error) {
 	given := opts.OriginalSize != nil
-	if rec := ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
+	if rec := safefile.ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
 		if given && orig != rec.OriginalSize && !opts.Force {
 			return 0, errorf(KindRefused, fmt.Sprintf("leave --data-size out to finish it; to cut DATA at byte %d anyway, add --force", orig),
 				"DATA %s ends in the record of an interrupted --append of its first %d bytes, not %d (--data-size)", dataPath, rec.OriginalSize, orig)

@@ -8,11 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -40,9 +38,9 @@ func sameDevice(a, b fs.FileInfo) bool {
 	if !isBlockDevice(a) || !isBlockDevice(b) {
 		return false
 	}
-	sa, ok := a.Sys().(*syscall.Stat_t)
-	sb, ok2 := b.Sys().(*syscall.Stat_t)
-	return ok && ok2 && sa.Rdev == sb.Rdev
+	da, ok := safefile.DeviceNumber(a)
+	db, ok2 := safefile.DeviceNumber(b)
+	return ok && ok2 && da == db
 }
 
 // extent is the bytes [from, to) of a file.
@@ -119,25 +117,18 @@ func nextExtentStart(off, to uint64, ours []extent) uint64 {
 // starts and where it ends (at most to); more is false when there is none
 // before to. Where SEEK_DATA is not supported, everything is data.
 func nextData(f *os.File, off, to uint64) (data, end uint64, more bool) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return off, to, true
-	}
 	data, end, more = off, to, true
-	rc.Control(func(fd uintptr) {
-		d, err := unix.Seek(int(fd), int64(off), unix.SEEK_DATA)
-		switch {
-		case errors.Is(err, unix.ENXIO):
-			more = false // only holes from off to the end
-			return
-		case err != nil || d < int64(off):
-			return
-		}
-		data = uint64(d)
-		if h, err := unix.Seek(int(fd), d, unix.SEEK_HOLE); err == nil && h > d {
-			end = min(end, uint64(h))
-		}
-	})
+	d, err := safefile.SeekData(f, int64(off))
+	switch {
+	case errors.Is(err, safefile.ErrNoData):
+		return data, end, false // only holes from off to the end
+	case err != nil || d < int64(off):
+		return data, end, more
+	}
+	data = uint64(d)
+	if h, err := safefile.SeekHole(f, d); err == nil && h > d {
+		end = min(end, uint64(h))
+	}
 	if data >= to {
 		more = false
 	}
@@ -461,36 +452,6 @@ func noSuperblockNote(g *merkle.Geometry) string {
 		return ""
 	}
 	return "; without a superblock, one counts only if it verifies with the --salt and parameters given"
-}
-
-// loopMajor is the device major number of loop devices.
-const loopMajor = 7
-
-// loopWindow returns, when dev is a loop device whose backing file is
-// file, the bytes of file it shows: from its offset, for its size.
-func loopWindow(devPath string, dev, file fs.FileInfo) (extent, bool) {
-	st, ok := dev.Sys().(*syscall.Stat_t)
-	fst, fok := file.Sys().(*syscall.Stat_t)
-	if !ok || !fok || !isBlockDevice(dev) || !file.Mode().IsRegular() || unix.Major(uint64(st.Rdev)) != loopMajor {
-		return extent{}, false
-	}
-	f, err := os.Open(devPath)
-	if err != nil {
-		return extent{}, false
-	}
-	defer f.Close()
-	var info *unix.LoopInfo64
-	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { info, err = unix.IoctlLoopGetStatus64(int(fd)) })
-	}
-	if err != nil || info == nil || info.Device != uint64(fst.Dev) || info.Inode != uint64(fst.Ino) {
-		return extent{}, false
-	}
-	size, err := fileSize(f)
-	if err != nil {
-		return extent{}, false
-	}
-	return extent{info.Offset, info.Offset + uint64(size)}, true
 }
 
 // checkLoopOverlap refuses a tree or parity written into the file behind a

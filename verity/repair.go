@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"maps"
 	"os"
@@ -1060,7 +1061,7 @@ func readFull(r io.ReaderAt, b []byte, off int64) error {
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, Cause(err))
+	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, safefile.Cause(err))
 }
 
 // writeRepair opens DATA and HASH for writing, locked exclusively, and

@@ -362,7 +362,7 @@ func (s *RootHashSigning) openOutputs(force bool, note func(string)) (sig, sigJS
 // foreignUnlessSized is foreignUnless, and no file larger than max is
 // ours.
 func foreignUnlessSized(ours func([]byte) bool, max int64) func(string, fs.FileInfo) string {
-	recognized := foreignUnless(ours)
+	recognized := safefile.ForeignUnless(ours)
 	return func(path string, info fs.FileInfo) string {
 		if info.Size() > max {
 			return fmt.Sprintf("%d bytes, more than any", info.Size())

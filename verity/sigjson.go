@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 )
 
@@ -54,7 +55,7 @@ func RootHashSignatureJSON(root, sig []byte, cert *x509.Certificate) []byte {
 // names a rootHash in its first 4 KiB, or holds nothing but NULs (a
 // signature partition zeroed for it).
 func looksLikeSignatureJSON(b []byte) bool {
-	head := b[:min(len(b), maxRecognized)]
+	head := b[:min(len(b), safefile.MaxRecognized)]
 	if len(bytes.Trim(head, "\x00")) == 0 {
 		return true
 	}

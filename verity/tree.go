@@ -111,7 +111,7 @@ func (t *TreeOptions) fillRandom(p *merkle.Params) error {
 		}
 	}
 	if p.Superblock && t.UUID == nil {
-		u, err := RandomUUID()
+		u, err := randomUUID()
 		if err != nil {
 			return err
 		}
@@ -120,8 +120,8 @@ func (t *TreeOptions) fillRandom(p *merkle.Params) error {
 	return nil
 }
 
-// RandomUUID returns a random (version 4) UUID.
-func RandomUUID() ([16]byte, error) {
+// randomUUID returns a random (version 4) UUID.
+func randomUUID() ([16]byte, error) {
 	var u [16]byte
 	if _, err := rand.Read(u[:]); err != nil {
 		return u, err

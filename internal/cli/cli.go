@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 	"regexp"
@@ -55,13 +56,17 @@ func Report(w io.Writer, prog string, err error) {
 }
 
 // errorHint returns the hint of the first *Error in err's chain, or else that
-// of a *verity.Error (the library's errors carry their own hints).
+// of a *verity.Error (the library's errors carry their own hints), or of
+// the file-safety layer's (an output a command opens itself).
 func errorHint(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Hint
 	}
-	return verity.HintOf(err)
+	if h := verity.HintOf(err); h != "" {
+		return h
+	}
+	return safefile.HintOf(err)
 }
 
 // ReportJSON writes err to w as one JSON object, {"error": ..., "hint":

@@ -6,11 +6,10 @@ package safety_test
 
 import (
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/veritytree/veritytree/verity"
 )
 
 func init() { moreAttacks = append(moreAttacks, appendAgainAttacks) }
@@ -46,7 +45,7 @@ func interruptedAppend(t *testing.T, d string) {
 	b := append(readFile(t, d, "img"), randomFile(t, d, "junk", (end-size)/2, 82)...)
 	os.Remove(filepath.Join(d, "junk"))
 	b = append(b, make([]byte, end-len(b))...)
-	rec := &verity.ResumeRecord{OriginalSize: size, End: uint64(end) + verity.ResumeRecordSize}
+	rec := &safefile.ResumeRecord{OriginalSize: size, End: uint64(end) + safefile.ResumeRecordSize}
 	writeFile(t, d, "img", append(b, rec.Encode()...))
 }
 
@@ -66,9 +65,9 @@ func interruptedSparseAVB(t *testing.T, d string) {
 	// The finished file's chunks are there but the header counts the
 	// original's; the last ones are half written.
 	b := append(append([]byte{}, orig...), done[len(orig):len(orig)+(len(done)-len(orig))/2]...)
-	rec := &verity.ResumeRecord{OriginalSize: 384 * 4096, Sparse: true}
+	rec := &safefile.ResumeRecord{OriginalSize: 384 * 4096, Sparse: true}
 	at := (len(b) + 511) / 512 * 512
-	rec.End = uint64(at) + verity.ResumeRecordSize
+	rec.End = uint64(at) + safefile.ResumeRecordSize
 	b = append(b, make([]byte, at-len(b))...)
 	writeFile(t, d, "img", append(b, rec.Encode()...))
 }

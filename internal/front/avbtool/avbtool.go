@@ -439,9 +439,9 @@ func (t *tool) writeOutput(path, what string, ours func(head []byte) bool, b []b
 
 // openOutput opens a subcommand's --output file. Not os.WriteFile: a
 // mistyped --output must not destroy an image, a device or a link (see
-// verity.OpenOutputFile).
-func (t *tool) openOutput(path, what string, ours func(head []byte) bool) (*verity.OutputFile, error) {
-	return verity.OpenOutputFile(path, "--output", what, ours, false)
+// safefile.OpenOutputFile).
+func (t *tool) openOutput(path, what string, ours func(head []byte) bool) (*safefile.OutputFile, error) {
+	return safefile.OpenOutputFile(path, "--output", what, ours, false)
 }
 
 // isPublicKey says whether an existing --output holds an AVB public key.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
-	"github.com/veritytree/veritytree/verity"
 )
 
 // apndParity is the size of the parity (roots 2) at the end of an
@@ -249,7 +249,7 @@ func TestAppendRerun(t *testing.T) {
 				for ctx.Err() == nil {
 					if f, err := os.Open(p); err == nil {
 						info, _ := f.Stat()
-						rec := verity.ReadResumeRecord(f, info.Size())
+						rec := safefile.ReadResumeRecord(f, info.Size())
 						f.Close()
 						if rec != nil {
 							cancel()

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 	"runtime"
@@ -305,7 +306,7 @@ func (r *reportWriter) Write(p []byte) (int, error) {
 // reportFailed is the error of a report that could not be written, with
 // what it was to say first.
 func reportFailed(hashFile, rootHash string, err error) error {
-	return cli.Errorf("", "the new tree is in %s, root hash %s; writing the report on stdout: %v", hashFile, rootHash, verity.Cause(err))
+	return cli.Errorf("", "the new tree is in %s, root hash %s; writing the report on stdout: %v", hashFile, rootHash, safefile.Cause(err))
 }
 
 // nativeArgs returns the positional arguments pos of the command line args

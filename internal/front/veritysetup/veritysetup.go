@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"io/fs"
 	"os"
@@ -855,7 +856,7 @@ func firstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level mer
 // readError is a failed read of the front's own, in our words (not Go's
 // "open PATH:" or "EOF").
 func readError(role, path string, err error) error {
-	return fmt.Errorf("reading %s %s: %w", role, path, verity.Cause(err))
+	return fmt.Errorf("reading %s %s: %w", role, path, safefile.Cause(err))
 }
 
 // digest is the salted digest of a block, as the tree stores it.

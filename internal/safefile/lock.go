@@ -1,12 +1,8 @@
-package verity
+package safefile
 
 import (
-	"errors"
 	"os"
 	"sync"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Locks are flock(2) locks, taken without waiting: a file held by another
@@ -25,18 +21,30 @@ var (
 	locks   = map[fileID]*os.File{}
 )
 
-// lockShared takes a shared lock on f, opened from path, for reading it;
+// LockShared takes a shared lock on f, opened from path, for reading it;
 // role names it in the error ("DATA", "HASH").
-func lockShared(f *os.File, role, path string) error {
-	return lock(f, unix.LOCK_SH, role, path)
+func LockShared(f *os.File, role, path string) error {
+	return lock(f, lockSH, role, path)
 }
 
-// lockExclusive takes an exclusive lock on f, opened from path, for writing
+// LockExclusive takes an exclusive lock on f, opened from path, for writing
 // it. When this process already holds a lock on the same file through
 // another open file, that lock is converted to an exclusive one instead.
-func lockExclusive(f *os.File, role, path string) error {
-	return lock(f, unix.LOCK_EX, role, path)
+//
+// A caller writing around a verb of the verity package (the avb package
+// writes the vbmeta and the footer after Format's tree) takes it on the
+// image first and keeps the file open: the verb then uses that lock
+// instead of failing on it, and the file stays locked from the first write
+// to the last.
+func LockExclusive(f *os.File, role, path string) error {
+	return lock(f, lockEX, role, path)
 }
+
+// lockSH and lockEX are the kinds of lock, as flock(2) numbers them.
+const (
+	lockSH = 1
+	lockEX = 2
+)
 
 func lock(f *os.File, how int, role, path string) error {
 	id, err := identify(f)
@@ -47,18 +55,19 @@ func lock(f *os.File, how int, role, path string) error {
 	defer locksMu.Unlock()
 	target := f
 	if held, ok := locks[id]; ok && held != f && isOpen(held) {
-		if how == unix.LOCK_SH {
+		if how == lockSH {
 			return nil // already held, shared or exclusive
 		}
 		target = held
 	}
 	err = flock(target, how)
 	switch {
-	case errors.Is(err, unix.EWOULDBLOCK):
+	case isHeld(err):
 		return &Error{Kind: KindRefused, Err: &lockedError{role: role, path: path}}
-	case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
-		// Some file systems (e.g. some network ones) have no flock: there
-		// is nothing to lock with, and refusing to work there would be worse.
+	case noLocks(err):
+		// Some file systems (e.g. some network ones) have no flock, nor
+		// some systems: there is nothing to lock with, and refusing to
+		// work there would be worse.
 		return nil
 	case err != nil:
 		return errorf(KindIO, "", "locking %s %s: %v", role, path, err)
@@ -67,18 +76,18 @@ func lock(f *os.File, how int, role, path string) error {
 	return nil
 }
 
-// checkNotLocked fails with lockShared's error when another process holds
+// CheckNotLocked fails with LockShared's error when another process holds
 // an exclusive lock on the file at path (it is being written), so that a
 // check about to judge what the file holds says that, rather than what it
 // finds in a half-written file. Another error (the file cannot be opened)
 // is left to the check.
-func checkNotLocked(role, path string) error {
+func CheckNotLocked(role, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	return lockShared(f, role, path)
+	return LockShared(f, role, path)
 }
 
 // lockedError: role path is held by another process. via names the
@@ -101,45 +110,8 @@ func (e *lockedError) Error() string {
 }
 func (e *lockedError) Unwrap() error { return ErrLocked }
 
-// tryLockExclusive takes an exclusive lock on f if nobody holds one, and
-// reports whether it did.
-func tryLockExclusive(f *os.File) bool {
-	return flock(f, unix.LOCK_EX) == nil
-}
-
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how|unix.LOCK_NB)
-			if ferr != unix.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
-}
-
 // isOpen reports whether f is still open: a closed file's lock is gone.
 func isOpen(f *os.File) bool {
 	rc, err := f.SyscallConn()
 	return err == nil && rc.Control(func(uintptr) {}) == nil
-}
-
-func identify(f *os.File) (fileID, error) {
-	info, err := f.Stat()
-	if err != nil {
-		return fileID{}, err
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, errors.New("no device and inode number")
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }

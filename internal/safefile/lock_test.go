@@ -1,4 +1,4 @@
-package verity
+package safefile
 
 import (
 	"bytes"
@@ -36,18 +36,18 @@ func TestLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := lockOpen(t, path)
-	if err := lockShared(r, "DATA", path); err != nil {
+	if err := LockShared(r, "DATA", path); err != nil {
 		t.Errorf("a shared lock beside another reader: %v", err)
 	}
 	w := lockOpen(t, path)
-	err := lockExclusive(w, "DATA", path)
+	err := LockExclusive(w, "DATA", path)
 	want := "DATA " + path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrLocked) {
 		t.Errorf("exclusive lock beside another reader: %v, want %q", err, want)
 	}
 
 	other.Close()
-	if err := lockExclusive(w, "DATA", path); err != nil {
+	if err := LockExclusive(w, "DATA", path); err != nil {
 		t.Fatalf("exclusive lock over this process's own shared one: %v", err)
 	}
 	// The lock is really exclusive now.
@@ -62,7 +62,7 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("the lock outlived its files: %v", err)
 	}
 	again := lockOpen(t, path)
-	if err := lockShared(again, "HASH", path); err == nil || !strings.Contains(err.Error(), "HASH "+path+" is locked") {
+	if err := LockShared(again, "HASH", path); err == nil || !strings.Contains(err.Error(), "HASH "+path+" is locked") {
 		t.Errorf("shared lock beside another writer: %v", err)
 	}
 }
@@ -148,12 +148,12 @@ func TestDetectFormat(t *testing.T) {
 		{put(510, []byte{0x55, 0xAA}), ""},                        // a bare boot signature
 		{put(1080, []byte{0x53, 0xEF}), "an ext2/3/4 filesystem"}, // block size field 0: 1 KiB
 	} {
-		if got := detectFormat(bytes.NewReader(c.img), int64(len(c.img))); got != c.want {
+		if got := DetectFormat(bytes.NewReader(c.img), int64(len(c.img))); got != c.want {
 			t.Errorf("%q: got %q", c.want, got)
 		}
 	}
 	// Short files: nothing read past the end.
-	if got := detectFormat(bytes.NewReader([]byte("hs")), 2); got != "" {
+	if got := DetectFormat(bytes.NewReader([]byte("hs")), 2); got != "" {
 		t.Errorf("2 bytes: %q", got)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -162,73 +162,8 @@ func TestDetectFormat(t *testing.T) {
 		for i := range img[:70000] {
 			img[i] = byte(rng.Uint32())
 		}
-		if got := detectFormat(bytes.NewReader(img), 70000); got != "" {
+		if got := DetectFormat(bytes.NewReader(img), 70000); got != "" {
 			t.Fatalf("random bytes taken for %s", got)
 		}
-	}
-}
-
-// TestSecondWriterOfANewFile: with no file to lock yet, a run replacing a
-// path that does not exist fails at once when another run's temporary file
-// for it is live (locked), or when the path appeared since the caller
-// looked; it leaves nothing behind. In place, a path created by another
-// run since is that run's. Every such error matches ErrLocked.
-func TestSecondWriterOfANewFile(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "new.bin")
-	other, err := createTempBeside(target, 0o644) // another run's, live
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	entries := func() int {
-		es, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(es)
-	}
-	for _, c := range []struct {
-		name string
-		open func() error
-	}{
-		{"openReplacement", func() error {
-			_, err := openReplacement(target, "HASH", nil, 0, nil)
-			return err
-		}},
-		{"OpenOutputFile", func() error {
-			_, err := OpenOutputFile(target, "--output_vbmeta_image", "a vbmeta image", nil, false)
-			return err
-		}},
-		{"root hash file", func() error {
-			_, err := openRootHashFile(target, false, nil)
-			return err
-		}},
-	} {
-		err := c.open()
-		want := " " + target + " is locked by another process, which is writing it (its temporary file " + filepath.Base(other.Name()) + " is held)"
-		if !errors.Is(err, ErrLocked) || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want ErrLocked and %q", c.name, err, want)
-		}
-		if n := entries(); n != 1 {
-			t.Errorf("%s: %d files in the directory, want only the other run's", c.name, n)
-		}
-	}
-	other.Close()
-	// The path appeared after the caller found it missing.
-	if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = openReplacement(target, "HASH", nil, 0, nil)
-	if want := "HASH " + target + " was created by another process while this run was starting"; !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) {
-		t.Errorf("a path that appeared: %v, want ErrLocked and %q", err, want)
-	}
-	var created []string
-	_, err = openCreatedInPlace(target, "HASH", &created)
-	if !errors.Is(err, ErrLocked) || len(created) != 0 {
-		t.Errorf("in place, a path that appeared: %v (created %q), want ErrLocked and nothing to remove", err, created)
-	}
-	if b, _ := os.ReadFile(target); string(b) != "theirs" {
-		t.Errorf("the other run's file was changed: %q", b)
 	}
 }

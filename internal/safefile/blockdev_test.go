@@ -1,4 +1,4 @@
-package verity
+package safefile
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func TestSizeRegularFile(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 12345), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, size, err := openImage("DATA", path)
+	f, size, err := OpenImage("DATA", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,10 +29,10 @@ func TestSizeRegularFile(t *testing.T) {
 		t.Errorf("openImage size %d, want 12345", size)
 	}
 	info, _ := f.Stat()
-	if isBlockDevice(info) {
+	if IsBlockDevice(info) {
 		t.Error("a regular file is a block device")
 	}
-	if _, err := blockDeviceSize(f); !errors.Is(err, unix.ENOTTY) {
+	if _, err := BlockDeviceSize(f); !errors.Is(err, unix.ENOTTY) {
 		t.Errorf("BLKGETSIZE64 on a regular file: %v, want ENOTTY", err)
 	}
 }
@@ -46,10 +46,10 @@ func TestSizeCharDevice(t *testing.T) {
 	}
 	defer f.Close()
 	info, _ := f.Stat()
-	if isBlockDevice(info) {
+	if IsBlockDevice(info) {
 		t.Error("/dev/zero is a block device")
 	}
-	if n, err := fileSize(f); err != nil || n != 0 {
+	if n, err := FileSize(f); err != nil || n != 0 {
 		t.Errorf("Size(/dev/zero) = %d, %v", n, err)
 	}
 }
@@ -68,19 +68,19 @@ func TestSizeBlockDevice(t *testing.T) {
 	}
 	dev := strings.TrimSpace(string(out))
 	defer exec.Command(losetup, "-d", dev).Run()
-	f, size, err := openImage("DATA", dev)
+	f, size, err := OpenImage("DATA", dev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	info, _ := f.Stat()
-	if !isBlockDevice(info) || info.Size() != 0 {
-		t.Errorf("%s: block device %v, Stat size %d", dev, isBlockDevice(info), info.Size())
+	if !IsBlockDevice(info) || info.Size() != 0 {
+		t.Errorf("%s: block device %v, Stat size %d", dev, IsBlockDevice(info), info.Size())
 	}
 	if size != 3<<20+512 {
 		t.Errorf("openImage size %d, want %d", size, 3<<20+512)
 	}
-	if n, err := blockDeviceSize(f); err != nil || n != 3<<20+512 {
+	if n, err := BlockDeviceSize(f); err != nil || n != 3<<20+512 {
 		t.Errorf("blockDeviceSize = %d, %v", n, err)
 	}
 }

@@ -1,14 +1,11 @@
-package verity
+package safefile
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"io"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // A run that appends to an image in place (Append, and the avb package's
@@ -92,7 +89,7 @@ func ReadResumeRecord(r io.ReaderAt, size int64) *ResumeRecord {
 // of an Android sparse image's expansion) at the multiple of 512 at or past
 // at, in one write, and returns where it went.
 func WriteResumeRecord(f *os.File, at, origSize uint64, sparse bool) (uint64, error) {
-	at = roundUp(at, ResumeRecordSize)
+	at = (at + ResumeRecordSize - 1) / ResumeRecordSize * ResumeRecordSize
 	rec := &ResumeRecord{OriginalSize: origSize, Sparse: sparse, End: at + ResumeRecordSize}
 	if _, err := f.WriteAt(rec.Encode(), int64(at)); err != nil {
 		return 0, errorf(KindIO, "", "writing %s: %w", f.Name(), unwrapPath(err))
@@ -100,85 +97,7 @@ func WriteResumeRecord(f *os.File, at, origSize uint64, sparse bool) (uint64, er
 	return at, nil
 }
 
-// ZeroRange makes bytes [from, to) of the regular file f read as zeros,
-// punching a hole where the file system can and writing zeros over what
-// it holds where it cannot. It is for the bytes an appending run will
-// own, before it writes them.
-func ZeroRange(f *os.File, from, to uint64) error {
-	if to <= from {
-		return nil
-	}
-	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(from), int64(to-from))
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
-		return errorf(KindIO, "", "writing %s: %w", f.Name(), err)
-	}
-	buf := make([]byte, min(to-from, 1<<20))
-	fd := int(f.Fd())
-	for off := from; off < to; {
-		// Holes already read as zeros: only the data between them is
-		// written over.
-		start, end := off, to
-		d, err := unix.Seek(fd, int64(off), unix.SEEK_DATA)
-		switch {
-		case errors.Is(err, unix.ENXIO):
-			return nil // no data from off to the end of the file
-		case err == nil:
-			if start = max(off, uint64(d)); start >= to {
-				return nil
-			}
-			if h, err := unix.Seek(fd, int64(start), unix.SEEK_HOLE); err == nil {
-				end = min(to, uint64(h))
-			}
-		}
-		for p := start; p < end; {
-			n := min(end-p, uint64(len(buf)))
-			if _, err := f.WriteAt(buf[:n], int64(p)); err != nil {
-				return errorf(KindIO, "", "writing %s: %w", f.Name(), unwrapPath(err))
-			}
-			p += n
-		}
-		off = end
-	}
-	return nil
-}
-
-// avbFooter describes the AVB footer at the end of an image, as far as
-// this package needs to know one: only to refuse appending a tree after it.
-type avbFooter struct {
-	originalSize uint64
-	// provisional: the footer and vbmeta an interrupted add_hashtree_footer
-	// leaves, not a finished image's.
-	provisional bool
-}
-
 // ProvisionalAVBMarker is a property key that only the provisional vbmeta
-// of an interrupted add_hashtree_footer (package avb) holds.
+// of an interrupted add_hashtree_footer (the avb package) holds; the
+// verity package's Append tells such an image from a finished one by it.
 const ProvisionalAVBMarker = "veritytree.interrupted"
-
-// findAVBFooter returns the AVB footer at the end of r (size bytes), or nil
-// if there is none: the footer magic, version 1, a vbmeta blob (its magic)
-// where the footer says, inside the image and past the original image.
-func findAVBFooter(r io.ReaderAt, size uint64) *avbFooter {
-	const footerSize, headerSize = 64, 256
-	if size < footerSize+headerSize {
-		return nil
-	}
-	b := make([]byte, footerSize)
-	if _, err := r.ReadAt(b, int64(size-footerSize)); err != nil || string(b[:4]) != "AVBf" {
-		return nil
-	}
-	be := binary.BigEndian
-	orig, off, n := be.Uint64(b[12:]), be.Uint64(b[20:]), be.Uint64(b[28:])
-	end := size - footerSize
-	if be.Uint32(b[4:]) != 1 || n < headerSize || off > end || n > end-off || orig > off {
-		return nil
-	}
-	vb := make([]byte, min(n, 4096))
-	if _, err := r.ReadAt(vb, int64(off)); err != nil || string(vb[:4]) != "AVB0" {
-		return nil
-	}
-	return &avbFooter{originalSize: orig, provisional: bytes.Contains(vb, []byte(ProvisionalAVBMarker))}
-}

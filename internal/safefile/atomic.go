@@ -1,4 +1,4 @@
-package verity
+package safefile
 
 import (
 	"crypto/rand"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // resolveLink follows path if it is a symbolic link, so that a file
@@ -113,7 +112,10 @@ const (
 // sweepTemp removes the temporary file at full unless a live process
 // holds its lock.
 func sweepTemp(full string) tempState {
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if !canLock {
+		return tempGone // no telling whether its run is alive
+	}
+	f, err := openNoFollow(full)
 	if err != nil {
 		return tempGone
 	}

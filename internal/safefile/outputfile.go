@@ -1,4 +1,4 @@
-package verity
+package safefile
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"os"
 )
 
-// maxRecognized is how much of an existing output OpenOutputFile shows
+// MaxRecognized is how much of an existing output OpenOutputFile shows
 // its caller's recognizer.
-const maxRecognized = 4096
+const MaxRecognized = 4096
 
 // OutputFile is a small output (a vbmeta blob, a public key) opened by
 // OpenOutputFile: checked and locked now, written by Commit.
-type OutputFile struct{ o *output }
+type OutputFile struct{ o *Output }
 
 // OpenOutputFile prepares a small output under the rules Format follows
 // for its root hash file, so that naming the wrong file destroys nothing:
@@ -28,16 +28,16 @@ type OutputFile struct{ o *output }
 // "--output_vbmeta_image"), what the kind of file it holds ("a vbmeta
 // image").
 func OpenOutputFile(path, role, what string, ours func(head []byte) bool, force bool) (*OutputFile, error) {
-	o, err := openSmallOutput(path, role, what, foreignUnless(ours), force, nil)
+	o, err := OpenSmall(path, role, what, ForeignUnless(ours), force, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &OutputFile{o: o}, nil
 }
 
-// foreignUnless returns an openSmallOutput check that takes an existing
+// ForeignUnless returns an OpenSmall check that takes an existing
 // file for ours if it is empty or ours recognizes its first 4 KiB.
-func foreignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string {
+func ForeignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string {
 	return func(path string, info fs.FileInfo) string {
 		if info.Size() == 0 {
 			return ""
@@ -47,7 +47,7 @@ func foreignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string
 			return "it cannot be read: " + unwrapPath(err).Error()
 		}
 		defer f.Close()
-		head, err := io.ReadAll(io.LimitReader(f, maxRecognized))
+		head, err := io.ReadAll(io.LimitReader(f, MaxRecognized))
 		if err != nil {
 			return "it cannot be read: " + unwrapPath(err).Error()
 		}
@@ -59,7 +59,7 @@ func foreignUnless(ours func(head []byte) bool) func(string, fs.FileInfo) string
 }
 
 // Commit writes data and puts it in place.
-func (f *OutputFile) Commit(data []byte) error { return f.o.writeAll(data) }
+func (f *OutputFile) Commit(data []byte) error { return f.o.WriteAll(data) }
 
 // Writer returns a writer for an output too large to hold in memory (the
 // text of a million descriptors): what it writes goes into the temporary
@@ -68,8 +68,8 @@ func (f *OutputFile) Commit(data []byte) error { return f.o.writeAll(data) }
 // output.
 func (f *OutputFile) Writer(ctx context.Context) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		if err := f.o.writeStream(ctx, p); err != nil {
-			f.o.abort()
+		if err := f.o.WriteStream(ctx, p); err != nil {
+			f.o.Abort()
 			return 0, err
 		}
 		return len(p), nil
@@ -84,6 +84,6 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // does nothing.
 func (f *OutputFile) Abort() {
 	if f != nil {
-		f.o.abort()
+		f.o.Abort()
 	}
 }
