@@ -138,40 +138,11 @@ func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) Block
 	if n < 1 || n > d.MaxRun() || first >= pl.rounds || uint64(n) > pl.rounds-first {
 		return nil, fmt.Errorf("fec: rounds %d to %d: not a run of 1 to %d of the %d rounds", first, first+uint64(n)-1, d.MaxRun(), pl.rounds)
 	}
-	k, bs, roots, w := pl.k, pl.bs, p.Roots, pl.width
+	bs, roots, w := pl.bs, p.Roots, pl.width
 	results := make([]*RoundResult, n)
 	rs := make([]roundState, n)
 	for i := range n {
-		r := first + uint64(i)
-		st := &rs[i]
-		st.states = make([]BlockState, k)
-		var suspects []int
-		for j := range k {
-			b := uint64(j)*pl.rounds + r
-			if b >= p.Blocks {
-				continue
-			}
-			st.states[j] = state(b)
-			switch st.states[j] {
-			case Bad:
-				st.bad = append(st.bad, j)
-				suspects = append(suspects, j)
-			case Unknown:
-				suspects = append(suspects, j)
-			}
-		}
-		if s == EraseSuspects && len(suspects) <= roots && len(suspects) > len(st.bad) {
-			st.solvers = append(st.solvers, newErasureSolver(roots, suspects))
-		}
-		if s <= EraseBad && len(st.bad) > 0 && len(st.bad) <= roots {
-			st.solvers = append(st.solvers, newErasureSolver(roots, st.bad))
-		}
-		results[i] = &RoundResult{Blocks: make(map[uint64][]byte, len(st.bad)), Bad: len(st.bad), Unknown: len(suspects) - len(st.bad)}
-		st.out = make([][]byte, len(st.bad))
-		for x, j := range st.bad {
-			st.out[x] = make([]byte, bs)
-			results[i].Blocks[uint64(j)*pl.rounds+r] = st.out[x]
-		}
+		results[i] = d.startRound(&rs[i], first+uint64(i), state, s)
 	}
 	cw := make([]byte, N)
 	buf := d.w.buf
@@ -224,6 +195,43 @@ func (d *RoundDecoder) DecodeRun(first uint64, n int, state func(b uint64) Block
 		}
 	}
 	return results, nil
+}
+
+// startRound sets st up for decoding round r: the states of its blocks,
+// the erasure solvers strategy s tries, and the buffers of its bad blocks,
+// which the result returned holds.
+func (d *RoundDecoder) startRound(st *roundState, r uint64, state func(b uint64) BlockState, s Strategy) *RoundResult {
+	pl, p := d.pl, d.p
+	k, bs, roots := pl.k, pl.bs, p.Roots
+	st.states = make([]BlockState, k)
+	var suspects []int
+	for j := range k {
+		b := uint64(j)*pl.rounds + r
+		if b >= p.Blocks {
+			continue
+		}
+		st.states[j] = state(b)
+		switch st.states[j] {
+		case Bad:
+			st.bad = append(st.bad, j)
+			suspects = append(suspects, j)
+		case Unknown:
+			suspects = append(suspects, j)
+		}
+	}
+	if s == EraseSuspects && len(suspects) <= roots && len(suspects) > len(st.bad) {
+		st.solvers = append(st.solvers, newErasureSolver(roots, suspects))
+	}
+	if s <= EraseBad && len(st.bad) > 0 && len(st.bad) <= roots {
+		st.solvers = append(st.solvers, newErasureSolver(roots, st.bad))
+	}
+	res := &RoundResult{Blocks: make(map[uint64][]byte, len(st.bad)), Bad: len(st.bad), Unknown: len(suspects) - len(st.bad)}
+	st.out = make([][]byte, len(st.bad))
+	for x, j := range st.bad {
+		st.out[x] = make([]byte, bs)
+		res.Blocks[uint64(j)*pl.rounds+r] = st.out[x]
+	}
+	return res
 }
 
 // slow decodes codeword c of buf (rows of stride bytes; its parity in par)

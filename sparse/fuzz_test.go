@@ -61,13 +61,7 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im, err := Open(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || !errors.Is(err, ErrFormat) || e.Reason == "" {
-				t.Fatalf("Open error %v (%T) is not a format *Error", err, err)
-			}
-			if e.Offset < 0 || e.Offset > int64(len(data)) || e.Chunk < HeaderChunk {
-				t.Fatalf("error position out of range: %+v", e)
-			}
+			checkOpenError(t, data, err)
 			return
 		}
 		le := binary.LittleEndian
@@ -80,49 +74,75 @@ func FuzzOpen(f *testing.F) {
 		}
 		checkExtents(t, im, nil)
 		if im.Size() <= 1<<20 {
-			want := refExpand(data)
-			got := make([]byte, im.Size())
-			if n, err := im.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) {
-				t.Fatalf("ReadAt = %d, %v", n, err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("ReadAt differs from the naive expansion at byte %d", firstDiff(got, want))
-			}
-			checkExtents(t, im, want)
-			// The same through an index thinned to 2 entries, which
-			// finds chunks by reading their headers again.
-			thin, err := open(bytes.NewReader(data), int64(len(data)), 2)
-			if err != nil {
-				t.Fatalf("Open with a thinned index: %v", err)
-			}
-			clear(got)
-			if n, err := thin.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
-				t.Fatalf("thinned ReadAt = %d, %v; differs at byte %d", n, err, firstDiff(got, want))
-			}
-			if !equalExtents(thin.Extents(), im.Extents()) {
-				t.Fatalf("thinned Extents =\n%v\nwant\n%v", thin.Extents(), im.Extents())
-			}
+			checkExpansion(t, im, data)
 		} else {
-			// Too big to expand: read windows at the start, the middle
-			// and the end, and around every extent boundary.
-			p := make([]byte, 64<<10)
-			for _, off := range []int64{0, im.Size() / 2, im.Size() - int64(len(p))} {
-				if n, err := im.ReadAt(p, off); n != len(p) || (err != nil && err != io.EOF) {
-					t.Fatalf("ReadAt(%d) = %d, %v", off, n, err)
-				}
-			}
-			for i, e := range im.Extents() {
-				if i > 100 {
-					break
-				}
-				off := max(int64(e.Start)*bs-3, 0)
-				if n, err := im.ReadAt(p[:64], off); n != min(64, int(im.Size()-off)) || (err != nil && err != io.EOF) {
-					t.Fatalf("ReadAt(%d) = %d, %v", off, n, err)
-				}
-			}
+			checkWindows(t, im, bs)
 		}
 		if err := im.CheckCRC(); err != nil && !errors.Is(err, ErrChecksum) {
 			t.Fatalf("CheckCRC = %v", err)
 		}
 	})
+}
+
+// checkOpenError: an Open that fails says so as a format *Error, at a
+// position in data.
+func checkOpenError(t *testing.T, data []byte, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrFormat) || e.Reason == "" {
+		t.Fatalf("Open error %v (%T) is not a format *Error", err, err)
+	}
+	if e.Offset < 0 || e.Offset > int64(len(data)) || e.Chunk < HeaderChunk {
+		t.Fatalf("error position out of range: %+v", e)
+	}
+}
+
+// checkExpansion: a small image im of data reads as the naive expansion,
+// through its index and through one thinned to 2 entries.
+func checkExpansion(t *testing.T, im *Image, data []byte) {
+	t.Helper()
+	want := refExpand(data)
+	got := make([]byte, im.Size())
+	if n, err := im.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) {
+		t.Fatalf("ReadAt = %d, %v", n, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("ReadAt differs from the naive expansion at byte %d", firstDiff(got, want))
+	}
+	checkExtents(t, im, want)
+	// The same through an index thinned to 2 entries, which
+	// finds chunks by reading their headers again.
+	thin, err := open(bytes.NewReader(data), int64(len(data)), 2)
+	if err != nil {
+		t.Fatalf("Open with a thinned index: %v", err)
+	}
+	clear(got)
+	if n, err := thin.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+		t.Fatalf("thinned ReadAt = %d, %v; differs at byte %d", n, err, firstDiff(got, want))
+	}
+	if !equalExtents(thin.Extents(), im.Extents()) {
+		t.Fatalf("thinned Extents =\n%v\nwant\n%v", thin.Extents(), im.Extents())
+	}
+}
+
+// checkWindows: an image im too big to expand (blocks of bs bytes) reads
+// windows at the start, the middle and the end, and around every extent
+// boundary.
+func checkWindows(t *testing.T, im *Image, bs int64) {
+	t.Helper()
+	p := make([]byte, 64<<10)
+	for _, off := range []int64{0, im.Size() / 2, im.Size() - int64(len(p))} {
+		if n, err := im.ReadAt(p, off); n != len(p) || (err != nil && err != io.EOF) {
+			t.Fatalf("ReadAt(%d) = %d, %v", off, n, err)
+		}
+	}
+	for i, e := range im.Extents() {
+		if i > 100 {
+			break
+		}
+		off := max(int64(e.Start)*bs-3, 0)
+		if n, err := im.ReadAt(p[:64], off); n != min(64, int(im.Size()-off)) || (err != nil && err != io.EOF) {
+			t.Fatalf("ReadAt(%d) = %d, %v", off, n, err)
+		}
+	}
 }

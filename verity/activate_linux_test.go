@@ -267,14 +267,7 @@ func TestActivateFake(t *testing.T) {
 	if d.Path != "/dev/mapper/vt-fake" || d.Sectors != 64*8 || len(d.Loops) != 3 || d.FEC == nil || !bytes.Equal(d.RootHash, fx.root) {
 		t.Fatalf("device %+v", d)
 	}
-	for i, file := range []string{fx.hashPath, fx.dataPath, fx.fecPath} {
-		if bf, err := loop.BackingFile(d.Loops[i]); err != nil || bf != file {
-			t.Errorf("loop %d (%s) reads %q (%v), want %s", i, d.Loops[i], bf, err, file)
-		}
-		if ro, _ := os.ReadFile("/sys/block/" + strings.TrimPrefix(d.Loops[i], "/dev/") + "/ro"); string(ro) != "1\n" {
-			t.Errorf("%s is not read-only", d.Loops[i])
-		}
-	}
+	checkLoopsRead(t, d.Loops, fx.hashPath, fx.dataPath, fx.fecPath)
 	number := func(l string) string {
 		var st unix.Stat_t
 		unix.Stat(l, &st)
@@ -299,17 +292,7 @@ func TestActivateFake(t *testing.T) {
 		t.Error("the files are not locked against writers while the device is active")
 	}
 
-	s, err := Status(ctx, "vt-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.UUID != d.UUID || s.Corrupted || !s.ReadOnly || s.Sectors != d.Sectors || s.Table.String() != d.Table ||
-		s.Data.File != fx.dataPath || s.Hash.File != fx.hashPath || s.FEC.File != fx.fecPath || s.Data.Path != d.Loops[1] {
-		t.Errorf("status %+v", s)
-	}
-	if s.Geometry == nil || s.Geometry.TreeOffset() != fx.g.TreeOffset() || s.Geometry.HashEnd() != fx.g.HashEnd() || s.Geometry.DataBlocks != 64 {
-		t.Errorf("the table's tree %+v, want the superblock's %+v", s.Geometry, fx.g)
-	}
+	checkFakeStatus(t, ctx, d, fx)
 
 	res, err := Deactivate(ctx, "vt-fake", nil)
 	if err != nil {
@@ -320,6 +303,36 @@ func TestActivateFake(t *testing.T) {
 	}
 	if err := locked(t, fx.hashPath); err != nil {
 		t.Errorf("HASH still locked after Deactivate: %v", err)
+	}
+}
+
+// checkLoopsRead: loop i reads files[i], read-only.
+func checkLoopsRead(t *testing.T, loops []string, files ...string) {
+	t.Helper()
+	for i, file := range files {
+		if bf, err := loop.BackingFile(loops[i]); err != nil || bf != file {
+			t.Errorf("loop %d (%s) reads %q (%v), want %s", i, loops[i], bf, err, file)
+		}
+		if ro, _ := os.ReadFile("/sys/block/" + strings.TrimPrefix(loops[i], "/dev/") + "/ro"); string(ro) != "1\n" {
+			t.Errorf("%s is not read-only", loops[i])
+		}
+	}
+}
+
+// checkFakeStatus: Status reads back TestActivateFake's device d of fx's
+// files and tree.
+func checkFakeStatus(t *testing.T, ctx context.Context, d *Device, fx *fixture) {
+	t.Helper()
+	s, err := Status(ctx, "vt-fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.UUID != d.UUID || s.Corrupted || !s.ReadOnly || s.Sectors != d.Sectors || s.Table.String() != d.Table ||
+		s.Data.File != fx.dataPath || s.Hash.File != fx.hashPath || s.FEC.File != fx.fecPath || s.Data.Path != d.Loops[1] {
+		t.Errorf("status %+v", s)
+	}
+	if s.Geometry == nil || s.Geometry.TreeOffset() != fx.g.TreeOffset() || s.Geometry.HashEnd() != fx.g.HashEnd() || s.Geometry.DataBlocks != 64 {
+		t.Errorf("the table's tree %+v, want the superblock's %+v", s.Geometry, fx.g)
 	}
 }
 

@@ -222,6 +222,31 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		return nil, err
 	}
 	defer src.Close()
+	l, err := planLocked(ctx, src, hashPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Every output is opened (and locked) before anything is hashed.
+	out, err := openFormatOutputs(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer out.abort()
+	gap, err := l.prepare(ctx, out.hash, opts)
+	if err != nil {
+		return nil, err
+	}
+	root, fecInfo, err := l.write(ctx, src, out, gap, opts)
+	if err != nil {
+		return nil, l.writeFailed(err, out.hash, opts)
+	}
+	return l.commit(out, root, fecInfo, opts)
+}
+
+// planLocked locks DATA and plans Format (planFormat, checkOverwrites).
+func planLocked(ctx context.Context, src *Source, hashPath string, opts *FormatOptions) (*Layout, error) {
+	dataPath := src.path
+	var err error
 	// Shared while DATA is only read; exclusive (below) when it is written.
 	if opts.Append {
 		err = lockExclusive(src.file, "DATA", dataPath)
@@ -235,7 +260,7 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if err != nil {
 		return nil, err
 	}
-	g, fl := l.Geometry, l.FEC
+	fl := l.FEC
 	if l.TreeInData || fl != nil && fl.InData {
 		if err := lockExclusive(src.file, "DATA", dataPath); err != nil {
 			return nil, err
@@ -244,13 +269,15 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if err := l.checkOverwrites(ctx, opts, src); err != nil {
 		return nil, err
 	}
-	// Every output is opened (and locked) before anything is hashed.
-	out, err := openFormatOutputs(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer out.abort()
-	hashOut := out.hash
+	return l, nil
+}
+
+// prepare readies the open hash output for the tree: it stops an already
+// canceled run, checks a device's room, writes an Append's record and
+// padding, tells opts.OnLayout, and with InPlace returns the bytes between
+// the superblock and the tree, which the build overwrites (see
+// keepSuperblockGap).
+func (l *Layout) prepare(ctx context.Context, hashOut *output, opts *FormatOptions) (gap []byte, err error) {
 	// merkle.Build writes the superblock before it first looks at ctx, and
 	// with several jobs may not notice a cancellation at all: an already
 	// canceled run must stop here, before anything is written.
@@ -280,19 +307,23 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		// The padding: zeros from the original end to the tree, written
 		// (not only left as a hole) since a previous, interrupted run may
 		// have left other bytes there.
-		if err := hashOut.zero(ap.OriginalSize, g.HashOffset); err != nil {
+		if err := hashOut.zero(ap.OriginalSize, l.Geometry.HashOffset); err != nil {
 			return nil, l.abortAppend(hashOut.f, err)
 		}
 	}
 	if opts.OnLayout != nil {
 		opts.OnLayout(l)
 	}
-	var gap []byte
 	if opts.InPlace {
-		if gap, err = keepSuperblockGap(hashOut, g); err != nil {
-			return nil, err
-		}
+		return keepSuperblockGap(hashOut, l.Geometry)
 	}
+	return nil, nil
+}
+
+// write builds the tree, writes the parity and commits the tree: what
+// fails is for writeFailed to report.
+func (l *Layout) write(ctx context.Context, src *Source, out *formatOutputs, gap []byte, opts *FormatOptions) ([]byte, *FECInfo, error) {
+	g, fl, hashOut := l.Geometry, l.FEC, out.hash
 	root, err := l.build(ctx, src, hashOut, opts)
 	if err == nil {
 		err = restoreSuperblockGap(hashOut, g, gap)
@@ -313,7 +344,7 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 		// then drop it with what a previous, interrupted or longer, run
 		// left past the end: the file ends with the tree or its parity.
 		if err = hashOut.f.Sync(); err != nil {
-			err = errorf(KindIO, "", "writing DATA %s: %w", dataPath, unwrapPath(err))
+			err = errorf(KindIO, "", "writing DATA %s: %w", l.DataPath, unwrapPath(err))
 		} else {
 			err = hashOut.truncate(l.HashOutputEnd)
 		}
@@ -321,34 +352,43 @@ func Format(ctx context.Context, dataPath, hashPath string, opts *FormatOptions)
 	if err == nil {
 		err = out.commitTree()
 	}
-	if err != nil && l.Append != nil && l.Append.regular {
-		return nil, l.abortAppend(hashOut.f, err)
+	return root, fecInfo, err
+}
+
+// writeFailed is the error of a Format whose write failed with err: an
+// Append's DATA is cut back, an interruption says what it left.
+func (l *Layout) writeFailed(err error, hashOut *output, opts *FormatOptions) error {
+	if l.Append != nil && l.Append.regular {
+		return l.abortAppend(hashOut.f, err)
 	}
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			return nil, asError(KindIO, err)
-		}
-		switch {
-		case hashOut.tmp != "":
-			return nil, interrupted(err, "", "interrupted; nothing was written under HASH")
-		case l.Append != nil:
-			// Written in place, not through a temporary file.
-			return nil, interrupted(err, fmt.Sprintf("run the same command again with --data-size=%d to finish it", l.Append.OriginalSize),
-				"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", dataPath, l.Append.OriginalSize)
-		}
-		again := "run veritygen again to write the whole tree"
-		if opts.InPlace {
-			// The command that behaves as veritysetup need not be veritygen.
-			again = "run the same command again to write the whole tree"
-		}
-		return nil, interrupted(err, again, "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, g.HashOffset)
+	if !errors.Is(err, context.Canceled) {
+		return asError(KindIO, err)
 	}
+	switch {
+	case hashOut.tmp != "":
+		return interrupted(err, "", "interrupted; nothing was written under HASH")
+	case l.Append != nil:
+		// Written in place, not through a temporary file.
+		return interrupted(err, fmt.Sprintf("run the same command again with --data-size=%d to finish it", l.Append.OriginalSize),
+			"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", l.DataPath, l.Append.OriginalSize)
+	}
+	again := "run veritygen again to write the whole tree"
+	if opts.InPlace {
+		// The command that behaves as veritysetup need not be veritygen.
+		again = "run the same command again to write the whole tree"
+	}
+	return interrupted(err, again, "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, l.Geometry.HashOffset)
+}
+
+// commit commits what follows the committed tree: the parity in a file of
+// its own, the root hash file, the signatures.
+func (l *Layout) commit(out *formatOutputs, root []byte, fecInfo *FECInfo, opts *FormatOptions) (*FormatResult, error) {
 	rootHex := hex.EncodeToString(root)
 	// The tree is committed: a later failure must not lose its root hash.
 	afterCommit := func(what string, err error) error {
 		where := "in " + l.HashPath
 		if l.TreeInData {
-			where = "in DATA " + dataPath
+			where = "in DATA " + l.DataPath
 		}
 		return &Error{Kind: KindIO, Err: fmt.Errorf("the new tree is %s, root hash %s; %s: %w", where, rootHex, what, err)}
 	}

@@ -564,9 +564,27 @@ func TestKernelVeritysetup(t *testing.T) {
 		}
 		return string(out), code
 	}
-	rootHex := hex.EncodeToString(k.root)
+	theirs := veritysetupOpensWeClose(t, ctx, run, k)
+	ours := weOpenVeritysetupCloses(t, ctx, run, k)
+	compareKernelViews(t, theirs, ours)
+	checkNamesHeld(t, ctx, run, k)
+}
 
-	// veritysetup opens; we query and close.
+// veritysetupRun runs veritysetup with args: its output and exit code.
+type veritysetupRun func(args ...string) (string, int)
+
+// kernelView is what the kernel has of an open device: its status, its
+// node, its loops' logical block sizes.
+type kernelView struct {
+	status *DeviceStatus
+	node   string
+	lbs    []string
+}
+
+// veritysetupOpensWeClose: veritysetup opens k; we query and close.
+func veritysetupOpensWeClose(t *testing.T, ctx context.Context, run veritysetupRun, k *kimage) kernelView {
+	t.Helper()
+	rootHex := hex.EncodeToString(k.root)
 	start := time.Now()
 	if out, code := run("open", k.data, "vt-vs", k.hash, rootHex, "--fec-device="+k.fec, "--ignore-zero-blocks", "--check-at-most-once"); code != 0 {
 		t.Fatalf("veritysetup open: exit %d: %s", code, out)
@@ -579,8 +597,7 @@ func TestKernelVeritysetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirNode := nodeInfo(t, "vt-vs")
-	theirLBS := logicalBlockSizes(theirs)
+	view := kernelView{status: theirs, node: nodeInfo(t, "vt-vs"), lbs: logicalBlockSizes(theirs)}
 	if theirs.Data.File != k.data || theirs.Hash.File != k.hash || theirs.FEC.File != k.fec || theirs.Corrupted || !theirs.ReadOnly {
 		t.Errorf("status of veritysetup's device: %+v", theirs)
 	}
@@ -598,9 +615,14 @@ func TestKernelVeritysetup(t *testing.T) {
 		t.Errorf("veritysetup status after our close: exit %d: %s", code, out)
 	}
 	noLoopsLeft(t, k.data, k.hash, k.fec)
+	return view
+}
 
-	// We open; veritysetup queries and closes.
-	start = time.Now()
+// weOpenVeritysetupCloses: we open k; veritysetup queries and closes.
+func weOpenVeritysetupCloses(t *testing.T, ctx context.Context, run veritysetupRun, k *kimage) kernelView {
+	t.Helper()
+	rootHex := hex.EncodeToString(k.root)
+	start := time.Now()
 	d, err := Activate(ctx, "vt-vs", k.data, k.hash, k.root, &ActivateOptions{FECDevice: k.fec, IgnoreZeroBlocks: true, CheckAtMostOnce: true})
 	if err != nil {
 		t.Fatal(err)
@@ -613,8 +635,7 @@ func TestKernelVeritysetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ourNode := nodeInfo(t, "vt-vs")
-	ourLBS := logicalBlockSizes(ours)
+	view := kernelView{status: ours, node: nodeInfo(t, "vt-vs"), lbs: logicalBlockSizes(ours)}
 	out, code := run("status", "vt-vs")
 	if code != 0 {
 		t.Fatalf("veritysetup status of our device: exit %d: %s", code, out)
@@ -631,29 +652,39 @@ func TestKernelVeritysetup(t *testing.T) {
 		t.Fatalf("veritysetup close of our device: exit %d: %s", code, out)
 	}
 	checkGone(t, d)
+	return view
+}
 
-	// The kernel has the same of both, but for the loops' numbers.
+// compareKernelViews: the kernel has the same of both, but for the loops'
+// numbers.
+func compareKernelViews(t *testing.T, theirs, ours kernelView) {
+	t.Helper()
 	norm := func(s *DeviceStatus) string {
 		kt := *s.Table
 		kt.DataDevice, kt.HashDevice, kt.FECDevice = s.Data.File, s.Hash.File, s.FEC.File
 		return kt.String()
 	}
-	if norm(theirs) != norm(ours) {
-		t.Errorf("tables, devices as their files:\nveritysetup's %s\nours          %s", norm(theirs), norm(ours))
+	if norm(theirs.status) != norm(ours.status) {
+		t.Errorf("tables, devices as their files:\nveritysetup's %s\nours          %s", norm(theirs.status), norm(ours.status))
 	}
-	if theirs.UUID != ours.UUID || theirs.Sectors != ours.Sectors {
-		t.Errorf("veritysetup's UUID %q over %d sectors, ours %q over %d", theirs.UUID, theirs.Sectors, ours.UUID, ours.Sectors)
+	if theirs.status.UUID != ours.status.UUID || theirs.status.Sectors != ours.status.Sectors {
+		t.Errorf("veritysetup's UUID %q over %d sectors, ours %q over %d", theirs.status.UUID, theirs.status.Sectors, ours.status.UUID, ours.status.Sectors)
 	}
-	if theirNode != ourNode {
-		t.Errorf("/dev/mapper/vt-vs: veritysetup's %s, ours %s", theirNode, ourNode)
+	if theirs.node != ours.node {
+		t.Errorf("/dev/mapper/vt-vs: veritysetup's %s, ours %s", theirs.node, ours.node)
 	}
-	if !slices.Equal(theirLBS, ourLBS) {
-		t.Errorf("the loops' logical block sizes: veritysetup's %v, ours %v", theirLBS, ourLBS)
+	if !slices.Equal(theirs.lbs, ours.lbs) {
+		t.Errorf("the loops' logical block sizes: veritysetup's %v, ours %v", theirs.lbs, ours.lbs)
 	}
-	t.Logf("veritysetup's UUID %s; table %s; loops' block sizes %v; node %s", theirs.UUID, theirs.Table, theirLBS, theirNode)
+	t.Logf("veritysetup's UUID %s; table %s; loops' block sizes %v; node %s", theirs.status.UUID, theirs.status.Table, theirs.lbs, theirs.node)
+}
 
-	// veritysetup refuses a name we hold, as we refuse one it holds.
-	d, err = Activate(ctx, "vt-vs", k.data, k.hash, k.root, nil)
+// checkNamesHeld: veritysetup refuses a name we hold, as we refuse one it
+// holds.
+func checkNamesHeld(t *testing.T, ctx context.Context, run veritysetupRun, k *kimage) {
+	t.Helper()
+	rootHex := hex.EncodeToString(k.root)
+	d, err := Activate(ctx, "vt-vs", k.data, k.hash, k.root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

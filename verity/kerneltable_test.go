@@ -35,11 +35,7 @@ func TestParseTableRoundTrip(t *testing.T) {
 		if kt.String() != bp.Table {
 			t.Errorf("String()\n %s\nwant\n %s", kt, bp.Table)
 		}
-		if kt.Format != 1 || kt.DataDevice != c.opts.DataDevice || kt.HashDevice != c.opts.HashDevice || kt.DataBlockSize != 4096 ||
-			kt.HashBlockSize != 4096 || kt.DataBlocks != 100 || kt.HashStartBlock != fx.g.HashStartBlock || kt.Hash != "sha256" ||
-			!bytes.Equal(kt.RootHash, fx.root) || !bytes.Equal(kt.Salt, fx.g.Salt) || kt.OnCorruption != c.opts.OnCorruption ||
-			kt.IgnoreZeroBlocks != c.opts.IgnoreZeroBlocks || kt.CheckAtMostOnce != c.opts.CheckAtMostOnce || kt.UseTasklets != c.opts.UseTasklets ||
-			kt.RootHashSigKey != c.opts.RootHashSigKey || kt.FECDevice != c.opts.FECDevice || len(kt.Other) != 0 {
+		if !tableMatches(kt, fx, &c.opts) {
 			t.Errorf("%s taken apart as %+v", bp.Table, kt)
 		}
 		if c.fec != nil && (kt.FECRoots != 4 || kt.FECBlocks != 102 || kt.FECStart != 3) {
@@ -57,6 +53,16 @@ func TestParseTableRoundTrip(t *testing.T) {
 			t.Errorf("the table's tree at %d..%d (start block %d), the superblock's at %d..%d", g.TreeOffset(), g.HashEnd(), g.HashStartBlock, fx.g.TreeOffset(), fx.g.HashEnd())
 		}
 	}
+}
+
+// tableMatches reports whether kt has every field but the FEC's of the
+// table of fx's tree (100 blocks of 4096 bytes, sha256) with opts.
+func tableMatches(kt *KernelTable, fx *fixture, opts *TableOptions) bool {
+	return kt.Format == 1 && kt.DataDevice == opts.DataDevice && kt.HashDevice == opts.HashDevice && kt.DataBlockSize == 4096 &&
+		kt.HashBlockSize == 4096 && kt.DataBlocks == 100 && kt.HashStartBlock == fx.g.HashStartBlock && kt.Hash == "sha256" &&
+		bytes.Equal(kt.RootHash, fx.root) && bytes.Equal(kt.Salt, fx.g.Salt) && kt.OnCorruption == opts.OnCorruption &&
+		kt.IgnoreZeroBlocks == opts.IgnoreZeroBlocks && kt.CheckAtMostOnce == opts.CheckAtMostOnce && kt.UseTasklets == opts.UseTasklets &&
+		kt.RootHashSigKey == opts.RootHashSigKey && kt.FECDevice == opts.FECDevice && len(kt.Other) == 0
 }
 
 // TestParseTableKernelLines parses tables as Linux 6.1 gives them back

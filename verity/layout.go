@@ -113,31 +113,99 @@ func PlanFormat(dataPath, hashPath string, opts *FormatOptions) (*Layout, error)
 }
 
 // planFormat lays out the tree for the open source src; see PlanFormat.
+// The steps, in order (each refuses what it must before the next): the
+// files, which blocks the tree covers and where it goes, its geometry,
+// the error correction, what the tree leaves uncovered, where the writes
+// end, and whether they overlap a loop device's file.
 func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, error) {
 	p, err := opts.params()
 	if err != nil {
 		return nil, err
 	}
-	dataPath, dataSize := src.path, src.size
-	hashGiven := hashPath != "" && !(opts.Append && hashPath == dataPath)
+	l, files, err := planFiles(src, hashPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.planDataBlocks(opts, &p, src, files); err != nil {
+		return nil, err
+	}
+	if err := l.planGeometry(opts, &p); err != nil {
+		return nil, err
+	}
+	if err := l.placeFEC(opts, src, files); err != nil {
+		return nil, err
+	}
+	if p.DataBlockSize > 4096 {
+		opts.warn("Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
+	}
+	l.planCoverage(opts, &p, uint64(src.size), files.inPlace)
+	l.planOutputEnd()
+	if err := l.checkLoopOverlap(files.dataInfo); err != nil {
+		return nil, err
+	}
+	l.KnownRuns = src.Runs(l.Geometry.DataBlockSize, l.Geometry.DataBlocks)
+	return l, nil
+}
+
+// formatFiles is what planFiles finds of DATA and HASH.
+type formatFiles struct {
+	dataInfo fs.FileInfo
+	// inPlace: HASH exists and is DATA (with Append too).
+	inPlace bool
+}
+
+// planFiles names HASH and checks DATA, HASH and the small outputs against
+// each other, and starts the layout.
+func planFiles(src *Source, hashPath string, opts *FormatOptions) (*Layout, formatFiles, error) {
+	dataPath := src.path
+	hashPath, hashGiven, err := formatHashPath(dataPath, hashPath, opts)
+	if err != nil {
+		return nil, formatFiles{}, err
+	}
+	dataInfo, err := src.file.Stat()
+	if err != nil {
+		return nil, formatFiles{}, errorf(KindIO, "", "DATA %s: %w", dataPath, unwrapPath(err))
+	}
+	if isBlockDevice(dataInfo) && !hashGiven && !opts.Append {
+		return nil, formatFiles{}, errorf(KindParam, fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
+			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
+	}
+	hashInfo, err := statHash(hashPath, dataPath)
+	if err != nil {
+		return nil, formatFiles{}, err
+	}
+	inPlace := hashInfo != nil && sameDevice(dataInfo, hashInfo)
+	if err := checkSmallOutputs(opts, dataPath, dataInfo, hashPath, hashInfo); err != nil {
+		return nil, formatFiles{}, err
+	}
+	if src.sparse != nil && (inPlace || opts.Append) {
+		return nil, formatFiles{}, errorf(KindInput, fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
+			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
+	}
+	l := &Layout{DataPath: dataPath, HashPath: hashPath, TreeInData: inPlace || opts.Append, SourceFormat: src.Format(),
+		SourceSize: src.size, SourceFileSize: src.fileSize, hashInfo: hashInfo}
+	return l, formatFiles{dataInfo: dataInfo, inPlace: inPlace}, nil
+}
+
+// formatHashPath returns the hash file: hashPath, else DATA itself with
+// Append, else DATA.verity; hashGiven says the caller named it.
+func formatHashPath(dataPath, hashPath string, opts *FormatOptions) (_ string, hashGiven bool, _ error) {
+	hashGiven = hashPath != "" && !(opts.Append && hashPath == dataPath)
 	switch {
 	case opts.Append && hashGiven:
-		return nil, paramErrorf("Append", "leave HASH out: veritygen --append [flags] DATA",
+		return "", false, paramErrorf("Append", "leave HASH out: veritygen --append [flags] DATA",
 			"--append writes the tree into DATA; got a HASH argument (%s) too", hashPath)
 	case opts.Append:
 		hashPath = dataPath
 	case hashPath == "":
 		hashPath = dataPath + ".verity"
 	}
-	dataInfo, err := src.file.Stat()
-	if err != nil {
-		return nil, errorf(KindIO, "", "DATA %s: %w", dataPath, unwrapPath(err))
-	}
-	if isBlockDevice(dataInfo) && !hashGiven && !opts.Append {
-		return nil, errorf(KindParam, fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
-			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
-	}
+	return hashPath, hashGiven, nil
+}
 
+// statHash returns the info of an existing HASH, one the tree can be
+// written into, or nil when HASH does not exist yet.
+func statHash(hashPath, dataPath string) (fs.FileInfo, error) {
 	hashInfo, err := os.Stat(hashPath)
 	hashExists := err == nil
 	switch {
@@ -154,17 +222,14 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	case !hashExists:
 		hashInfo = nil
 	}
-	inPlace := hashExists && sameDevice(dataInfo, hashInfo)
-	if err := checkSmallOutputs(opts, dataPath, dataInfo, hashPath, hashInfo); err != nil {
-		return nil, err
-	}
-	if src.sparse != nil && (inPlace || opts.Append) {
-		return nil, errorf(KindInput, fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
-			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
-	}
+	return hashInfo, nil
+}
 
-	l := &Layout{DataPath: dataPath, HashPath: hashPath, TreeInData: inPlace || opts.Append, SourceFormat: src.Format(),
-		SourceSize: src.size, SourceFileSize: src.fileSize, hashInfo: hashInfo}
+// planDataBlocks fills in p's DataBlocks, the blocks the tree covers, and
+// with Append (l.Append) or a tree inside DATA its HashOffset, and checks
+// them against DATA.
+func (l *Layout) planDataBlocks(opts *FormatOptions, p *merkle.Params, src *Source, files formatFiles) error {
+	dataPath, dataSize := src.path, src.size
 	dbs := uint64(p.DataBlockSize)
 	// Where hints put the tree: 4096-aligned, and on a hash block without
 	// superblock, as --hash-offset must then be.
@@ -174,89 +239,110 @@ func planFormat(src *Source, hashPath string, opts *FormatOptions) (*Layout, err
 	}
 	switch {
 	case opts.Append:
-		if l.Append, err = planAppend(opts, &p, dataPath, dataInfo, src.file, dataSize); err != nil {
-			return nil, err
+		var err error
+		if l.Append, err = planAppend(opts, p, dataPath, files.dataInfo, src.file, dataSize); err != nil {
+			return err
 		}
-	case inPlace:
-		if err := planInData(opts, &p, uint64(dataSize), align, dataPath, hashPath); err != nil {
-			return nil, err
+	case files.inPlace:
+		if err := planInData(opts, p, uint64(dataSize), align, dataPath, l.HashPath); err != nil {
+			return err
 		}
 	case p.DataBlocks == 0:
 		p.DataBlocks = uint64(dataSize) / dbs
 	}
-	if p.DataBlocks == 0 {
-		if dataSize == 0 {
-			return nil, errorf(KindInput, "", "DATA %s is empty", dataPath)
-		}
-		return nil, errorf(KindInput, fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
-			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
+	if err := checkDataBlocks(p, dataPath, dataSize, l.Append != nil); err != nil {
+		return err
 	}
-	if p.DataBlocks > uint64(dataSize)/dbs && l.Append == nil { // not DataBlocks*dbs, which may overflow
-		need := fmt.Sprint(p.DataBlocks * dbs)
-		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
-			need = "more than 2^64"
-		}
-		return nil, paramErrorf("DataBlocks", fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
-			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
-	}
-	if inPlace && p.DataBlocks*dbs > p.HashOffset {
+	if files.inPlace && p.DataBlocks*dbs > p.HashOffset {
 		hint := fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(p.DataBlocks*dbs, align))
 		if p.HashOffset/dbs > 0 {
 			hint += fmt.Sprintf(", or cover fewer blocks: --data-blocks=%d", p.HashOffset/dbs)
 		}
-		return nil, paramErrorf("HashOffset", hint,
+		return paramErrorf("HashOffset", hint,
 			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
 	}
+	return nil
+}
 
-	if err := opts.fillRandom(&p); err != nil {
-		return nil, errorf(KindIO, "", "drawing a random salt or UUID: %w", err)
+// checkDataBlocks refuses a tree of no data block, or of more than DATA
+// (dataSize bytes) holds; appended: Append, which pads DATA.
+func checkDataBlocks(p *merkle.Params, dataPath string, dataSize int64, appended bool) error {
+	dbs := uint64(p.DataBlockSize)
+	if p.DataBlocks == 0 {
+		if dataSize == 0 {
+			return errorf(KindInput, "", "DATA %s is empty", dataPath)
+		}
+		return errorf(KindInput, fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
+			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
+	}
+	if p.DataBlocks > uint64(dataSize)/dbs && !appended { // not DataBlocks*dbs, which may overflow
+		need := fmt.Sprint(p.DataBlocks * dbs)
+		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
+			need = "more than 2^64"
+		}
+		return paramErrorf("DataBlocks", fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
+			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
+	}
+	return nil
+}
+
+// planGeometry completes p (the salt and UUID drawn at random when not
+// given) and sets the tree's geometry.
+func (l *Layout) planGeometry(opts *FormatOptions, p *merkle.Params) error {
+	if err := opts.fillRandom(p); err != nil {
+		return errorf(KindIO, "", "drawing a random salt or UUID: %w", err)
 	}
 	if !p.Superblock && opts.UUID != nil {
 		opts.warn("--uuid is ignored with --no-superblock: only a superblock stores it")
 	}
-	g, err := merkle.NewGeometry(p)
+	g, err := merkle.NewGeometry(*p)
 	if err != nil {
-		return nil, &Error{Kind: KindParam, Err: err}
+		return &Error{Kind: KindParam, Err: err}
 	}
 	l.Geometry = g
-	if l.FEC, err = planFEC(opts, g, dataPath, dataInfo, hashPath, hashInfo); err != nil {
-		return nil, err
+	return nil
+}
+
+// placeFEC sets where the error correction goes (see planFEC), refusing
+// it inside a sparse DATA.
+func (l *Layout) placeFEC(opts *FormatOptions, src *Source, files formatFiles) error {
+	var err error
+	if l.FEC, err = planFEC(opts, l.Geometry, l.DataPath, files.dataInfo, l.HashPath, l.hashInfo); err != nil {
+		return err
 	}
 	if l.FEC != nil && l.FEC.InData && src.sparse != nil {
-		return nil, errorf(KindInput, "write the error correction to a file of its own, e.g. --fec-device="+dataPath+".fec",
-			"DATA %s is an Android sparse image: error correction cannot go inside it", dataPath)
+		return errorf(KindInput, "write the error correction to a file of its own, e.g. --fec-device="+l.DataPath+".fec",
+			"DATA %s is an Android sparse image: error correction cannot go inside it", l.DataPath)
 	}
-	if p.DataBlockSize > 4096 {
-		opts.warn("Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
-	}
-	l.CoveredBytes = g.DataSize()
+	return nil
+}
+
+// planCoverage sets the bytes the tree covers and the bytes of DATA
+// (dataSize bytes) it leaves uncovered, and warns of those.
+func (l *Layout) planCoverage(opts *FormatOptions, p *merkle.Params, dataSize uint64, inPlace bool) {
+	l.CoveredBytes = l.Geometry.DataSize()
 	switch {
 	case l.Append != nil: // the padding makes the image whole blocks
 	case inPlace:
-		l.UncoveredBytes = min(uint64(dataSize), p.HashOffset) - l.CoveredBytes
+		l.UncoveredBytes = min(dataSize, p.HashOffset) - l.CoveredBytes
 	default:
-		l.UncoveredBytes = uint64(dataSize) - l.CoveredBytes
+		l.UncoveredBytes = dataSize - l.CoveredBytes
 	}
 	if l.UncoveredBytes > 0 && opts.DataBlocks == 0 {
-		opts.warn(fmt.Sprintf("the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", l.UncoveredBytes, dbs))
+		opts.warn(fmt.Sprintf("the last %d bytes of DATA are not a whole %d-byte block: the tree does not cover them", l.UncoveredBytes, p.DataBlockSize))
 	}
-	l.HashOutputEnd = g.HashEnd()
-	if f := l.FEC; f != nil {
-		if f.InHash {
-			l.HashOutputEnd = f.Offset + f.Params.ParitySize()
-		}
-		if l.Append != nil {
-			l.Append.ImageSize = l.HashOutputEnd
-		}
+}
+
+// planOutputEnd sets where the writes to the hash file end, and with
+// Append the image's final size.
+func (l *Layout) planOutputEnd() {
+	l.HashOutputEnd = l.Geometry.HashEnd()
+	if f := l.FEC; f != nil && f.InHash {
+		l.HashOutputEnd = f.Offset + f.Params.ParitySize()
 	}
-	if l.Append != nil && l.FEC == nil {
+	if l.Append != nil {
 		l.Append.ImageSize = l.HashOutputEnd
 	}
-	if err := l.checkLoopOverlap(dataInfo); err != nil {
-		return nil, err
-	}
-	l.KnownRuns = src.Runs(g.DataBlockSize, g.DataBlocks)
-	return l, nil
 }
 
 // planInData fills in the data blocks of a tree inside the data file

@@ -149,34 +149,104 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
+	in, err := openVerify(opts, p, dataPath, hashPath, root)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	res, marks, err := in.check(ctx, opts, root, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.repair(ctx, opts, in.g, in.parity, in.src, in.hash, root, marks, jobs, dataPath, hashPath, in.inPlace); err != nil {
+		res.Close()
+		return nil, err
+	}
+	rep := res.Report
+	res.Verified = rep.OK() || res.AfterRepair != nil && res.AfterRepair.OK()
+	rep.Problems = nil
+	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
+	rep.Truncated = res.spool.limit >= 0 && total > uint64(res.spool.limit)
+	return res, nil
+}
 
+// verifyInputs are the files Verify reads, open and checked, and the tree.
+type verifyInputs struct {
+	src      *Source
+	hashFile *os.File
+	// hash is the hash device as it is read: with HASH the same sparse
+	// file as DATA, its expansion.
+	hash               io.ReaderAt
+	hashSize           int64
+	dataInfo, hashInfo os.FileInfo
+	inPlace            bool // HASH is DATA
+	g                  *merkle.Geometry
+	parity             *fecSetup // nil without FECDevice
+}
+
+func (in *verifyInputs) close() {
+	in.parity.close()
+	if in.hashFile != nil {
+		in.hashFile.Close()
+	}
+	if in.src != nil {
+		in.src.Close()
+	}
+}
+
+// openVerify opens and checks the files Verify reads, and works out the
+// tree (geometryFor) and the parity (openFEC).
+func openVerify(opts *VerifyOptions, p merkle.Params, dataPath, hashPath string, root []byte) (_ *verifyInputs, err error) {
+	in := &verifyInputs{}
+	defer func() {
+		if err != nil {
+			in.close()
+		}
+	}()
+	if err := in.open(opts, p, dataPath, hashPath); err != nil {
+		return nil, err
+	}
+	if in.g, err = geometryFor(p, in.src, in.hash, hashPath, in.hashSize, in.inPlace, root); err != nil {
+		return nil, err
+	}
+	if opts.FECDevice != "" {
+		if in.parity, err = openFEC(opts, in.g, in.src, in.dataInfo, in.hashInfo, hashPath, in.hashSize); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// open opens DATA and HASH, locked shared, and refuses what cannot be
+// checked (or repaired) as they are.
+func (in *verifyInputs) open(opts *VerifyOptions, p merkle.Params, dataPath, hashPath string) error {
 	src, err := OpenSource(dataPath, &SourceOptions{Raw: opts.Raw, Warn: opts.Warn})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer src.Close()
+	in.src = src
 	hashFile, hashSize, err := openImage("HASH", hashPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer hashFile.Close()
+	in.hashFile = hashFile
 	// Both are locked shared (openImage): a writer (veritygen, another
 	// repair) must not change what is being checked; a repair converts
 	// these locks to exclusive ones to write.
 	dataInfo, err := src.file.Stat()
 	if err != nil {
-		return nil, errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err))
+		return errorf(KindIO, "", "DATA %s: %v", dataPath, unwrapPath(err))
 	}
 	hashInfo, err := hashFile.Stat()
 	if err != nil {
-		return nil, errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err))
+		return errorf(KindIO, "", "HASH %s: %v", hashPath, unwrapPath(err))
 	}
 	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
-		return nil, paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
+		return paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
 	}
 	if src.sparse != nil && opts.Repair {
-		return nil, errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw), repair that, and make it sparse again (img2simg) if needed", dataPath),
+		return errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw), repair that, and make it sparse again (img2simg) if needed", dataPath),
 			"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
 	}
 	// The hash device as it is read: with HASH the same sparse file as
@@ -186,20 +256,15 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	if inPlace && src.sparse != nil {
 		hash, hashSize = src, src.Size()
 	}
+	in.hash, in.hashSize, in.dataInfo, in.hashInfo, in.inPlace = hash, hashSize, dataInfo, hashInfo, inPlace
+	return nil
+}
 
-	g, err := geometryFor(p, src, hash, hashPath, hashSize, inPlace, root)
-	if err != nil {
-		return nil, err
-	}
-
-	var parity *fecSetup
-	if opts.FECDevice != "" {
-		if parity, err = openFEC(opts, g, src, dataInfo, hashInfo, hashPath, hashSize); err != nil {
-			return nil, err
-		}
-		defer parity.close()
-	}
-
+// check verifies the data and the tree, the problems going to the result's
+// spool and opts.OnProblem, and diagnoses a root hash that does not match;
+// the marks are the corrupted blocks, for the repair.
+func (in *verifyInputs) check(ctx context.Context, opts *VerifyOptions, root []byte, jobs int) (*VerifyResult, blockMarks, error) {
+	g, parity, src, hash := in.g, in.parity, in.src, in.hash
 	res := &VerifyResult{Geometry: g, DataFormat: src.Format(), spool: newProblemSpool(opts.MaxProblems)}
 	if parity != nil {
 		res.FEC = parity.info()
@@ -224,32 +289,24 @@ func Verify(ctx context.Context, dataPath, hashPath string, root []byte, opts *V
 	})
 	if err != nil {
 		res.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	res.Report = rep
 	dataAvail := uint64(src.Size())
-	if inPlace {
+	if in.inPlace {
 		dataAvail = min(dataAvail, g.HashOffset)
 	}
 	if rep.RootMismatch {
-		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, hashSize, root)
+		res.RootDiagnosis = diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, in.hashSize, root)
 	} else if topCorrupt && !g.Superblock {
 		// A top block that matches the root hash but has digests where
 		// the tree given has none: a tree of another shape, if its
 		// diagnosis finds which.
-		if d := diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, hashSize, root); d.Match != nil && len(d.Changed) > 0 {
+		if d := diagnoseRoot(g, &opts.TreeOptions, src, hash, dataAvail, in.hashSize, root); d.Match != nil && len(d.Changed) > 0 {
 			res.RootDiagnosis = d
 		}
 	}
-	if err := res.repair(ctx, opts, g, parity, src, hash, root, marks, jobs, dataPath, hashPath, inPlace); err != nil {
-		res.Close()
-		return nil, err
-	}
-	res.Verified = rep.OK() || res.AfterRepair != nil && res.AfterRepair.OK()
-	rep.Problems = nil
-	total := rep.CorruptDataBlocks + rep.CorruptHashBlocks + rep.CorruptHeaderBytes
-	rep.Truncated = res.spool.limit >= 0 && total > uint64(res.spool.limit)
-	return res, nil
+	return res, marks, nil
 }
 
 // blocksDone is progress for a stage of a fixed total of blocks, or nil.
