@@ -217,7 +217,9 @@ func (o *HashFooterOptions) partitionSize(t *target) uint64 {
 // footer.
 func (pl *HashFooterPlan) lay() error {
 	t := pl.t
-	if err := pl.checkFits(roundUp(t.orig, t.ib), 0); err != nil {
+	// The image as it is, as avbtool checks it: padded, it fits the
+	// same, the largest image being a whole number of blocks.
+	if err := pl.checkFits(t.orig, 0); err != nil {
 		return err
 	}
 	d := pl.o.descriptor(pl.p, make([]byte, pl.p.hash.Size()))
