@@ -159,7 +159,7 @@ func (o *HashFooterOptions) prepare() (*prepared, error) {
 		return nil, err
 	}
 	p.minor = o.RequiredLibavbMinor()
-	if err := o.prepareVBMeta(p, chainsABFirst, o.descriptor(p, make([]byte, p.hash.Size()))); err != nil {
+	if err := o.prepareVBMeta(p, o.descriptor(p, make([]byte, p.hash.Size()))); err != nil {
 		return nil, err
 	}
 	return p, nil

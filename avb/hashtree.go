@@ -64,8 +64,8 @@ type ChainPartition struct {
 	PublicKey []byte
 	// DoNotUseAB sets the descriptor's do-not-use-A/B flag.
 	DoNotUseAB bool
-	// Spec is the NAME:LOCATION:KEY_PATH it was given as, if any: avbtool
-	// orders the descriptors by these strings.
+	// Spec is the NAME:LOCATION:KEY_PATH it was given as, if any (kept
+	// for the messages; avbtool 1.3.0 keeps the order given).
 	Spec string
 }
 
@@ -324,7 +324,7 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 	}
 	p.minor = o.RequiredLibavbMinor()
 	own := &HashtreeDescriptor{PartitionName: o.PartitionName, Salt: p.salt}
-	if err := o.common().prepareVBMeta(p, chainsBySpec, own); err != nil {
+	if err := o.common().prepareVBMeta(p, own); err != nil {
 		return nil, err
 	}
 	return p, nil

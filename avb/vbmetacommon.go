@@ -2,7 +2,6 @@ package avb
 
 import (
 	"crypto/rsa"
-	"fmt"
 	"sort"
 )
 
@@ -55,25 +54,13 @@ func (c *VBMetaCommonOptions) signer() Signer {
 	return nil
 }
 
-// chainOrder is how a verb orders its chained partitions.
-type chainOrder int
-
-const (
-	// chainsABFirst: those that use A/B, then the others, each in the
-	// order given (avbtool 1.3.0's _generate_vbmeta_blob).
-	chainsABFirst chainOrder = iota
-	// chainsBySpec: by their NAME:LOCATION:KEY strings (the order
-	// AddHashtreeFooter has always used).
-	chainsBySpec
-)
-
 // prepareVBMeta reads and checks the common options into p before
 // anything is written: the key against the algorithm, the chained
 // partitions, SetupRootfsFromKernel's image, the included images (which
 // raise p.minor, set by the caller to the verb's own), the release string,
 // and that a vbmeta with own (the verb's descriptor, as large as it will
 // be) fits.
-func (c *VBMetaCommonOptions) prepareVBMeta(p *prepared, order chainOrder, own Descriptor) error {
+func (c *VBMetaCommonOptions) prepareVBMeta(p *prepared, own Descriptor) error {
 	sigAlg, err := AlgorithmByName(c.Algorithm)
 	if err != nil {
 		return err
@@ -85,7 +72,7 @@ func (c *VBMetaCommonOptions) prepareVBMeta(p *prepared, order chainOrder, own D
 			return err
 		}
 	}
-	if p.chains, err = c.chainDescriptors(order); err != nil {
+	if p.chains, err = c.chainDescriptors(); err != nil {
 		return err
 	}
 	if c.SetupRootfsFromKernel != "" {
@@ -125,15 +112,12 @@ func checkSignerKey(s Signer, alg *Algorithm) error {
 	return nil
 }
 
-// chainDescriptors returns the chain partition descriptors in the verb's
-// order; a rollback index location is used once.
-func (c *VBMetaCommonOptions) chainDescriptors(order chainOrder) ([]Descriptor, error) {
+// chainDescriptors returns the chain partition descriptors in avbtool
+// 1.3.0's order: those that use A/B, then the others, each in the order
+// given. A rollback index location is used once.
+func (c *VBMetaCommonOptions) chainDescriptors() ([]Descriptor, error) {
 	chains := append([]ChainPartition{}, c.ChainPartitions...)
-	if order == chainsBySpec {
-		sort.SliceStable(chains, func(i, j int) bool { return chainKey(chains[i]) < chainKey(chains[j]) })
-	} else {
-		sort.SliceStable(chains, func(i, j int) bool { return !chains[i].DoNotUseAB && chains[j].DoNotUseAB })
-	}
+	sort.SliceStable(chains, func(i, j int) bool { return !chains[i].DoNotUseAB && chains[j].DoNotUseAB })
 	var descs []Descriptor
 	used := map[uint32]bool{c.RollbackIndexLocation: true}
 	for _, ch := range chains {
@@ -152,13 +136,6 @@ func (c *VBMetaCommonOptions) chainDescriptors(order chainOrder) ([]Descriptor, 
 		descs = append(descs, d)
 	}
 	return descs, nil
-}
-
-func chainKey(c ChainPartition) string {
-	if c.Spec != "" {
-		return c.Spec
-	}
-	return fmt.Sprintf("%s:%d:", c.Name, c.RollbackIndexLocation)
 }
 
 // descriptors returns the vbmeta's descriptors in avbtool's

@@ -97,7 +97,7 @@ func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
 	}
 	c := o.common()
 	p := &prepared{minor: o.ownMinor()}
-	if err := c.prepareVBMeta(p, chainsABFirst, nil); err != nil {
+	if err := c.prepareVBMeta(p, nil); err != nil {
 		return nil, err
 	}
 	blob, err := MakeVBMetaContext(ctx, c.vbmetaOptions(p, c.descriptors(p, nil, nil)))
