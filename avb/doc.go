@@ -35,6 +35,19 @@
 // ExtractVBMetaImage its extract_vbmeta_image, WritePartitionDigests its
 // print_partition_digests.
 //
+// AddHashFooter is add_hash_footer (boot, init_boot, vendor_boot, dtbo...):
+// PlanHashFooter, then HashFooterPlan.Apply, on the same PartitionPlan and
+// the same kill-safe appends as AddHashtreeFooter (its provisional footer
+// names add_hash_footer); the image is hashed in one streaming pass.
+// MaxHashImageSize is its --calc_max_image_size,
+// HashFooterOptions.RequiredLibavbMinor its
+// --print_required_libavb_version. AppendVBMetaImage, ResizeImage and
+// ZeroHashtree are append_vbmeta_image, resize_image and zero_hashtree
+// (the last two on raw images only). The vbmeta inputs every verb shares
+// (signing, chains, properties, command lines, included images, header
+// fields) are VBMetaCommonOptions: HashFooterOptions embeds it,
+// HashtreeFooterOptions and VBMetaImageOptions have the same fields.
+//
 // Deciding about an image is libavb's rule, not avbtool's: the bootloader
 // is the authority. Image.VerifyVBMeta (VerifyVBMetaBlob, VBMeta.VerifyWith)
 // decides about the vbmeta as libavb's avb_vbmeta_image_verify and
@@ -51,7 +64,8 @@
 // made here. The avbtool front answers as avbtool does (VBMeta.Verify
 // passes an unsigned vbmeta, as avbtool's verify_image does), but nothing
 // here cuts image data the partition's descriptor covers because the
-// footer says so: EraseFooter and AddHashtreeFooter's rerun refuse.
+// footer says so: EraseFooter, the reruns of AddHashtreeFooter,
+// AddHashFooter and AppendVBMetaImage, and ResizeImage refuse.
 //
 // Parsing checks every size and offset against what holds it before
 // anything is read or allocated: a malformed footer, vbmeta or descriptor

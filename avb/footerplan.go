@@ -294,29 +294,17 @@ func MaxImageSize(o *HashtreeFooterOptions) (int64, error) {
 }
 
 // descriptors returns the vbmeta's descriptors in avbtool's
-// _generate_vbmeta_blob order: the hashtree descriptor, chained
-// partitions, properties, the lines from --setup_rootfs_from_kernel IMAGE,
-// those of --setup_as_rootfs_from_kernel, --kernel_cmdline, included ones.
+// _generate_vbmeta_blob order, ht first (see
+// VBMetaCommonOptions.descriptors), with those of
+// --setup_as_rootfs_from_kernel.
 func (o *HashtreeFooterOptions) descriptors(p *prepared, ht *HashtreeDescriptor) []Descriptor {
-	descs := []Descriptor{ht}
-	descs = append(descs, p.chains...)
-	for _, pr := range o.Properties {
-		descs = append(descs, &PropertyDescriptor{Key: pr.Key, Value: pr.Value})
-	}
-	descs = append(descs, p.rootfsFrom...)
+	var asRootfs []Descriptor
 	if o.SetupAsRootfsFromKernel {
-		descs = append(descs, RootfsCmdlineDescriptors(ht)...)
+		asRootfs = RootfsCmdlineDescriptors(ht)
 	}
-	for _, c := range o.KernelCmdlines {
-		descs = append(descs, &KernelCmdlineDescriptor{Cmdline: c})
-	}
-	return descs // the included ones follow, encoded (vbmetaOptions)
+	return o.common().descriptors(p, []Descriptor{ht}, asRootfs)
 }
 
 func (o *HashtreeFooterOptions) vbmetaOptions(p *prepared, descs []Descriptor) *VBMetaOptions {
-	return &VBMetaOptions{
-		Algorithm: o.Algorithm, Key: o.Key, Descriptors: descs, encoded: p.included, PublicKeyMetadata: o.PublicKeyMetadata,
-		RollbackIndex: o.RollbackIndex, Flags: o.Flags, RollbackIndexLocation: o.RollbackIndexLocation,
-		ReleaseString: p.release, RequiredLibavbMinor: p.minor,
-	}
+	return o.common().vbmetaOptions(p, descs)
 }

@@ -168,7 +168,11 @@ func (pl *FooterPlan) writeRaw(ctx context.Context) (*HashtreeFooterResult, erro
 func (pp *PartitionPlan) appendRaw(fill func(src *verity.Source) ([]byte, error)) ([]byte, *Footer, error) {
 	t, f := pp.t, pp.t.f
 	at := roundUp(max(pp.Size, t.tail), t.ib)
-	prov, err := provisionalBlock(t.orig, at, t.ib)
+	verb := pp.verb
+	if verb == "" {
+		verb = "add_hashtree_footer"
+	}
+	prov, err := provisionalBlockOf(verb, t.orig, at, t.ib)
 	if err != nil {
 		return nil, nil, err
 	}

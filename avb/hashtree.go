@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/bits"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -65,8 +64,8 @@ type ChainPartition struct {
 	PublicKey []byte
 	// DoNotUseAB sets the descriptor's do-not-use-A/B flag.
 	DoNotUseAB bool
-	// Spec is the NAME:LOCATION:KEY_PATH it was given as, if any: avbtool
-	// orders the descriptors by these strings.
+	// Spec is the NAME:LOCATION:KEY_PATH it was given as, if any (kept
+	// for the messages; avbtool 1.3.0 keeps the order given).
 	Spec string
 }
 
@@ -115,9 +114,12 @@ type HashtreeFooterOptions struct {
 	FEC      bool
 	FECRoots int
 
-	// Algorithm is the signing algorithm ("" means NONE) and Key its key.
+	// Algorithm is the signing algorithm ("" means NONE); Key or Signer
+	// signs (Signer wins if both are given). These and the fields down to
+	// AppendToReleaseString are VBMetaCommonOptions'.
 	Algorithm string
 	Key       *rsa.PrivateKey
+	Signer    Signer
 	// Properties, in order: avbtool puts those of --prop before those of
 	// --prop_from_file.
 	Properties []Property
@@ -318,84 +320,43 @@ func (o *HashtreeFooterOptions) prepare() (*prepared, error) {
 	if p.hash, err = o.checkTree(); err != nil {
 		return nil, err
 	}
-	sigAlg, err := AlgorithmByName(o.Algorithm)
-	if err != nil {
+	if p.salt, err = drawSalt(o.Salt, o.UsePersistentDigest, p.hash.Size()); err != nil {
 		return nil, err
-	}
-	// The key is checked now, not after the hashing, so that a wrong key
-	// leaves the image untouched.
-	if sigAlg.Type != 0 {
-		if o.Key == nil {
-			return nil, paramErr("Key", "give the private key (PEM) the image is signed with", "key is required for algorithm %s", sigAlg.Name)
-		}
-		blob, err := EncodePublicKey(&o.Key.PublicKey)
-		if err != nil {
-			return nil, err
-		}
-		if len(blob) != sigAlg.PublicKeySize {
-			return nil, paramErr("Key", "use a key of that size, or the algorithm for the key's size",
-				"key is wrong size for algorithm %s: %d bits, it needs %d", sigAlg.Name, (len(blob)-8)*4, sigAlg.KeyBits())
-		}
-	}
-	p.salt = o.Salt
-	if p.salt == nil {
-		p.salt = []byte{}
-		if !o.UsePersistentDigest {
-			p.salt = make([]byte, p.hash.Size())
-			if _, err := rand.Read(p.salt); err != nil {
-				return nil, ioErr("drawing a random salt: %w", err)
-			}
-		}
-	}
-	if len(p.salt) > merkle.MaxSaltSize {
-		return nil, paramErr("Salt", "", "salt of %d bytes: at most %d", len(p.salt), merkle.MaxSaltSize)
-	}
-	// Chained partitions, ordered as avbtool orders them: by their spec
-	// strings; a rollback index location is used once.
-	chains := append([]ChainPartition{}, o.ChainPartitions...)
-	sort.SliceStable(chains, func(i, j int) bool { return chainKey(chains[i]) < chainKey(chains[j]) })
-	used := map[uint32]bool{o.RollbackIndexLocation: true}
-	for _, c := range chains {
-		if used[c.RollbackIndexLocation] {
-			return nil, paramErr("ChainPartitions", "", "rollback index location %d is already in use", c.RollbackIndexLocation)
-		}
-		used[c.RollbackIndexLocation] = true
-		if c.RollbackIndexLocation < 1 {
-			return nil, paramErr("ChainPartitions", "", "chained partition %s: rollback index location must be 1 or larger", c.Name)
-		}
-		d := &ChainPartitionDescriptor{RollbackIndexLocation: c.RollbackIndexLocation, PartitionName: c.Name, PublicKey: c.PublicKey}
-		if c.DoNotUseAB {
-			d.Flags |= ChainFlagDoNotUseAB
-		}
-		p.chains = append(p.chains, d)
 	}
 	p.minor = o.RequiredLibavbMinor()
-	if o.SetupRootfsFromKernel != "" {
-		if p.rootfsFrom, err = SetupRootfsFromKernelDescriptors(o.SetupRootfsFromKernel); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
+	own := &HashtreeDescriptor{PartitionName: o.PartitionName, Salt: p.salt}
+	if err := o.common().prepareVBMeta(p, own); err != nil {
 		return nil, err
-	}
-	if err := o.checkVBMetaSize(p, sigAlg); err != nil {
-		return nil, err
-	}
-	p.release = o.ReleaseString
-	if p.release == "" {
-		p.release = ReleaseString
-	}
-	if o.AppendToReleaseString != "" {
-		p.release += " " + o.AppendToReleaseString
 	}
 	return p, nil
 }
 
-func chainKey(c ChainPartition) string {
-	if c.Spec != "" {
-		return c.Spec
+// drawSalt returns salt; nil means random bytes (size of them), or none
+// with persistent.
+func drawSalt(salt []byte, persistent bool, size int) ([]byte, error) {
+	if salt == nil {
+		salt = []byte{}
+		if !persistent {
+			salt = make([]byte, size)
+			if _, err := rand.Read(salt); err != nil {
+				return nil, ioErr("drawing a random salt: %w", err)
+			}
+		}
 	}
-	return fmt.Sprintf("%s:%d:", c.Name, c.RollbackIndexLocation)
+	if len(salt) > merkle.MaxSaltSize {
+		return nil, paramErr("Salt", "", "salt of %d bytes: at most %d", len(salt), merkle.MaxSaltSize)
+	}
+	return salt, nil
+}
+
+// common returns the options' vbmeta inputs.
+func (o *HashtreeFooterOptions) common() *VBMetaCommonOptions {
+	return &VBMetaCommonOptions{
+		Algorithm: o.Algorithm, Key: o.Key, Signer: o.Signer, ChainPartitions: o.ChainPartitions, Properties: o.Properties,
+		KernelCmdlines: o.KernelCmdlines, SetupRootfsFromKernel: o.SetupRootfsFromKernel, IncludeDescriptorsFrom: o.IncludeDescriptorsFrom,
+		PublicKeyMetadata: o.PublicKeyMetadata, RollbackIndex: o.RollbackIndex, RollbackIndexLocation: o.RollbackIndexLocation,
+		Flags: o.Flags, ReleaseString: o.ReleaseString, AppendToReleaseString: o.AppendToReleaseString,
+	}
 }
 
 // AddHashtreeFooter does what `avbtool add_hashtree_footer` does, byte for

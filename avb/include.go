@@ -161,31 +161,3 @@ func namedKey(tag uint64, raw []byte) string {
 	n := int(binary.BigEndian.Uint32(raw[lenAt:]))
 	return class + string(raw[nameAt:nameAt+n])
 }
-
-// checkVBMetaSize refuses, before the image is touched, a vbmeta that
-// could not be made: what is known of it (every descriptor but the
-// kernel command lines of the as-rootfs options, the key and its
-// metadata) takes more than MaxVBMetaSize.
-func (o *HashtreeFooterOptions) checkVBMetaSize(p *prepared, alg *Algorithm) error {
-	size := uint64(HeaderSize) + roundUp(uint64(alg.HashSize+alg.SignatureSize), 64) + uint64(alg.PublicKeySize+len(o.PublicKeyMetadata))
-	size += uint64((&HashtreeDescriptor{PartitionName: o.PartitionName, Salt: p.salt}).size())
-	for _, d := range p.chains {
-		size += uint64(encodedSize(d))
-	}
-	for _, d := range p.rootfsFrom {
-		size += uint64(encodedSize(d))
-	}
-	for _, pr := range o.Properties {
-		size += uint64((&PropertyDescriptor{Key: pr.Key, Value: pr.Value}).size())
-	}
-	for _, c := range o.KernelCmdlines {
-		size += uint64((&KernelCmdlineDescriptor{Cmdline: c}).size())
-	}
-	for _, e := range p.included {
-		size += uint64(len(e))
-	}
-	if size > MaxVBMetaSize {
-		return paramErr("", "", "the vbmeta would take at least %d bytes, more than the %d a vbmeta is read in", size, MaxVBMetaSize)
-	}
-	return nil
-}

@@ -73,6 +73,9 @@ type PartitionPlan struct {
 	Size uint64
 
 	t *target
+	// verb is avbtool's name of the verb, for the provisional footer
+	// ("" is add_hashtree_footer).
+	verb string
 }
 
 // The sizes avbtool reserves, conservatively, for the metadata when it
@@ -133,8 +136,12 @@ func (pp *PartitionPlan) checkFits(size, reserve uint64) error {
 	}
 	pp.MaxImageSize = maxImageSize(pp.PartitionSize, reserve)
 	if pp.MaxImageSize <= 0 {
+		what := "the tree, FEC and metadata"
+		if reserve == 0 {
+			what = "the metadata"
+		}
 		return inputErr("give a larger partition size",
-			"a partition size of %d leaves no room for any image: the tree, FEC and metadata reserved for it take %d bytes or more", pp.PartitionSize, uint64(int64(pp.PartitionSize)-pp.MaxImageSize))
+			"a partition size of %d leaves no room for any image: %s reserved for it take %d bytes or more", pp.PartitionSize, what, uint64(int64(pp.PartitionSize)-pp.MaxImageSize))
 	}
 	if int64(size) > pp.MaxImageSize {
 		return inputErr(fmt.Sprintf("a partition of %d bytes takes an image of at most %d bytes", pp.PartitionSize, pp.MaxImageSize),
@@ -155,7 +162,11 @@ func (pp *PartitionPlan) place(vbOff, vbSize uint64, appendVBMeta bool) error {
 	pp.Size = vbOff + roundUp(vbSize, pp.Unit) + pp.Unit
 	if pp.PartitionSize > 0 {
 		if pp.Size > pp.PartitionSize {
-			return inputErr("", "the image, its tree and metadata take %d bytes, more than the partition size %d", pp.Size, pp.PartitionSize)
+			what := "the image, its tree and metadata"
+			if pp.verb != "" {
+				what = "the image, its vbmeta and footer"
+			}
+			return inputErr("", "%s take %d bytes, more than the partition size %d", what, pp.Size, pp.PartitionSize)
 		}
 		pp.Size = pp.PartitionSize
 	}
@@ -179,8 +190,11 @@ func (pp *PartitionPlan) metadata(blob []byte) (padded, footerBlock []byte, ft *
 	return padded, footerBlock, ft
 }
 
-// provisionalValue is the value of the provisional vbmeta's one property.
-const provisionalValue = "add_hashtree_footer was interrupted: run the same command again to finish it"
+// provisionalValue is the value of the provisional vbmeta's one property
+// for the verb (avbtool's name of it) that wrote it.
+func provisionalValue(verb string) string {
+	return verb + " was interrupted: run the same command again to finish it"
+}
 
 // target is the image AddHashtreeFooter appends to, as it found it.
 type target struct {
@@ -361,8 +375,14 @@ func (img *Image) Interrupted() bool { return img.Footer != nil && provisional(i
 // original size is orig, for the offset at: an unsigned vbmeta saying only
 // that the run was interrupted, and a footer pointing to it.
 func provisionalBlock(orig, at, ib uint64) ([]byte, error) {
+	return provisionalBlockOf("add_hashtree_footer", orig, at, ib)
+}
+
+// provisionalBlockOf is provisionalBlock, saying which verb was
+// interrupted.
+func provisionalBlockOf(verb string, orig, at, ib uint64) ([]byte, error) {
 	vb, err := MakeVBMeta(&VBMetaOptions{Descriptors: []Descriptor{
-		&PropertyDescriptor{Key: safefile.ProvisionalAVBMarker, Value: []byte(provisionalValue)}}})
+		&PropertyDescriptor{Key: safefile.ProvisionalAVBMarker, Value: []byte(provisionalValue(verb))}}})
 	if err != nil {
 		return nil, err
 	}

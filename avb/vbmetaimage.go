@@ -72,6 +72,16 @@ func (o *VBMetaImageOptions) ownMinor() uint32 {
 	return m
 }
 
+// common returns the options' vbmeta inputs.
+func (o *VBMetaImageOptions) common() *VBMetaCommonOptions {
+	return &VBMetaCommonOptions{
+		Algorithm: o.Algorithm, Key: o.Key, Signer: o.Signer, ChainPartitions: o.ChainPartitions, Properties: o.Properties,
+		KernelCmdlines: o.KernelCmdlines, SetupRootfsFromKernel: o.SetupRootfsFromKernel, IncludeDescriptorsFrom: o.IncludeDescriptorsFrom,
+		PublicKeyMetadata: o.PublicKeyMetadata, RollbackIndex: o.RollbackIndex, RollbackIndexLocation: o.RollbackIndexLocation,
+		Flags: o.Flags, ReleaseString: o.ReleaseString, AppendToReleaseString: o.AppendToReleaseString,
+	}
+}
+
 // VBMetaImage returns the vbmeta blob avbtool's make_vbmeta_image makes
 // of o, byte for byte, without the padding (see MakeVBMetaImage): its
 // descriptors are, in order, the chain partitions (those that use A/B,
@@ -83,57 +93,12 @@ func VBMetaImage(ctx context.Context, o *VBMetaImageOptions) ([]byte, error) {
 	if o.PaddingSize > maxPaddingSize {
 		return nil, paramErr("PaddingSize", "e.g. 4096", "padding size %d is larger than %d", o.PaddingSize, maxPaddingSize)
 	}
-	var descs []Descriptor
-	used := map[uint32]bool{o.RollbackIndexLocation: true}
-	for _, noAB := range []bool{false, true} {
-		for _, c := range o.ChainPartitions {
-			if c.DoNotUseAB != noAB {
-				continue
-			}
-			if used[c.RollbackIndexLocation] {
-				return nil, paramErr("ChainPartitions", "give each chained partition a location of its own, and not the vbmeta's own",
-					"chained partition %s: rollback index location %d is already in use", c.Name, c.RollbackIndexLocation)
-			}
-			used[c.RollbackIndexLocation] = true
-			if c.RollbackIndexLocation < 1 {
-				return nil, paramErr("ChainPartitions", "", "chained partition %s: rollback index location must be 1 or larger", c.Name)
-			}
-			d := &ChainPartitionDescriptor{RollbackIndexLocation: c.RollbackIndexLocation, PartitionName: c.Name, PublicKey: c.PublicKey}
-			if c.DoNotUseAB {
-				d.Flags |= ChainFlagDoNotUseAB
-			}
-			descs = append(descs, d)
-		}
-	}
-	for _, pr := range o.Properties {
-		descs = append(descs, &PropertyDescriptor{Key: pr.Key, Value: pr.Value})
-	}
-	if o.SetupRootfsFromKernel != "" {
-		rootfs, err := SetupRootfsFromKernelDescriptors(o.SetupRootfsFromKernel)
-		if err != nil {
-			return nil, err
-		}
-		descs = append(descs, rootfs...)
-	}
-	for _, c := range o.KernelCmdlines {
-		descs = append(descs, &KernelCmdlineDescriptor{Cmdline: c})
-	}
+	c := o.common()
 	p := &prepared{minor: o.ownMinor()}
-	if err := p.include(o.IncludeDescriptorsFrom); err != nil {
+	if err := c.prepareVBMeta(p, nil); err != nil {
 		return nil, err
 	}
-	release := o.ReleaseString
-	if release == "" {
-		release = ReleaseString
-	}
-	if o.AppendToReleaseString != "" {
-		release += " " + o.AppendToReleaseString
-	}
-	blob, err := MakeVBMetaContext(ctx, &VBMetaOptions{
-		Algorithm: o.Algorithm, Key: o.Key, Signer: o.Signer, Descriptors: descs, encoded: p.included,
-		PublicKeyMetadata: o.PublicKeyMetadata, RollbackIndex: o.RollbackIndex, Flags: o.Flags,
-		RollbackIndexLocation: o.RollbackIndexLocation, ReleaseString: release, RequiredLibavbMinor: p.minor,
-	})
+	blob, err := MakeVBMetaContext(ctx, c.vbmetaOptions(p, c.descriptors(p, nil, nil)))
 	if err != nil {
 		return nil, err
 	}

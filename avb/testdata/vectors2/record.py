@@ -231,6 +231,14 @@ CASES = [
     case('dev-zero-vendor', ['zero_hashtree', '--image', 'dev/vendor.img']),
     case('dev-verify-zeroed-refused', ['verify_image', '--image', 'dev/vbmeta.img', '--follow_chain_partitions']),
     case('dev-verify-zeroed-accepted', ['verify_image', '--image', 'dev/vbmeta.img', '--follow_chain_partitions', '--accept_zeroed_hashtree']),
+    # Chained partitions keep the order given (those without A/B last), not sorted
+    case('ht-chains-order', ['add_hashtree_footer', '--image', 'htc.img', '--partition_size', '262144', '--partition_name', 'system',
+                             '--do_not_generate_fec', '--salt', SALT, '--chain_partition', 'vendor_boot:3:' + P2,
+                             '--chain_partition_do_not_use_ab', 'abl:5:' + P2, '--chain_partition', 'boot:2:' + P4] + S2,
+         {'htc.img': 'blockbyte:4096:8'}),
+    hf('hf-chains-order', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
+                           '--chain_partition_do_not_use_ab', 'pvmfw:4:' + P4, '--chain_partition', 'vendor_boot:3:' + P2,
+                           '--chain_partition', 'boot_a:2:' + P2], file='hfc.img'),
 ]
 
 

@@ -1,0 +1,227 @@
+package avb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/veritytree/veritytree/verity"
+)
+
+// loadVBMetaBlob returns the vbmeta blob of the image at path, as
+// avbtool's _load_vbmeta_blob reads it: the one the footer points to, or
+// the one at the start of a vbmeta image; header, authentication and
+// auxiliary blocks, nothing past them.
+func loadVBMetaBlob(path string) ([]byte, error) {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "vbmeta image"})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	img, err := ParseImage(src, src.Size())
+	if err != nil {
+		return nil, prefixErr(path, err)
+	}
+	n, err := img.VBMeta.Header.BlobSize()
+	if err != nil {
+		return nil, prefixErr(path, err)
+	}
+	var off int64
+	if img.Footer != nil {
+		off = int64(img.Footer.VBMetaOffset)
+	}
+	b := make([]byte, n)
+	if _, err := src.ReadAt(b, off); err != nil {
+		return nil, ioErr("%s: reading the vbmeta at %d: %v", path, off, err)
+	}
+	return b, nil
+}
+
+// AppendVBMetaImage does what `avbtool append_vbmeta_image` does: it
+// appends the vbmeta blob of the image at vbmetaPath (a vbmeta image, or
+// an image with a footer) to the image at imagePath, padded to whole
+// blocks, and a footer in the last block of a partition of partitionSize
+// bytes. An earlier footer is taken off first (so a rerun gives the same
+// file), as long as its original size leaves all the data its signed
+// descriptors name. An Android sparse image stays one.
+//
+// It writes as AddHashFooter does (a provisional footer block first, or a
+// sparse image's resume record; see footerrun.go): killed at any moment,
+// the image is the original, the finished one, or one the same call
+// finishes. Unlike avbtool, which then writes a broken image, it refuses a
+// partition too small for the image and the vbmeta, leaving the image
+// untouched.
+func AppendVBMetaImage(ctx context.Context, imagePath, vbmetaPath string, partitionSize uint64) (*Footer, error) {
+	if partitionSize == 0 {
+		return nil, paramErr("PartitionSize", "give the partition's size", "no partition size given")
+	}
+	blob, err := loadVBMetaBlob(vbmetaPath)
+	if err != nil {
+		return nil, err
+	}
+	t, err := openTarget(imagePath)
+	if err != nil {
+		return nil, err
+	}
+	defer t.f.Close()
+	pp, err := planPartition(t, partitionSize)
+	if err != nil {
+		return nil, err
+	}
+	pp.verb = "append_vbmeta_image"
+	if err := pp.place(roundUp(t.orig, t.ib), uint64(len(blob)), true); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	_, ft, err := pp.write(func(*verity.Source) ([]byte, error) { return blob, nil })
+	return ft, err
+}
+
+// ResizeImage does what `avbtool resize_image` does: it moves the footer
+// of the image at imagePath (raw) to the last block of a partition of
+// partitionSize bytes, the blocks between the vbmeta and it zeros. It
+// refuses a size that would cut into the vbmeta, or into the data the
+// vbmeta's descriptors name.
+//
+// In place, in an order a kill cannot spoil: the footer block is written
+// at its new place first (then the file ends in a footer, the same one, at
+// every moment), then the file is cut (when it shrinks) and the stale
+// bytes between the vbmeta and the footer block (the old footer block,
+// when it grows) are zeroed; a rerun does the same writes again.
+func ResizeImage(ctx context.Context, imagePath string, partitionSize uint64) error {
+	f, fileSize, err := openLockedImage(imagePath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if isSparse(f) {
+		return inputErr("expand it with simg2img, resize that, and make it sparse again", "%s: resizing an Android sparse image is not supported", imagePath)
+	}
+	const ib = imageBlockSize
+	if err := checkPartitionSize(partitionSize, ib); err != nil {
+		return err
+	}
+	img, err := ParseImage(f, fileSize)
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
+	if partitionSize < vbEnd+ib {
+		return inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
+			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)
+	}
+	if err := img.VBMeta.Partition().checkCut(f, img.Footer.VBMetaOffset, "resizing"); err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	block := make([]byte, ib)
+	copy(block[ib-FooterSize:], img.Footer.Encode())
+	if err := writeAt(f, block, partitionSize-ib); err != nil {
+		return err
+	}
+	if err := syncFile(f); err != nil {
+		return err
+	}
+	if partitionSize < uint64(fileSize) {
+		if err := f.Truncate(int64(partitionSize)); err != nil {
+			return ioErr("image %s: %v", imagePath, err)
+		}
+	}
+	if err := zeroRange(f, vbEnd, partitionSize-ib); err != nil {
+		return err
+	}
+	return syncFile(f)
+}
+
+// zeroedMarker starts each zeroed area of ZeroHashtree, as avbtool marks
+// it, so that a tool knows to compute the tree again.
+const zeroedMarker = "ZeRoHaSH"
+
+// ZeroHashtree does what `avbtool zero_hashtree` does: it zeroes the tree
+// and the parity the first hashtree descriptor of the image at imagePath
+// (raw) names, each area's first block starting with "ZeRoHaSH". The
+// areas must lie between the image data and the vbmeta (the descriptor is
+// signed, the footer is not: both are checked).
+//
+// In place: the markers first, then the zeros, so that a kill leaves an
+// image a reader sees as zeroed (or the original), and a rerun does the
+// same writes again.
+func ZeroHashtree(ctx context.Context, imagePath string) error {
+	f, fileSize, err := openLockedImage(imagePath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if isSparse(f) {
+		return inputErr("expand it with simg2img first", "%s: zeroing the hashtree of an Android sparse image is not supported", imagePath)
+	}
+	img, err := ParseImage(f, fileSize)
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	ht := img.VBMeta.FirstHashtree()
+	if ht == nil {
+		return inputErr("", "%s: no hashtree descriptor: nothing to zero", imagePath)
+	}
+	areas, err := zeroedAreas(ht, img.Footer.VBMetaOffset)
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	marker := make([]byte, imageBlockSize)
+	copy(marker, zeroedMarker)
+	for _, a := range areas {
+		if err := writeAt(f, marker, a[0]); err != nil {
+			return err
+		}
+	}
+	if err := syncFile(f); err != nil {
+		return err
+	}
+	for _, a := range areas {
+		if err := zeroRange(f, a[0]+imageBlockSize, a[1]); err != nil {
+			return err
+		}
+	}
+	return syncFile(f)
+}
+
+// zeroedAreas returns the areas ZeroHashtree zeroes: the tree and the
+// parity, [from, to), each at least a block, adjacent, past the image
+// data and before the vbmeta at vbOff.
+func zeroedAreas(ht *HashtreeDescriptor, vbOff uint64) ([][2]uint64, error) {
+	var areas [][2]uint64
+	add := func(what string, off, size uint64) error {
+		if size < imageBlockSize {
+			return inputErr("", "the %s is %d bytes, less than the block its marker takes", what, size)
+		}
+		if off < ht.ImageSize || off > vbOff || size > vbOff-off {
+			return malformed("the %s at %d, %d bytes, is not between the image data (%d bytes) and the vbmeta at %d", what, off, size, ht.ImageSize, vbOff)
+		}
+		areas = append(areas, [2]uint64{off, off + size})
+		return nil
+	}
+	if err := add("tree", ht.TreeOffset, ht.TreeSize); err != nil {
+		return nil, err
+	}
+	if ht.FECOffset > 0 {
+		if ht.FECOffset != ht.TreeOffset+ht.TreeSize {
+			return nil, inputErr("", "the tree and the parity are not adjacent (avbtool zeroes only adjacent ones)")
+		}
+		if err := add("parity", ht.FECOffset, ht.FECSize); err != nil {
+			return nil, err
+		}
+	}
+	return areas, nil
+}
