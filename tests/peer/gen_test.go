@@ -273,7 +273,11 @@ func (g *gen) geometry() geometry {
 		}
 	}
 	e.rootHashFile = g.chance(0.15)
-	g.c.files = append(g.c.files, fileSpec{name: "data", size: dataBytes, kind: "random", key: g.key()})
+	kind := "random"
+	if g.chance(0.1) {
+		kind = "zeros" // as verity-compat-test's images
+	}
+	g.c.files = append(g.c.files, fileSpec{name: "data", size: dataBytes, kind: kind, key: g.key()})
 	if e.layout == "link" {
 		g.c.links = append(g.c.links, link{name: "hash", target: "data"})
 	}
@@ -433,6 +437,10 @@ func (g *gen) extras(opts []option) []option {
 func (g *gen) formatCase() {
 	c := g.c
 	c.kind = "format"
+	if g.chance(0.01) {
+		g.bigOffsetCase()
+		return
+	}
 	e := g.geometry()
 	c.geo = e
 	opts := e.formatOptions()
@@ -467,12 +475,25 @@ func (g *gen) formatCase() {
 	}
 }
 
+// bigOffsetCase is HASH = DATA with a hash offset past 2 GiB (and 4 GiB),
+// in a sparse file, as verity-compat-test's "hash-offset bigger than 2G".
+func (g *gen) bigOffsetCase() {
+	c := g.c
+	v := pick(g, [3]int64{3000000000, 2499997696, 256}, [3]int64{10000000000, 8000000000, 128})
+	size, offset, blocks := v[0], v[1], v[2]
+	c.tweaks = append(c.tweaks, "big-offset")
+	c.files = append(c.files, fileSpec{name: "data", size: size, kind: "sparse"})
+	c.geo = geometry{dbs: 4096, hbs: 4096, blocks: blocks, dataBlocks: blocks, alg: "sha256", digest: 32, format: 1,
+		layout: "same", hashOffset: offset, dataBlocksOpt: true, salt: g.hexBytes(32), uuid: fixedUUID}
+	c.args = g.line([]string{"format", "data", "data"}, c.geo.formatOptions())
+}
+
 // spoilFormat makes one thing of a format command line wrong, odd or
 // borderline.
 func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]option, string, string) {
 	c := g.c
 	what := pick(g, "salt", "uuid", "format", "dbs", "hbs", "data-blocks", "hash-offset", "hash", "hash", "fec",
-		"root-hash-file", "data", "hash-file", "missing-value")
+		"root-hash-file", "data", "hash-file", "missing-value", "overlap")
 	c.tweaks = append(c.tweaks, what)
 	switch what {
 	case "salt":
@@ -551,6 +572,28 @@ func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]opti
 			hash = pick(g, "data", "./data")
 			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(4))*int64(e.hbs), 10))
 		}
+	case "overlap":
+		// verity-compat-test's overlap checks: the data past the hash
+		// offset, no --data-blocks with HASH = DATA, parity in the data
+		// or the tree
+		switch g.n(4) {
+		case 0:
+			hash = "data"
+			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
+			opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
+		case 1:
+			hash = "data"
+			opts = dropOpt(setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs), 4096), 10)), "--data-blocks")
+		case 2:
+			opts = setOpt(opts, "--fec-device", "data")
+			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
+		default:
+			hash = "data"
+			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096), 10))
+			opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
+			opts = setOpt(opts, "--fec-device", "data")
+			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096)+512*int64(g.n(4)), 10))
+		}
 	case "missing-value":
 		// an option that takes a value, last with none
 		g.trailing = pick(g, "--salt", "--hash", "--data-blocks", "--fec-device", "--uuid", "-s")
@@ -617,7 +660,7 @@ func (g *gen) verifyCase() {
 	case x < 3:
 		root = "$ROOT_UPPER"
 	case x < 4:
-		root = pick(g, "$ROOT_SHORT", "zz", "0x$ROOT", "$ROOT00", "")
+		root = pick(g, "$ROOT_SHORT", "zz", "0x$ROOT", "$ROOT00", "", "abcdef"+strings.Repeat("0", 58))
 	}
 	if e.rootHashFile || g.chance(0.05) {
 		opts = append(opts, option{"--root-hash-file", "rh"})
@@ -676,7 +719,11 @@ func (g *gen) damage(e *geometry) {
 		}
 	case x < 72:
 		c.damage = "hash"
-		if end > hashStart {
+		if g.chance(0.25) && end > e.hashOffset+8193+8 {
+			// verity-compat-test's spot: byte 8193 of HASH (plus the format
+			// number on a shared device)
+			c.pokes = append(c.pokes, poke{hash, e.hashOffset + 8193 + int64(e.format), randBytes(8)})
+		} else if end > hashStart {
 			c.pokes = append(c.pokes, poke{hash, hashStart + g.r.Int64N(end-hashStart), randBytes(1 + g.n(4))})
 		}
 	case x < 78:

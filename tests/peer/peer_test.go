@@ -18,11 +18,12 @@ import (
 // The run's size and seed: flags, or the environment (PEER_SEED,
 // PEER_CASES) for a run through go test ./... .
 var (
-	flagSeed  = flag.Uint64("peer.seed", 0, "seed of the generated cases (default: $PEER_SEED, else 1)")
-	flagCases = flag.Int("peer.cases", 0, "number of cases (default: $PEER_CASES, else 300 with -short, 2000 without)")
-	flagCase  = flag.Int("peer.case", -1, "run only this case of the seed")
-	flagJobs  = flag.Int("peer.jobs", 0, "cases run at once (default: 4 per CPU, at least 8: the tools mostly wait)")
-	flagShow  = flag.Int("peer.show", 15, "unaccepted differences shown in full (the rest are counted)")
+	flagSeed     = flag.Uint64("peer.seed", 0, "seed of the generated cases (default: $PEER_SEED, else 1)")
+	flagCases    = flag.Int("peer.cases", 0, "number of cases (default: $PEER_CASES, else 300 with -short, 2000 without)")
+	flagCase     = flag.Int("peer.case", -1, "run only this case of the seed")
+	flagJobs     = flag.Int("peer.jobs", 0, "cases run at once (default: 4 per CPU, at least 8: the tools mostly wait)")
+	flagShow     = flag.Int("peer.show", 15, "unaccepted differences shown in full (the rest are counted)")
+	flagExamples = flag.Bool("peer.examples", false, "show the first case each rule matched")
 )
 
 const (
@@ -147,6 +148,16 @@ func TestVeritysetupPeer(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	if *flagExamples {
+		names := make([]string, 0, len(tally.examples))
+		for n := range tally.examples {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			t.Logf("first case of %s:\n%s", n, tally.examples[n])
+		}
+	}
 	t.Logf("peer: seed %d: %s", seed, tally.summary())
 	if shown > maxShown {
 		t.Errorf("%d more unaccepted differences not shown", shown-maxShown)
@@ -159,9 +170,18 @@ type tally struct {
 	acceptedCases, knownCases int
 	exactStderr               int // whole stderr the same, not only its gist
 	accepted, known           map[string]int
+	examples                  map[string]string // rule -> the first case it matched (its report)
 }
 
-func newTally() *tally { return &tally{accepted: map[string]int{}, known: map[string]int{}} }
+func newTally() *tally {
+	return &tally{accepted: map[string]int{}, known: map[string]int{}, examples: map[string]string{}}
+}
+
+func (t *tally) example(rule string, r *result) {
+	if _, ok := t.examples[rule]; !ok {
+		t.examples[rule] = r.report()
+	}
+}
 
 // add counts r and returns its verdict: "exact", "accepted: RULES",
 // "known: RULES" (a known divergence among the rules that explain it) or
@@ -177,8 +197,17 @@ func (t *tally) add(r *result) string {
 	}
 	explained := map[string]bool{}
 	var accepted, known []string
+	// A rule counts for a case when it explains one of its differences.
+	relevant := func(ru rule) bool {
+		for _, c := range ru.covers {
+			if r.differs(c) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, a := range acceptedRules {
-		if a.match(r) {
+		if relevant(a) && a.match(r) {
 			accepted = append(accepted, a.name)
 			for _, c := range a.covers {
 				explained[c] = true
@@ -186,7 +215,7 @@ func (t *tally) add(r *result) string {
 		}
 	}
 	for _, k := range knownDivergences {
-		if k.match(r) {
+		if relevant(k) && k.match(r) {
 			known = append(known, "item "+k.item+": "+k.name)
 			for _, c := range k.covers {
 				explained[c] = true
@@ -199,23 +228,25 @@ func (t *tally) add(r *result) string {
 			return "failure"
 		}
 	}
-	if len(known) > 0 {
-		t.knownCases++
-		for _, k := range known {
-			t.known[k]++
-		}
-		return "known: " + strings.Join(known, "; ")
-	}
-	t.acceptedCases++
 	for _, a := range accepted {
 		t.accepted[a]++
+		t.example(a, r)
 	}
+	for _, k := range known {
+		t.known[k]++
+		t.example(k, r)
+	}
+	if len(known) > 0 {
+		t.knownCases++
+		return "known: " + strings.Join(append(known, accepted...), "; ")
+	}
+	t.acceptedCases++
 	return "accepted: " + strings.Join(accepted, "; ")
 }
 
 func (t *tally) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d cases, %d exact matches (%d with the same whole stderr), %d accepted differences, %d known divergences, %d failures",
+	fmt.Fprintf(&b, "%d cases, %d exact matches (%d with the same whole stderr), %d accepted differences, %d known divergences, %d failures (a case may match several rules)",
 		t.cases, t.exact, t.exactStderr, t.acceptedCases, t.knownCases, t.failures)
 	for _, m := range []struct {
 		title string
@@ -235,12 +266,4 @@ func (t *tally) summary() string {
 		}
 	}
 	return b.String()
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
