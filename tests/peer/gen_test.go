@@ -528,6 +528,19 @@ func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]opti
 			opts = setOpt(opts, "--fec-offset", pick(g, "100", "513", "-1", "0", "4096", "x", "1125899906842624"))
 		case 2:
 			// parity inside the tree or the data
+			if e.layout == "sep" && !e.noSB && g.chance(0.5) {
+				// where veritysetup's count of the tree ends: without the
+				// superblock's block (or, without --data-blocks, no tree
+				// at all), so the parity would overwrite the tree's end
+				t := *e
+				t.hbs = e.dbs
+				t.blocks = e.dataBlocks
+				opts = setOpt(opts, "--hash-block-size", strconv.Itoa(e.dbs))
+				opts = setOpt(opts, "--fec-device", "hash")
+				opts = setOpt(opts, "--fec-offset", strconv.FormatInt(roundUp(treeEnd(&t)-roundUp(512, int64(t.hbs)), 4096), 10))
+				c.tweaks = append(c.tweaks, "fec-over-tree")
+				break
+			}
 			opts = setOpt(opts, "--fec-device", pick(g, "data", "hash"))
 			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(8))*512, 10))
 		default:

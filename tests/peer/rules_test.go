@@ -56,19 +56,66 @@ func (r *result) oursUntouched() bool {
 	return true
 }
 
+// positional returns the line's words that are not options or their
+// values: the action and its devices.
+func (r *result) positional() []string {
+	var out []string
+	for i := 0; i < len(r.c.args); i++ {
+		a := r.c.args[i]
+		if strings.HasPrefix(a, "-") {
+			if !strings.Contains(a, "=") && !switches[a] && a != "-v" && !(len(a) > 2 && a[1] != '-') {
+				i++ // its value
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// lineGeometry is the case's geometry with the options its line gives.
+func (r *result) lineGeometry() geometry {
+	e := r.c.geo
+	num := func(name string, v *int64) {
+		if s, ok := r.c.opt(name); ok {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				*v = n
+			}
+		}
+	}
+	dbs, hbs := int64(e.dbs), int64(e.hbs)
+	num("--data-block-size", &dbs)
+	num("--hash-block-size", &hbs)
+	num("--hash-offset", &e.hashOffset)
+	num("--data-blocks", &e.dataBlocks)
+	e.dbs, e.hbs = int(dbs), int(hbs)
+	e.blocks = e.dataBlocks
+	if a, ok := r.c.opt("--hash"); ok {
+		if d, ok := digestSizes[a]; ok {
+			e.digest = d
+		}
+	}
+	e.noSB = r.c.has("--no-superblock")
+	return e
+}
+
 // fecOnHash reports whether the FEC device is HASH's file, and where
 // the parity starts.
 func (r *result) fecOnHash() (offset int64, ok bool) {
-	c := r.c
-	dev, has := c.opt("--fec-device")
-	if !has || c.geo.fec == "" {
+	dev, has := r.c.opt("--fec-device")
+	pos := r.positional()
+	if !has || len(pos) < 3 {
 		return 0, false
 	}
-	hash := c.geo.hashName()
-	if strings.TrimPrefix(dev, "./") != strings.TrimPrefix(hash, "./") && !(c.geo.layout != "sep" && dev == "data") {
+	clean := func(p string) string { return strings.TrimPrefix(p, "./") }
+	hash := clean(pos[2])
+	if r.c.geo.layout == "link" && hash == "hash" {
+		hash = "data"
+	}
+	if clean(dev) != hash && !(clean(dev) == "hash" && r.c.geo.layout == "link") {
 		return 0, false
 	}
-	v, _ := c.opt("--fec-offset")
+	v, _ := r.c.opt("--fec-offset")
 	off, err := strconv.ParseInt(v, 10, 64)
 	return off, err == nil || v == ""
 }
@@ -174,7 +221,26 @@ var acceptedRules = []rule{
 			"'Failed to read RS block'); the front writes it, and veritysetup verifies the result",
 		match: func(r *result) bool {
 			off, ok := r.fecOnHash()
-			return ok && off > treeEnd(&r.c.geo) && r.real.says(`^Failed to read RS block`) && r.ours.code == 0
+			e := r.lineGeometry()
+			return ok && off > treeEnd(&e) && r.real.says(`^Failed to read RS block`) && r.ours.code == 0
+		},
+	},
+	{
+		name:   "FEC parity that would overwrite its own tree is refused",
+		covers: all,
+		reason: "veritysetup counts the tree without the superblock's block (and no tree at all without " +
+			"--data-blocks) when it checks that the parity in HASH does not overlap it, so it writes parity over " +
+			"the tree's end and the device cannot be verified; the front counts the whole hash area and refuses",
+		match: func(r *result) bool {
+			off, ok := r.fecOnHash()
+			if !ok && r.c.tweaked("fec-over-tree") {
+				v, _ := r.c.opt("--fec-offset")
+				o, err := strconv.ParseInt(v, 10, 64)
+				off, ok = o, err == nil
+			}
+			t := r.lineGeometry()
+			return ok && r.verb() == "format" && off < treeEnd(&t) && r.real.code == 0 && r.ours.code == 1 &&
+				r.ours.says(`(?i)overlap`)
 		},
 	},
 	{
@@ -425,7 +491,7 @@ var knownDivergences = []rule{
 		reason: "veritysetup dumps (and verifies: nothing, exit 0) a superblock with 0 data blocks, and takes an " +
 			"algorithm spelled in capitals; the front refuses it as not a valid VERITY device",
 		match: func(r *result) bool {
-			return r.c.damage == "sb" && r.real.code != 1 && strings.HasSuffix(r.ours.gist, "is not a valid VERITY device.")
+			return r.c.damage == "sb" && !r.real.says(`not a valid VERITY device`) && strings.HasSuffix(r.ours.gist, "is not a valid VERITY device.")
 		},
 	},
 	{
@@ -485,6 +551,37 @@ var knownDivergences = []rule{
 		match: func(r *result) bool {
 			v, _ := r.c.opt("--fec-device")
 			return r.verb() == "verify" && v == "missing" && r.bothFail() && r.real.gist != r.ours.gist
+		},
+	},
+	{
+		name: "FEC parity differs with one data block", item: "21 (8192 hash block size with one data block)",
+		covers: []string{"files"},
+		reason: "with one data block (HASH = DATA, no tree levels) the front's parity is not veritysetup's: the " +
+			"bytes of the FEC device differ (which one dm-verity would use to repair is to be checked in a kernel)",
+		match: func(r *result) bool {
+			e := r.lineGeometry()
+			return e.dataBlocks == 1 && r.verb() == "format" && r.real.code == 0 && r.ours.code == 0 && r.c.has("--fec-device")
+		},
+	},
+	{
+		name: "a UUID in capitals printed in lower case", item: "21-new",
+		covers: []string{"stdout"},
+		reason: "format prints --uuid as given (capitals kept); the front prints it in lower case (the superblock's " +
+			"bytes are the same)",
+		match: func(r *result) bool {
+			u, _ := r.c.opt("--uuid")
+			return u != strings.ToLower(u) && strings.EqualFold(r.real.stdout, r.ours.stdout)
+		},
+	},
+	{
+		name: "the front repairs what veritysetup cannot (erasures)", item: "21-new (perhaps deliberate: to decide)",
+		covers: all,
+		reason: "the front knows from the tree which blocks are damaged and decodes them as erasures (as the " +
+			"kernel's dm-verity FEC does), so it repairs up to --fec-roots bytes per codeword; veritysetup decodes " +
+			"without erasures (half as many) and says 'Failed to repair parity'",
+		match: func(r *result) bool {
+			return r.verb() == "verify" && r.c.has("--fec-device") && r.real.code == 2 && r.real.says(`Failed to repair parity`) &&
+				r.ours.code == 0 && r.ours.says(`repairable errors with FEC device`)
 		},
 	},
 	{
