@@ -464,9 +464,14 @@ func (g *gen) formatCase() {
 		opts = dropOpt(opts, "--uuid")
 	}
 	data, hash := "data", e.hashName()
-	// Spoil it now and then, one or two things at a time.
-	for spoil := g.n(10); spoil >= 6; spoil-- {
-		opts, data, hash = g.spoilFormat(opts, data, hash, &e)
+	if e.layout == "sep" && !e.noSB && g.chance(0.04) {
+		// alone: parity in HASH where veritysetup's count of the tree ends
+		opts = g.fecOverTree(opts, &e)
+	} else {
+		// Spoil it now and then, one or two things at a time.
+		for spoil := g.n(10); spoil >= 6; spoil-- {
+			opts, data, hash = g.spoilFormat(opts, data, hash, &e)
+		}
 	}
 	opts = g.extras(opts)
 	c.args = g.line([]string{"format", data, hash}, opts)
@@ -486,6 +491,20 @@ func (g *gen) bigOffsetCase() {
 	c.geo = geometry{dbs: 4096, hbs: 4096, blocks: blocks, dataBlocks: blocks, alg: "sha256", digest: 32, format: 1,
 		layout: "same", hashOffset: offset, dataBlocksOpt: true, salt: g.hexBytes(32), uuid: fixedUUID}
 	c.args = g.line([]string{"format", "data", "data"}, c.geo.formatOptions())
+}
+
+// fecOverTree puts the parity in HASH where veritysetup's count of the
+// tree ends: without the superblock's block, so the parity would overwrite
+// the tree's last block.
+func (g *gen) fecOverTree(opts []option, e *geometry) []option {
+	t := *e
+	t.hbs = e.dbs
+	t.blocks = e.dataBlocks
+	opts = setOpt(opts, "--hash-block-size", strconv.Itoa(e.dbs))
+	opts = setOpt(opts, "--fec-device", "hash")
+	opts = setOpt(opts, "--fec-offset", strconv.FormatInt(treeEnd(&t)-roundUp(512, int64(t.hbs)), 10))
+	g.c.tweaks = append(g.c.tweaks, "fec-over-tree")
+	return opts
 }
 
 // spoilFormat makes one thing of a format command line wrong, odd or
@@ -529,16 +548,7 @@ func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]opti
 		case 2:
 			// parity inside the tree or the data
 			if e.layout == "sep" && !e.noSB && g.chance(0.5) {
-				// where veritysetup's count of the tree ends: without the
-				// superblock's block (or, without --data-blocks, no tree
-				// at all), so the parity would overwrite the tree's end
-				t := *e
-				t.hbs = e.dbs
-				t.blocks = e.dataBlocks
-				opts = setOpt(opts, "--hash-block-size", strconv.Itoa(e.dbs))
-				opts = setOpt(opts, "--fec-device", "hash")
-				opts = setOpt(opts, "--fec-offset", strconv.FormatInt(roundUp(treeEnd(&t)-roundUp(512, int64(t.hbs)), 4096), 10))
-				c.tweaks = append(c.tweaks, "fec-over-tree")
+				opts = g.fecOverTree(opts, e)
 				break
 			}
 			opts = setOpt(opts, "--fec-device", pick(g, "data", "hash"))

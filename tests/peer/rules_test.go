@@ -240,7 +240,7 @@ var acceptedRules = []rule{
 			}
 			t := r.lineGeometry()
 			return ok && r.verb() == "format" && off < treeEnd(&t) && r.real.code == 0 && r.ours.code == 1 &&
-				r.ours.says(`(?i)overlap`)
+				r.ours.says(`(?i)overlap|would overwrite the tree`)
 		},
 	},
 	{
