@@ -174,6 +174,9 @@ func generate(seed uint64, index int) *peerCase {
 // the superblock's block, and the tree's blocks (as dm-verity lays it out:
 // levels of 2^k digests per block).
 func treeEnd(e *geometry) int64 {
+	if e.digest <= 0 || e.hbs < 512 || e.digest*2 > e.hbs {
+		return 0 // not a geometry (a case with no format): nothing to lay out
+	}
 	slot := 1
 	for slot < e.digest {
 		slot *= 2
