@@ -52,6 +52,8 @@ var guestPrograms = []guestProgram{
 	{"internal/front/veritysetup", "^TestKernelFront", []string{"TestKernelFrontOpenFile", "TestKernelFrontBlockDevice",
 		"TestKernelFrontWrongRoot", "TestKernelFrontCorruption", "TestKernelFrontFEC", "TestKernelFrontHashOffset",
 		"TestKernelFrontDeferred", "TestKernelFrontSignature", "TestKernelFrontOpenTiming"}},
+	// veritycheck --kernel.
+	{"internal/front/veritycheck", "^TestKernelCheck$", []string{"TestKernelCheck"}},
 }
 
 // guestFront is where our veritysetup is in the guest.

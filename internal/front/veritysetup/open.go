@@ -161,7 +161,7 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 	}
 	d, err := verity.Activate(ctx, name, dataPath, hashPath, root, ao)
 	if err != nil {
-		return activateError(err, name)
+		return activateError(err, name, o.verbose || o.debug)
 	}
 	// veritysetup looks at the device's status once it is live.
 	if s, err := verity.Status(ctx, d.Name); err == nil && s.Corrupted {
@@ -202,7 +202,9 @@ func readSignature(path string) ([]byte, error) {
 }
 
 // activateError words Activate's errors as veritysetup's.
-func activateError(err error, name string) error {
+// verbose adds the kernel's reason for a table it refused, which
+// veritysetup does not print.
+func activateError(err error, name string, verbose bool) error {
 	var de *dm.Error
 	var e *verity.Error
 	switch {
@@ -216,8 +218,12 @@ func activateError(err error, name string) error {
 		if errors.As(de.Err, &n) {
 			reason = n.Error()
 		}
-		lines := []string{fmt.Sprintf("device-mapper: reload ioctl on %s failed: %s", name, capitalize(reason))}
-		if de.Kernel != "" {
+		device := name
+		if de.Major != 0 {
+			device = fmt.Sprintf("%s (%d:%d)", name, de.Major, de.Minor)
+		}
+		lines := []string{fmt.Sprintf("device-mapper: reload ioctl on %s failed: %s", device, capitalize(reason))}
+		if de.Kernel != "" && verbose {
 			lines = append(lines, "The kernel says: "+de.Kernel)
 		}
 		return &failure{code: exitENODEV, lines: lines}

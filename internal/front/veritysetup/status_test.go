@@ -155,11 +155,11 @@ func TestActivateErrorCodes(t *testing.T) {
 		line string
 	}{
 		{&verity.Error{Kind: verity.KindRefused, Err: &wrapped{"device vroot already exists", errExist}}, 5, "Device vroot already exists."},
-		{&verity.Error{Kind: verity.KindInput, Err: loadError(enokey)}, 4, "device-mapper: reload ioctl on vroot failed: Required key not available"},
-		{&verity.Error{Kind: verity.KindInput, Err: loadError(ebadmsg)}, 4, "device-mapper: reload ioctl on vroot failed: Bad message"},
+		{&verity.Error{Kind: verity.KindInput, Err: loadError(enokey)}, 4, "device-mapper: reload ioctl on vroot (253:4) failed: Required key not available"},
+		{&verity.Error{Kind: verity.KindInput, Err: loadError(ebadmsg)}, 4, "device-mapper: reload ioctl on vroot (253:4) failed: Bad message"},
 		{&verity.Error{Kind: verity.KindRefused, Err: &wrapped{"DATA /dev/vda1 is in use", nil}}, 5, "DATA /dev/vda1 is in use."},
 	} {
-		f := toFailure(activateError(c.err, "vroot"))
+		f := toFailure(activateError(c.err, "vroot", false))
 		if f.code != c.code || f.lines[0] != c.line {
 			t.Errorf("%v: exit %d %q, want %d %q", c.err, f.code, f.lines, c.code, c.line)
 		}
@@ -181,7 +181,7 @@ var (
 )
 
 func loadError(n syscall.Errno) error {
-	return &dm.Error{Op: "load the table of", Name: "vroot", Err: n}
+	return &dm.Error{Op: "load the table of", Name: "vroot", Err: n, Major: 253, Minor: 4, Kernel: "verity: Root hash verification failed"}
 }
 
 func toFailure(err error) *failure {
