@@ -69,7 +69,9 @@ func TestKernelCheck(t *testing.T) {
 	if code, out := run(cancelled, "--kernel", root, data); code != 2 {
 		t.Errorf("interrupted: exit %d: %s", code, out)
 	}
-	if code, out := run(ctx, "--kernel", "--root-hash="+strings.Repeat("0", 62)+"1", data); code != 1 {
+	// A wrong root: the kernel fails every read.
+	if code, out := run(ctx, "--kernel", "--root-hash="+strings.Repeat("0", 63)+"1", data); code != 1 ||
+		!strings.Contains(out, "data block 0 (offset 0): the kernel fails its read (EIO)") || !strings.Contains(out, "... and 280 more (300 in all") {
 		t.Errorf("wrong root: exit %d: %s", code, out)
 	}
 }
