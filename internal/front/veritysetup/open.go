@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -290,7 +291,7 @@ func (o *options) statusAction(ctx context.Context, arg string, stdout io.Writer
 // as /dev/mapper/NAME. A path that does not exist is taken as a name, as
 // veritysetup takes it.
 func statusName(arg string) (name, shown string) {
-	if !containsSlash(arg) {
+	if !strings.Contains(arg, "/") {
 		return arg, dm.NodePath(arg)
 	}
 	var st unix.Stat_t
@@ -304,23 +305,7 @@ func statusName(arg string) (name, shown string) {
 	if err != nil {
 		return "", arg
 	}
-	return string(trimNewline(b)), arg
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
-}
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return strings.TrimRight(string(b), "\n"), arg
 }
 
 // loopMajor is the loop driver's block major.
@@ -340,7 +325,7 @@ func loopBackingFile(path string) string {
 	if err != nil {
 		return ""
 	}
-	return string(trimNewline(b))
+	return strings.TrimRight(string(b), "\n")
 }
 
 // deviceType is the type veritysetup reads from a device's dm UUID
