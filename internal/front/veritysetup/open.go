@@ -332,13 +332,12 @@ func loopBackingFile(path string) string {
 // (crypt_init_by_name_and_header): the word after CRYPT-, "" for a
 // device that is not cryptsetup's.
 func deviceType(uuid string) string {
-	const prefix = "CRYPT-"
-	if len(uuid) < len(prefix) || uuid[:len(prefix)] != prefix {
+	rest, ok := strings.CutPrefix(uuid, "CRYPT-")
+	if !ok {
 		return ""
 	}
-	rest := uuid[len(prefix):]
 	for _, t := range []string{"PLAIN", "LOOPAES", "LUKS1", "LUKS2", "VERITY", "TCRYPT", "INTEGRITY", "BITLK", "FVAULT2"} {
-		if len(rest) >= len(t) && rest[:len(t)] == t {
+		if strings.HasPrefix(rest, t) {
 			return t
 		}
 	}
