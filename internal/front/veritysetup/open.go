@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -247,7 +246,7 @@ func (o *options) closeAction(ctx context.Context, name string, stdout io.Writer
 	opts := &verity.DeactivateOptions{Deferred: o.flag("deferred"), CancelDeferred: o.flag("cancel-deferred")}
 	res, err := verity.Deactivate(ctx, name, opts)
 	switch {
-	case errors.Is(err, dm.ErrNoDevice) || errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, dm.ErrNoDevice):
 		return fail(exitENODEV, "Device %s is not active.", name)
 	case err != nil && errors.Is(err, dm.ErrBusy):
 		return fail(exitEBUSY, "Device %s is still in use.", name)
