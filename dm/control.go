@@ -188,6 +188,7 @@ func (c *Control) Load(name string, targets []Target, opts *LoadOptions) error {
 		if errors.As(err, &e) {
 			if info, ierr := c.Info(name); ierr == nil {
 				e.Kernel = log.reason(fmt.Sprintf("%d:%d", info.Major, info.Minor))
+				e.Major, e.Minor = info.Major, info.Minor
 			}
 		}
 		return err

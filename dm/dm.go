@@ -160,6 +160,9 @@ type Error struct {
 	// for an invalid table), "" when it logged nothing or its log could
 	// not be read.
 	Kernel string
+	// Major and Minor are the device's number where the command named a
+	// device that has one (a table the kernel refused), else 0.
+	Major, Minor uint32
 }
 
 func (e *Error) Error() string {

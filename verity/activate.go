@@ -33,8 +33,19 @@ type ActivateOptions struct {
 	IgnoreZeroBlocks, CheckAtMostOnce, UseTasklets bool
 	// RootHashSigKey names the key in the kernel's keyring that holds the
 	// root hash's signature (root_hash_sig_key_desc); "" for none. Loading
-	// the signature into the keyring is the caller's business.
+	// the signature into the keyring is then the caller's business.
 	RootHashSigKey string
+	// RootHashSignature is the root hash's signature (a DER PKCS#7, as
+	// SignRootHash makes it), nil for none: Activate hands it to the
+	// kernel as veritysetup --root-hash-signature does, as a "user" key
+	// cryptsetup:<the superblock's UUID>-<name> (cryptsetup:<name>
+	// without a superblock) in the thread's keyring, named by the table's
+	// root_hash_sig_key_desc, revoked and unlinked once the table is
+	// loaded (the kernel checks the signature then). Stock kernels trust
+	// only the keys built into them (and their secondary keyring): a
+	// signature by another key is refused, a KindInput error matching
+	// dm.ErrNoKey. Not with RootHashSigKey.
+	RootHashSignature []byte
 
 	// NoUdev makes /dev/mapper/NAME here even when udev runs, as
 	// libdevmapper does with DM_DISABLE_UDEV.

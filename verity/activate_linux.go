@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -116,6 +117,9 @@ func (o *ActivateOptions) check(name string, root []byte) (merkle.Params, error)
 	}
 	if len(root) == 0 {
 		return p, paramErrorf("root", "", "the root hash is empty")
+	}
+	if len(o.RootHashSignature) > 0 && o.RootHashSigKey != "" {
+		return p, paramErrorf("RootHashSignature", "", "a root hash signature and a signature key description cannot both be given")
 	}
 	t := o.tableOptions("0:0", "0:0", "")
 	return p, t.Check()
@@ -255,7 +259,11 @@ func (a *activation) run(ctx context.Context, files *activationFiles, opts *Acti
 	if files.parity != nil {
 		fecInfo, fecNumber = files.parity.info(), numbers[2]
 	}
-	bp, err := Table(files.g, root, fecInfo, opts.tableOptions(numbers[1], numbers[0], fecNumber))
+	tableOpts := opts.tableOptions(numbers[1], numbers[0], fecNumber)
+	if len(opts.RootHashSignature) > 0 {
+		tableOpts.RootHashSigKey = signatureKeyDescription(files.g, a.name)
+	}
+	bp, err := Table(files.g, root, fecInfo, tableOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +274,17 @@ func (a *activation) run(ctx context.Context, files *activationFiles, opts *Acti
 	a.created = true
 	if err := step(ctx, "create"); err != nil {
 		return nil, err
+	}
+	if len(opts.RootHashSignature) > 0 {
+		// The key lives in this thread's keyring: the table must be
+		// loaded from this thread, and the key goes once it is.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		key, err := addSignatureKey(tableOpts.RootHashSigKey, opts.RootHashSignature)
+		if err != nil {
+			return nil, err
+		}
+		defer dropSignatureKey(key)
 	}
 	if err := a.ctl.Load(a.name, []dm.Target{{Start: 0, Length: bp.Sectors, Type: "verity", Params: bp.Table}}, &dm.LoadOptions{ReadOnly: true}); err != nil {
 		return nil, a.madeError(err)

@@ -32,6 +32,8 @@ type fakeMapper struct {
 	removed int
 	// lose: another process removes the device before its table loads.
 	lose bool
+	// onLoad, when set, runs as Load starts, on the caller's thread.
+	onLoad func(name string)
 }
 
 type fakeDevice struct {
@@ -103,6 +105,9 @@ func (f *fakeMapper) Create(name, uuid string) (*dm.Info, error) {
 
 func (f *fakeMapper) Load(name string, targets []dm.Target, opts *dm.LoadOptions) error {
 	f.call(fmt.Sprintf("load %s %d %s %s readonly=%v", name, targets[0].Length, targets[0].Type, targets[0].Params, opts.ReadOnly))
+	if f.onLoad != nil {
+		f.onLoad(name)
+	}
 	t, err := ParseTable(targets[0].Params)
 	if err != nil {
 		return &dm.Error{Op: "load the table of", Name: name, Err: syscall.EINVAL}

@@ -1,6 +1,7 @@
-// Command veritysetup is veritysetup 2.6.1's command line for format, verify
-// and dump, answered by veritygen's library: the same front as veritygen
-// run under the name veritysetup, installable without a link.
+// Command veritysetup is veritysetup 2.6.1's command line (format, verify,
+// dump, open, close, status), answered by veritygen's library: the same
+// front as veritygen run under the name veritysetup, installable without a
+// link.
 package main
 
 import (

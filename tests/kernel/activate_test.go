@@ -29,11 +29,14 @@ import (
 var activateInit []byte
 
 // guestProgram is a package's test program and the tests it must pass in
-// the guest.
+// the guest; name is the program's name there (the package's last
+// element).
 type guestProgram struct {
 	pkg, run string
 	mustPass []string
 }
+
+func (p guestProgram) name() string { return filepath.Base(p.pkg) }
 
 var guestPrograms = []guestProgram{
 	{"loop", ".", []string{"TestAttachReadOnly", "TestAttachReadWriteBlockSize", "TestAttachFile", "TestAttachLegacy",
@@ -43,8 +46,18 @@ var guestPrograms = []guestProgram{
 	{"verity", "^(TestKernel|TestActivate|TestDeactivate)", []string{"TestKernelActivateFile", "TestKernelActivateBlockDevice",
 		"TestKernelWrongRoot", "TestKernelCorruption", "TestKernelFEC", "TestKernelHashOffsetNoSuperblock", "TestKernelActivateTwice",
 		"TestKernelDeferred", "TestKernelUndo", "TestKernelSignatureKeyMissing", "TestKernelVeritysetup", "TestKernelLoopsAsVeritysetup", "TestKernelOpenTiming", "TestActivateFake",
-		"TestActivateUndo", "TestActivateOneLoopPerFile", "TestDeactivateFake"}},
+		"TestActivateUndo", "TestActivateOneLoopPerFile", "TestDeactivateFake", "TestActivateSignatureKey"}},
+	// The veritysetup front (our binary, /opt/vt/veritysetup) side by side
+	// with veritysetup 2.6.1.
+	{"internal/front/veritysetup", "^TestKernelFront", []string{"TestKernelFrontOpenFile", "TestKernelFrontBlockDevice",
+		"TestKernelFrontWrongRoot", "TestKernelFrontCorruption", "TestKernelFrontFEC", "TestKernelFrontHashOffset",
+		"TestKernelFrontDeferred", "TestKernelFrontSignature", "TestKernelFrontOpenTiming"}},
+	// veritycheck --kernel.
+	{"internal/front/veritycheck", "^TestKernelCheck$", []string{"TestKernelCheck"}},
 }
+
+// guestFront is where our veritysetup is in the guest.
+const guestFront = "/opt/vt/veritysetup"
 
 // TestActivate boots the kernel once and runs, in it, the tests of the dm,
 // loop and verity packages that need the kernel (see guestPrograms): each
@@ -63,15 +76,23 @@ func TestActivate(t *testing.T) {
 	programs := map[string]string{"bin/busybox": tools.busybox, "sbin/veritysetup": veritysetup}
 	buildStart := time.Now()
 	for _, p := range guestPrograms {
-		bin := filepath.Join(work, p.pkg+".test")
+		bin := filepath.Join(work, p.name()+".test")
 		cmd := exec.Command(goTool, "test", "-c", "-ldflags=-s -w", "-o", bin, "./"+p.pkg)
 		cmd.Dir = testtool.ModuleRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building the %s tests: %v\n%s", p.pkg, err, out)
 		}
-		programs["bin/"+p.pkg+".test"] = bin
+		programs["bin/"+p.name()+".test"] = bin
 	}
+	front := filepath.Join(work, "veritysetup")
+	cmd := exec.Command(goTool, "build", "-ldflags=-s -w", "-o", front, "./cmd/veritysetup")
+	cmd.Dir = testtool.ModuleRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/veritysetup: %v\n%s", err, out)
+	}
+	programs[strings.TrimPrefix(guestFront, "/")] = front
 	t.Logf("test programs built in %v", time.Since(buildStart).Round(time.Millisecond))
 
 	// The block device case: an image on vda1, its tree on vda2.
@@ -90,10 +111,10 @@ func TestActivate(t *testing.T) {
 
 	var tests strings.Builder
 	for _, p := range guestPrograms {
-		fmt.Fprintf(&tests, "%s -test.v -test.count=1 -test.run %s\n", p.pkg, p.run)
+		fmt.Fprintf(&tests, "%s -test.v -test.count=1 -test.run %s\n", p.name(), p.run)
 	}
-	env := fmt.Sprintf("VERITYTREE_KERNEL_TESTS=1\nVERITYTREE_GUEST_VERITYSETUP=1\nTMPDIR=/tmp\nHOME=/tmp\nVERITYTREE_GUEST_BLOCK=%s,%s,%x,%x\n",
-		vda(1), vda(2), res.RootHash, sum)
+	env := fmt.Sprintf("VERITYTREE_KERNEL_TESTS=1\nVERITYTREE_GUEST_VERITYSETUP=1\nTMPDIR=/tmp\nHOME=/tmp\nVERITYTREE_GUEST_BLOCK=%s,%s,%x,%x\nVERITYTREE_GUEST_OURS=%s\n",
+		vda(1), vda(2), res.RootHash, sum, guestFront)
 	r := &initramfs{
 		init: activateInit,
 		files: map[string][]byte{
@@ -113,8 +134,8 @@ func TestActivate(t *testing.T) {
 		t.Errorf("guest: %s", e)
 	}
 	for _, p := range guestPrograms {
-		t.Run(p.pkg, func(t *testing.T) {
-			out, ok := g.output[p.pkg]
+		t.Run(p.name(), func(t *testing.T) {
+			out, ok := g.output[p.name()]
 			if !ok {
 				t.Fatalf("the guest did not run the %s tests", p.pkg)
 			}
@@ -125,7 +146,7 @@ func TestActivate(t *testing.T) {
 					t.Log(strings.TrimSpace(l))
 				}
 			}
-			if rc := g.rc[p.pkg]; rc != "0" {
+			if rc := g.rc[p.name()]; rc != "0" {
 				t.Errorf("the %s tests exited %s in the guest:\n%s", p.pkg, rc, tailLines(out, 80))
 			}
 			for _, name := range p.mustPass {

@@ -120,6 +120,8 @@ type options struct {
 	fecRoots     int
 	repair       bool
 	raw          bool
+	// kernel: ask the kernel (kernel.go).
+	kernel bool
 	// rootPositional: the root hash was the third argument, in rootHex.
 	rootPositional bool
 	// The AVB check (avb.go): --avb, --avb-key, and what the vbmeta said,
@@ -154,6 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
 	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
 	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
+	fs.BoolVar(&o.kernel, "kernel", false, "check through the kernel's dm-verity instead: open DATA as a device, read it whole, close it (root needed; see below)")
 	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
 	fs.BoolVar(&o.avb, "avb", false, "check DATA as an Android Verified Boot image: its vbmeta signature, then the tree against its hashtree descriptor (chosen by itself when DATA ends in an AVB footer and no root hash is given)")
 	fs.StringVar(&o.avbKey, "avb-key", "", "with the AVB check, require the vbmeta to be signed with this key: `FILE` in PEM (public or private) or an AVB public key blob")
@@ -163,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
 	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+kernelUsage+exitCodes)
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -175,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitError
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+exitCodes)
+		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+kernelUsage+exitCodes)
 		return cli.ExitOK
 	}
 	code := cli.ExitOK
@@ -406,6 +409,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
 	}
+	if o.kernel {
+		if err := kernelFlags(o); err != nil {
+			return cli.ExitError, err
+		}
+	}
 	if isAVB, err := wantsAVB(o, args); err != nil {
 		return cli.ExitError, err
 	} else if isAVB {
@@ -429,6 +437,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	root, err := signatureRoot(ctx, o, sigFile)
 	if err != nil {
 		return cli.ExitError, err
+	}
+	if o.kernel {
+		return checkKernel(ctx, o, dataPath, hashPath, root, vo, stdout)
 	}
 	if sigFile != nil {
 		var code int

@@ -1,9 +1,9 @@
 // Package veritysetup is the veritysetup front: cmd/veritysetup, or
 // veritygen run under the name veritysetup (a symbolic or hard link), takes
-// veritysetup 2.6.1's command line for format, verify and dump, prints what
-// it prints and exits as it does, so that scripts written for veritysetup
-// run unchanged where only veritygen is installed. It is one more caller of
-// the library's verbs.
+// veritysetup 2.6.1's command line for format, verify, dump, open, close
+// and status, prints what it prints and exits as it does, so that scripts
+// written for veritysetup run unchanged where only veritygen is installed.
+// It is one more caller of the library's verbs.
 package veritysetup
 
 import (
@@ -55,7 +55,7 @@ var codeText = map[int]string{
 
 // versionText keeps veritysetup's first two words, which scripts check, and
 // says what answers.
-const versionText = "veritysetup 2.6.1 flags: veritygen (format, verify and dump only)\n"
+const versionText = "veritysetup 2.6.1 flags: veritygen\n"
 
 const usageText = `Usage: veritysetup [-?Vv] [-?|--help] [--usage] [-V|--version]
         [--cancel-deferred] [--check-at-most-once] [--data-block-size=bytes]
@@ -72,17 +72,23 @@ const usageText = `Usage: veritysetup [-?Vv] [-?|--help] [--usage] [-V|--version
 const helpText = `Usage: veritysetup [OPTION...] <action> <action-specific>
 
 This is veritygen answering as veritysetup: it formats, verifies and dumps
-dm-verity hash trees exactly as veritysetup 2.6.1 does (same trees, same
-output, same exit codes). It does not open, close or query device-mapper
-devices: use cryptsetup's veritysetup for those.
+dm-verity hash trees, and opens, closes and queries dm-verity devices (through
+device-mapper's ioctls and loop devices), as veritysetup 2.6.1 does: same
+trees, same output, same exit codes.
 
 Help options:
   -?, --help                           Show this help message
       --usage                          Display brief usage
   -V, --version                        Print package version
+      --cancel-deferred                Cancel a previously set deferred device
+                                       removal
+      --check-at-most-once             Verify data block only the first time
+                                       it is read
       --data-block-size=bytes          Block size on the data device
       --data-blocks=blocks             The number of blocks in the data file
       --debug                          Show debug messages
+      --deferred                       Device removal is deferred until the
+                                       last user closes it
       --fec-device=path                Path to device with error correction
                                        data
       --fec-offset=bytes               Starting offset on the FEC device
@@ -92,17 +98,27 @@ Help options:
   -h, --hash=string                    Hash algorithm
       --hash-block-size=bytes          Block size on the hash device
       --hash-offset=bytes              Starting offset on the hash device
+      --ignore-corruption              Ignore corruption, log it only
+      --ignore-zero-blocks             Do not verify zeroed blocks
       --no-superblock                  Do not use verity superblock
+      --panic-on-corruption            Panic kernel if corruption is detected
+      --restart-on-corruption          Restart kernel if corruption is detected
       --root-hash-file=STRING          Path to root hash file
+      --root-hash-signature=STRING     Path to root hash signature file
   -s, --salt=hex string                Salt
+      --use-tasklets                   Use kernel tasklets for performance
       --uuid=STRING                    UUID for device to use
   -v, --verbose                        Shows more detailed error messages
 
 <action> is one of:
 	format <data_device> <hash_device> - format device
 	verify <data_device> <hash_device> [<root_hash>] - verify device
+	open <data_device> <name> <hash_device> [<root_hash>] - open device as <name>
+	close <name> - close device (remove mapping)
+	status <name> - show active device status
 	dump <hash_device> - show on-disk information
 
+<name> is the device to create under /dev/mapper
 <data_device> is the data device
 <hash_device> is the device containing verification data
 <root_hash> hash of the root node on <hash_device>
@@ -111,8 +127,8 @@ Default compiled-in dm-verity parameters:
 	Hash: sha256, Data block (bytes): 4096, Hash block (bytes): 4096, Salt size: 32, Hash format: 1
 `
 
-// activationOnly are veritysetup's options that only open uses; it
-// refuses them with the other actions.
+// activationOnly are veritysetup's options for open and close only
+// (optionActions says which).
 var activationOnly = []string{"ignore-corruption", "ignore-zero-blocks", "restart-on-corruption", "panic-on-corruption",
 	"use-tasklets", "deferred", "cancel-deferred", "root-hash-signature"}
 
@@ -266,22 +282,26 @@ func (o *options) action(ctx context.Context, args []string, stdout, stderr io.W
 		return usageFail("Argument <action> missing.")
 	}
 	verb, args := args[0], args[1:]
-	switch verb {
-	case "format", "verify", "dump":
-	case "open", "create", "close", "remove", "status":
-		f := usageFail("Unknown action.")
-		f.lines = append(f.lines, fmt.Sprintf("%s: this veritysetup is veritygen, which only formats, verifies and dumps; "+
-			"use cryptsetup's veritysetup to %s a device", verb, verb))
-		return f
-	default:
-		f := usageFail("Unknown action.")
-		f.lines = append(f.lines, "this veritysetup is veritygen, which only formats, verifies and dumps")
-		return f
+	// veritysetup's aliases: create takes the name first (only with two
+	// arguments or more), remove is close.
+	switch {
+	case verb == "create" && len(args) > 1:
+		args = append([]string{args[1], args[0]}, args[2:]...)
+		verb = "open"
+	case verb == "remove":
+		verb = "close"
 	}
-	for _, name := range activationOnly {
-		if o.fs.Changed(name) {
-			return usageFail("Option --%s is not allowed with %s action.", name, verb)
-		}
+	switch verb {
+	case "format", "verify", "dump", "open", "close", "status":
+	default:
+		return usageFail("Unknown action.")
+	}
+	if err := o.checkActionOptions(verb); err != nil {
+		return err
+	}
+	switch verb {
+	case "open", "close", "status":
+		return o.deviceAction(ctx, verb, args, stdout, stderr)
 	}
 	// As veritysetup, arguments past those an action takes are ignored.
 	switch verb {

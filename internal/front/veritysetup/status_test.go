@@ -1,0 +1,193 @@
+package veritysetup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/veritytree/veritytree/dm"
+	"github.com/veritytree/veritytree/verity"
+)
+
+// fakeStatus is what Status says of a device veritysetup opened from
+// files with a superblock and FEC in a file of its own.
+func fakeStatus(t *testing.T) *verity.DeviceStatus {
+	kt, err := verity.ParseTable("1 7:1 7:0 4096 4096 512 1 sha256 " +
+		"8b8c5dbf1ab1e7f6ea0f1b0b1e0e1c1d1e1f2021222324252627282930313233 " +
+		"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf " +
+		"10 ignore_zero_blocks check_at_most_once use_fec_from_device 7:2 fec_start 0 fec_blocks 518 fec_roots 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &verity.DeviceStatus{Name: "vroot", Path: "/dev/mapper/vroot", UUID: "CRYPT-VERITY-0123456789abcdef0123456789abcdef-vroot",
+		ReadOnly: true, Table: kt, Sectors: 4096,
+		Data: verity.BackingDevice{Number: "7:1", Path: "/dev/loop1", File: "/tmp/d.img"},
+		Hash: verity.BackingDevice{Number: "7:0", Path: "/dev/loop0", File: "/tmp/h.img"},
+		FEC:  verity.BackingDevice{Number: "7:2", Path: "/dev/loop2", File: "/tmp/f.img"}}
+}
+
+// TestWriteStatus: veritysetup 2.6.1's action_status, line by line (its
+// format strings in src/veritysetup.c), for a fake device.
+func TestWriteStatus(t *testing.T) {
+	want := `/dev/mapper/vroot is active.
+  type:        VERITY
+  status:      verified
+  hash type:   1
+  data block:  4096
+  hash block:  4096
+  hash name:   sha256
+  salt:        a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf
+  data device: /dev/loop1
+  data loop:   /tmp/d.img
+  size:        4096 sectors
+  mode:        readonly
+  hash device: /dev/loop0
+  hash loop:   /tmp/h.img
+  hash offset: 8 sectors
+  FEC device:  /dev/loop2
+  FEC offset:  0 sectors
+  FEC roots:   2
+  root hash:   8b8c5dbf1ab1e7f6ea0f1b0b1e0e1c1d1e1f2021222324252627282930313233
+  flags:       ignore_zero_blocks check_at_most_once
+`
+	var b bytes.Buffer
+	if code := writeStatus(&b, "/dev/mapper/vroot", fakeStatus(t), ""); code != exitOK || b.String() != want {
+		t.Errorf("exit %d, status:\n%s\nwant:\n%s", code, b.String(), want)
+	}
+
+	// In use, corrupted, signed, no salt, block devices, FEC loop named by
+	// --fec-device, the other flags (veritysetup glues the last two).
+	s := fakeStatus(t)
+	s.OpenCount, s.Corrupted, s.ReadOnly = 2, true, false
+	s.Table.RootHashSigKey, s.Table.Salt = "cryptsetup:x-vroot", nil
+	s.Table.OnCorruption, s.Table.IgnoreZeroBlocks, s.Table.UseTasklets = verity.RestartOnCorruption, false, true
+	s.Table.FECStart, s.Table.HashStartBlock = 130, 0
+	s.Data, s.Hash = verity.BackingDevice{Number: "254:1", Path: "/dev/vda1"}, verity.BackingDevice{Number: "254:2"}
+	b.Reset()
+	writeStatus(&b, "/dev/dm-0", s, "/tmp/f.img")
+	for _, line := range []string{"/dev/dm-0 is active and is in use.\n", "  status:      corrupted (with signature)\n", "  salt:        -\n",
+		"  data device: /dev/vda1\n  size:", "  mode:        read/write\n  hash device: 254:2\n  hash offset: 0 sectors\n",
+		"  FEC device:  /dev/loop2\n  FEC loop:    /tmp/f.img\n  FEC offset:  1040 sectors\n",
+		"  flags:       restart_on_corruption check_at_most_oncetry_verify_in_tasklet\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("status lacks %q:\n%s", line, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "data loop") || strings.Contains(b.String(), "hash loop") {
+		t.Errorf("loop lines for block devices:\n%s", b.String())
+	}
+
+	// A device that is not veritysetup's: its type, then exit 1.
+	s = fakeStatus(t)
+	s.UUID = ""
+	b.Reset()
+	if code := writeStatus(&b, "/dev/mapper/vroot", s, ""); code != exitEINVAL || b.String() != "/dev/mapper/vroot is active.\n  type:        n/a\n" {
+		t.Errorf("exit %d:\n%s", code, b.String())
+	}
+}
+
+func TestDeviceType(t *testing.T) {
+	for uuid, want := range map[string]string{"CRYPT-VERITY-abc-n": "VERITY", "CRYPT-VERITY-n": "VERITY", "CRYPT-LUKS2-x": "LUKS2",
+		"CRYPT-": "", "": "", "LVM-xyz": "", "CRYPT-SUBDEV-x": ""} {
+		if got := deviceType(uuid); got != want {
+			t.Errorf("deviceType(%q) = %q, want %q", uuid, got, want)
+		}
+	}
+}
+
+// TestStatusName: a name is shown under /dev/mapper, a path as given; a
+// path that is not there is taken as a name, as veritysetup takes it.
+func TestStatusName(t *testing.T) {
+	for _, c := range []struct{ arg, name, shown string }{
+		{"vroot", "vroot", "/dev/mapper/vroot"},
+		{"/nonexistent/x", "", "/dev/mapper//nonexistent/x"},
+		{"/dev/null", "", "/dev/null"},
+	} {
+		if name, shown := statusName(c.arg); name != c.name || shown != c.shown {
+			t.Errorf("statusName(%q) = %q, %q; want %q, %q", c.arg, name, shown, c.name, c.shown)
+		}
+	}
+}
+
+// TestDeviceActionErrors: what is refused before any device is touched,
+// with veritysetup's messages and exit codes.
+func TestDeviceActionErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		line string
+	}{
+		{[]string{"open", "d", "n"}, 1, "veritysetup: open: requires <data_device> <name> <hash_device> [<root_hash>] as arguments"},
+		{[]string{"create", "n"}, 1, "veritysetup: Unknown action."},
+		{[]string{"create", "n", "d", "h"}, 1, "Command requires <root_hash> or --root-hash-file option as argument."},
+		{[]string{"close"}, 1, "veritysetup: close: requires <name> as arguments"},
+		{[]string{"remove"}, 1, "veritysetup: close: requires <name> as arguments"},
+		{[]string{"status"}, 1, "veritysetup: status: requires <name> as arguments"},
+		{[]string{"close", "--ignore-corruption", "n"}, 1, "veritysetup: Option --ignore-corruption is not allowed with close action."},
+		{[]string{"open", "--deferred", "d", "n", "h", "00"}, 1, "veritysetup: Option --deferred is not allowed with open action."},
+		{[]string{"status", "--root-hash-file=f", "n"}, 1, "veritysetup: Option --root-hash-file is not allowed with status action."},
+		{[]string{"open", "--ignore-corruption", "--restart-on-corruption", "d", "n", "h", "00"}, 1,
+			"veritysetup: Option --ignore-corruption and --restart-on-corruption cannot be used together."},
+		{[]string{"open", "--panic-on-corruption", "--restart-on-corruption", "d", "n", "h", "00"}, 1,
+			"veritysetup: Option --panic-on-corruption and --restart-on-corruption cannot be used together."},
+		{[]string{"close", "--deferred", "--cancel-deferred", "n"}, 1,
+			"veritysetup: Options --cancel-deferred and --deferred cannot be used at the same time."},
+		{[]string{"open", "/nonexistent/d", "n", "/nonexistent/h", "00"}, 4, "Device /nonexistent/h does not exist or access denied."},
+		{[]string{"status", "/nonexistent/x"}, 4, ""},
+	} {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), "veritysetup", c.args, &out, &errOut)
+		lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+		if code != c.code || lines[len(lines)-1] != c.line {
+			t.Errorf("%v: exit %d, stderr %q; want %d, last line %q", c.args, code, errOut.String(), c.code, c.line)
+		}
+	}
+}
+
+// TestActivateErrorCodes: Activate's refusals as veritysetup's exit codes.
+func TestActivateErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int
+		line string
+	}{
+		{&verity.Error{Kind: verity.KindRefused, Err: &wrapped{"device vroot already exists", errExist}}, 5, "Device vroot already exists."},
+		{&verity.Error{Kind: verity.KindInput, Err: loadError(enokey)}, 4, "device-mapper: reload ioctl on vroot (253:4) failed: Required key not available"},
+		{&verity.Error{Kind: verity.KindInput, Err: loadError(ebadmsg)}, 4, "device-mapper: reload ioctl on vroot (253:4) failed: Bad message"},
+		{&verity.Error{Kind: verity.KindRefused, Err: &wrapped{"DATA /dev/vda1 is in use", nil}}, 5, "DATA /dev/vda1 is in use."},
+	} {
+		f := toFailure(activateError(c.err, "vroot", false))
+		if f.code != c.code || f.lines[0] != c.line {
+			t.Errorf("%v: exit %d %q, want %d %q", c.err, f.code, f.lines, c.code, c.line)
+		}
+	}
+}
+
+type wrapped struct {
+	msg   string
+	cause error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.cause }
+
+var (
+	errExist = dm.ErrExist
+	enokey   = syscall.ENOKEY
+	ebadmsg  = syscall.EBADMSG
+)
+
+func loadError(n syscall.Errno) error {
+	return &dm.Error{Op: "load the table of", Name: "vroot", Err: n, Major: 253, Minor: 4, Kernel: "verity: Root hash verification failed"}
+}
+
+func toFailure(err error) *failure {
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return fromLibrary(err)
+}
