@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -108,7 +109,7 @@ func kernelRead(ctx context.Context, dataPath, hashPath string, root []byte, ao 
 	res = &kernelResult{blockSize: d.Geometry.DataBlockSize, blocks: d.Geometry.DataBlocks, loops: d.Loops}
 	f, err := os.Open(d.Path)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", d.Path, verity.Cause(err))
+		return nil, fmt.Errorf("opening %s: %w", d.Path, safefile.Cause(err))
 	}
 	defer f.Close()
 	size := int64(res.blocks) * int64(res.blockSize)
@@ -121,14 +122,14 @@ func kernelRead(ctx context.Context, dataPath, hashPath string, root []byte, ao 
 		if _, err := f.ReadAt(buf[:n], off); err == nil {
 			continue
 		} else if !errors.Is(err, syscall.EIO) {
-			return nil, fmt.Errorf("reading %s at %d: %w", d.Path, off, verity.Cause(err))
+			return nil, fmt.Errorf("reading %s at %d: %w", d.Path, off, safefile.Cause(err))
 		}
 		// Which blocks of the chunk fail.
 		for b := off; b < off+n; b += int64(res.blockSize) {
 			if _, err := f.ReadAt(buf[:res.blockSize], b); errors.Is(err, syscall.EIO) {
 				res.failed = append(res.failed, uint64(b/int64(res.blockSize)))
 			} else if err != nil {
-				return nil, fmt.Errorf("reading %s at %d: %w", d.Path, b, verity.Cause(err))
+				return nil, fmt.Errorf("reading %s at %d: %w", d.Path, b, safefile.Cause(err))
 			}
 		}
 	}
