@@ -317,7 +317,7 @@ func (a *activation) run(ctx context.Context, files *activationFiles, opts *Acti
 func (a *activation) madeError(err error) error {
 	if errors.Is(err, dm.ErrNoDevice) {
 		a.created = false
-		return &Error{Kind: KindRefused, Err: &causedError{msg: fmt.Sprintf("device %s was removed by another process while it was being made", a.name), cause: err}}
+		return causedErrorf(KindRefused, err, "device %s was removed by another process while it was being made", a.name)
 	}
 	return deviceError(err)
 }
@@ -469,7 +469,7 @@ func deviceError(err error) error {
 
 // notActive is the error for a name no device has.
 func notActive(name string, err error) error {
-	return &Error{Kind: KindInput, Err: &causedError{msg: fmt.Sprintf("device %s is not active", name), cause: err}}
+	return causedErrorf(KindInput, err, "device %s is not active", name)
 }
 
 // Deactivate removes the dm-verity device name, as `veritysetup close`
