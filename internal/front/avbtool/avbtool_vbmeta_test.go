@@ -5,13 +5,18 @@ package avbtool
 // outputs' rules, stdout as --output.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 // TestAvbtoolFrontHashtreeSigningHelper: add_hashtree_footer signed by a
@@ -124,4 +129,33 @@ func TestAvbtoolFrontVBMetaOutputs(t *testing.T) {
 		}
 		os.Remove("out")
 	}
+}
+
+// TestAvbtoolFrontSigningInterrupted: make_vbmeta_image ended by SIGINT
+// while a signing helper that does not answer runs exits 130, saying so,
+// with the helper killed and nothing written.
+func TestAvbtoolFrontSigningInterrupted(t *testing.T) {
+	c := fronttest.AVBCase2{Inputs: map[string]string{}}
+	dir := fronttest.AVBWorkDir2(t, &c)
+	log := testtool.MkFIFO(t, t.TempDir(), "helper.log")
+	t.Setenv("HELPER_LOG", log)
+	t.Setenv("HELPER_MODE", "hang")
+	before := fronttest.Listing(t, dir)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		// The helper has started once it writes its line.
+		if f, err := os.Open(log); err == nil {
+			bufio.NewReader(f).ReadString('\n')
+			f.Close()
+		}
+		cancel(&cli.Interrupted{Signal: syscall.SIGINT})
+	}()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, "avbtool", []string{"make_vbmeta_image", "--output", "vbmeta.img", "--algorithm", "SHA256_RSA2048",
+		"--key", "keys/rsa2048.pem", "--signing_helper", "./helper.py"}, &stdout, &stderr)
+	if code != 130 || stderr.String() != "avbtool: interrupted by SIGINT\n" {
+		t.Errorf("exit %d, %q; want 130, interrupted by SIGINT", code, stderr.String())
+	}
+	fronttest.SameListing(t, before, fronttest.Listing(t, dir))
 }

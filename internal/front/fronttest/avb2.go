@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/avbvectors"
@@ -174,7 +175,7 @@ func SigningHelperMain() {
 
 // signingHelper is helper.py of vectors2 in Go: it logs what it was given
 // to $HELPER_LOG, fails or gives a signature a byte short or long as
-// $HELPER_MODE says, else signs the block with the private key KEY names
+// $HELPER_MODE says (hang: waits to be killed), else signs the block with the private key KEY names
 // (KEY.pub.pem stands for KEY.pem).
 func signingHelper(args []string) int {
 	if len(args) < 2 {
@@ -204,6 +205,9 @@ func signingHelper(args []string) int {
 		f.Close()
 	}
 	mode := os.Getenv("HELPER_MODE")
+	if mode == "hang" { // until killed
+		time.Sleep(time.Hour)
+	}
 	if mode == "fail" {
 		fmt.Fprintln(os.Stderr, "helper: no signing today")
 		return 3
