@@ -7,6 +7,7 @@ package avbtool
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,29 @@ func (t *tool) argparseUsage(cmd string, fs *pflag.FlagSet, required []string) s
 	return prefix + strings.Join(lines, "\n") + "\n"
 }
 
+// avbtoolSubcommands are all of avbtool 1.3.0's, in its order: its own
+// usage lists them.
+var avbtoolSubcommands = []string{"generate_test_image", "version", "extract_public_key", "make_vbmeta_image",
+	"add_hash_footer", "append_vbmeta_image", "add_hashtree_footer", "erase_footer", "zero_hashtree",
+	"extract_vbmeta_image", "resize_image", "info_image", "verify_image", "print_partition_digests",
+	"calculate_vbmeta_digest", "calculate_kernel_cmdline", "set_ab_metadata", "make_atx_certificate",
+	"make_atx_permanent_attributes", "make_atx_metadata", "make_atx_unlock_credential"}
+
+// mainUsage is the usage of avbtool's own parser, which reports the
+// arguments no subcommand takes.
+func (t *tool) mainUsage() string {
+	prog := filepath.Base(t.prog)
+	const prefix = "usage: "
+	pos := []string{"{" + strings.Join(avbtoolSubcommands, ",") + "}", "..."}
+	if float64(len(prefix)+len(prog)) > 0.75*usageWidth {
+		lines := wrapUsage(append([]string{"[-h]"}, pos...), strings.Repeat(" ", len(prefix)), -1)
+		return prefix + strings.Join(append([]string{prog}, lines...), "\n") + "\n"
+	}
+	indent := strings.Repeat(" ", len(prefix)+len(prog)+1)
+	lines := wrapUsage([]string{prog, "[-h]"}, indent, len(prefix))
+	return prefix + strings.Join(append(lines, wrapUsage(pos, indent, -1)...), "\n") + "\n"
+}
+
 func isRequired(name string, required []string) bool {
 	for _, r := range required {
 		if r == name {
@@ -117,19 +141,68 @@ func argparseMessage(err error) string {
 	return err.Error()
 }
 
-// checkReadable is argparse's FileType('rb') on the files an option
-// names: one that cannot be opened is a usage error, as there.
-func checkReadable(opt string, paths ...string) error {
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return fmt.Errorf("argument --%s: can't open %s: %s", opt, pyStr(p), pyOSError(err, p))
+// fileType marks a flag as one argparse opens while it parses (its type
+// is FileType): mode "r" (rb, rt), "rw" (rb+) or "w" (wb, wt); name is the
+// option argparse names in its error (an alias's first name).
+func fileType(fs *pflag.FlagSet, flag, mode, name string) {
+	_ = fs.SetAnnotation(flag, "filetype", []string{mode, name})
+}
+
+// checkFileTypes opens, as argparse does while it parses, the files of
+// the options marked by fileType, in the order the options were added:
+// one that cannot be opened is a usage error naming it. Nothing is
+// created or changed, and nothing waits (a FIFO is opened non-blocking);
+// an output that does not exist yet only needs its directory.
+func checkFileTypes(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		ft := f.Annotations["filetype"]
+		if err != nil || !f.Changed || len(ft) != 2 {
+			return
 		}
-		fi, err := f.Stat()
-		f.Close()
-		if err == nil && fi.IsDir() {
-			return fmt.Errorf("argument --%s: can't open %s: %s", opt, pyStr(p), pyOSError(&os.PathError{Err: syscall.EISDIR}, p))
+		vals := []string{f.Value.String()}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			vals = sv.GetSlice()
 		}
+		for _, v := range vals {
+			if e := checkFileType(v, ft[0]); e != nil {
+				err = fmt.Errorf("argument --%s: can't open %s: %s", ft[1], pyStr(v), pyOSError(e, v))
+				return
+			}
+		}
+	})
+	return err
+}
+
+func checkFileType(path, mode string) error {
+	if path == "-" {
+		return nil // stdin or stdout
+	}
+	if mode == "w" {
+		fi, err := os.Stat(path)
+		switch {
+		case err == nil && fi.IsDir():
+			return syscall.EISDIR
+		case errors.Is(err, fs.ErrNotExist):
+			if _, err := os.Stat(filepath.Dir(path)); err != nil {
+				return syscall.ENOENT
+			}
+			return nil
+		}
+		return nil // anything else is the output's own check
+	}
+	flag := os.O_RDONLY
+	if mode == "rw" {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	f.Close()
+	if err == nil && fi.IsDir() {
+		return syscall.EISDIR
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 			"argument --include_descriptors_from_image: can't open 'none.img': [Errno 2] No such file or directory: 'none.img'"},
 		{[]string{"extract_vbmeta_image", "--image", img}, "the following arguments are required: --output"},
 		{[]string{"add_hashtree_footer", "--image", img, "--block_size", "1024"}, "FEC with --block_size 1024"},
-		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unknown flag: --no_such_option"},
+		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unrecognized arguments: --no_such_option"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition_size", "12x"}, "invalid parse_number value"},
 		{[]string{"info_image"}, "the following arguments are required: --image"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition", "1"}, "ambiguous option: --partition could match --partition_size, --partition_name"},

@@ -16,13 +16,12 @@ func (t *tool) calculateVBMetaDigest(args []string) int {
 	const cmd = "calculate_vbmeta_digest"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to calculate digest for")
+	fileType(fs, "image", "r", "image")
 	hashName := fs.String("hash_algorithm", "sha256", "Hash algorithm to use (default: sha256)")
 	output := fs.String("output", "", "Write hex digest to file (default: stdout)")
+	fileType(fs, "output", "w", "output")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
-	}
-	if err := checkReadable("image", *image); err != nil {
-		return t.usageErr(cmd, "%v", err)
 	}
 	d, err := avb.CalculateVBMetaDigest(t.ctx, *image, *hashName)
 	if err != nil {
@@ -45,13 +44,12 @@ func (t *tool) printPartitionDigests(args []string) int {
 	const cmd = "print_partition_digests"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to print partition digests from")
+	fileType(fs, "image", "r", "image")
 	output := fs.String("output", "", "Write info to file")
+	fileType(fs, "output", "w", "output")
 	asJSON := fs.Bool("json", false, "Print output as JSON")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
-	}
-	if err := checkReadable("image", *image); err != nil {
-		return t.usageErr(cmd, "%v", err)
 	}
 	if *output == "" || *output == "-" {
 		// The lines before a failure are printed, as avbtool prints them.
@@ -103,15 +101,14 @@ func (t *tool) extractVBMetaImage(args []string) int {
 	const cmd = "extract_vbmeta_image"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image with footer")
+	fileType(fs, "image", "r", "image")
 	output := fs.String("output", "", "Output file name")
+	fileType(fs, "output", "w", "output")
 	var padding number
 	fs.Var(&padding, "padding_size", "If non-zero, pads output with NUL bytes so its size is a multiple of NUMBER (default: 0)")
 	metavar(fs, "padding_size", "NUMBER")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
-	}
-	if err := checkReadable("image", *image); err != nil {
-		return t.usageErr(cmd, "%v", err)
 	}
 	if *output == "" {
 		// avbtool fails writing to None, and answers with its usage.

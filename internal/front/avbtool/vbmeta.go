@@ -55,10 +55,13 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	metavar(fs, "kernel_cmdline", "CMDLINE")
 	fs.StringVar(&v.setupRootfs, "setup_rootfs_from_kernel", "", "Adds kernel cmdline to set up IMAGE")
 	metavar(fs, "setup_rootfs_from_kernel", "IMAGE")
+	fileType(fs, "setup_rootfs_from_kernel", "r", "setup_rootfs_from_kernel")
 	fs.StringVar(&v.setupRootfs, "generate_dm_verity_cmdline_from_hashtree", "", "old name of --setup_rootfs_from_kernel")
 	_ = fs.MarkHidden("generate_dm_verity_cmdline_from_hashtree")
+	fileType(fs, "generate_dm_verity_cmdline_from_hashtree", "r", "setup_rootfs_from_kernel")
 	v.include = fs.StringArray("include_descriptors_from_image", nil, "Include descriptors from image")
 	metavar(fs, "include_descriptors_from_image", "IMAGE")
+	fileType(fs, "include_descriptors_from_image", "r", "include_descriptors_from_image")
 	v.printRequired = fs.Bool("print_required_libavb_version", false, "Don't store the footer - instead calculate the required libavb version for the given options.")
 	v.chains = fs.StringArray("chain_partition", nil, "Allow signed integrity-data for partition")
 	metavar(fs, "chain_partition", "PART_NAME:ROLLBACK_SLOT:KEY_PATH")
@@ -67,17 +70,6 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	fs.Var(&v.flags, "flags", "VBMeta flags")
 	v.hashtreeDisabled = fs.Bool("set_hashtree_disabled_flag", false, "Set the HASHTREE_DISABLED flag")
 	return v
-}
-
-// checkFiles is argparse's opening of the files the options name (their
-// type is FileType('rb')): one that cannot be read is a usage error.
-func (v *vbmetaFlags) checkFiles(fs *pflag.FlagSet) error {
-	if fs.Changed("setup_rootfs_from_kernel") || fs.Changed("generate_dm_verity_cmdline_from_hashtree") {
-		if err := checkReadable("setup_rootfs_from_kernel", v.setupRootfs); err != nil {
-			return err
-		}
-	}
-	return checkReadable("include_descriptors_from_image", *v.include...)
 }
 
 // flags32 returns the vbmeta flags and the rollback index location as
@@ -244,15 +236,13 @@ func (t *tool) makeVBMetaImage(args []string) int {
 	const cmd = "make_vbmeta_image"
 	fs := t.flagSet(cmd)
 	output := fs.String("output", "", "Output file name")
+	fileType(fs, "output", "w", "output")
 	var padding number
 	fs.Var(&padding, "padding_size", "If non-zero, pads output with NUL bytes so its size is a multiple of NUMBER (default: 0)")
 	metavar(fs, "padding_size", "NUMBER")
 	v := addVBMetaFlags(fs)
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
-	}
-	if err := v.checkFiles(fs); err != nil {
-		return t.usageErr(cmd, "%v", err)
 	}
 	o, s, err := t.vbmetaImageOptions(v, *output)
 	if err != nil || o == nil {
