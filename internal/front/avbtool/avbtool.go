@@ -44,9 +44,9 @@ func CalledAs(argv0 string) bool {
 	return b == "avbtool" || b == "avbtool.py"
 }
 
-var commands = []string{"add_hashtree_footer", "calculate_kernel_cmdline", "calculate_vbmeta_digest", "erase_footer",
-	"extract_public_key", "extract_vbmeta_image", "info_image", "make_vbmeta_image", "print_partition_digests",
-	"verify_image", "version"}
+var commands = []string{"add_hash_footer", "add_hashtree_footer", "append_vbmeta_image", "calculate_kernel_cmdline",
+	"calculate_vbmeta_digest", "erase_footer", "extract_public_key", "extract_vbmeta_image", "info_image",
+	"make_vbmeta_image", "print_partition_digests", "resize_image", "verify_image", "version", "zero_hashtree"}
 
 // Main runs avbtool's command line args (after argv0); messages are
 // prefixed with argv0 as given, as avbtool prefixes them with sys.argv[0].
@@ -81,6 +81,14 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		return t.extractVBMetaImage(args[1:])
 	case "print_partition_digests":
 		return t.printPartitionDigests(args[1:])
+	case "add_hash_footer":
+		return t.addHashFooter(args[1:])
+	case "append_vbmeta_image":
+		return t.appendVBMetaImage(args[1:])
+	case "resize_image":
+		return t.resizeImage(args[1:])
+	case "zero_hashtree":
+		return t.zeroHashtree(args[1:])
 	case "version":
 		if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
 			fmt.Fprint(stderr, t.mainUsage())

@@ -45,9 +45,9 @@ func TestAvbtoolFrontSymlink(t *testing.T) {
 	if code, out, _ := run("version"); code != 0 || out != "avbtool 1.3.0\n" {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
-	code, _, errOut := run("zero_hashtree", "--image", "x")
-	if code != 2 || !strings.Contains(errOut, "zero_hashtree is not one of") || strings.Count(errOut, "\n") != 1 {
-		t.Errorf("zero_hashtree: exit %d, %q; want 2 and one line naming it", code, errOut)
+	code, _, errOut := run("set_ab_metadata", "--misc_image", "x")
+	if code != 2 || !strings.Contains(errOut, "set_ab_metadata is not one of") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("set_ab_metadata: exit %d, %q; want 2 and one line naming it", code, errOut)
 	}
 	img := filepath.Join(t.TempDir(), "system.img")
 	if err := os.WriteFile(img, fronttest.AVBImageBytes(t, "blockbyte:4096:64"), 0o644); err != nil {
@@ -78,9 +78,8 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		want string
 	}{
 		{nil, "too few arguments"},
-		{[]string{"resize_image", "--image", img}, "resize_image is not one of"},
-		{[]string{"add_hash_footer", "--image", img}, "add_hash_footer is not one of"},
-		{[]string{"append_vbmeta_image", "--image", img}, "append_vbmeta_image is not one of"},
+		{[]string{"generate_test_image", "--image_size", "4096"}, "generate_test_image is not one of"},
+		{[]string{"make_atx_certificate", "--output", img}, "make_atx_certificate is not one of"},
 		{[]string{"make_vbmeta_image", "--output", img, "--flags", "x"}, "make_vbmeta_image: error: argument --flags: invalid parse_number value: 'x'"},
 		{[]string{"add_hashtree_footer", "--image", img, "--include_descriptors_from_image", "none.img"},
 			"argument --include_descriptors_from_image: can't open 'none.img': [Errno 2] No such file or directory: 'none.img'"},
@@ -354,5 +353,5 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 // TestAvbtoolCommand: cmd/avbtool, installed without a link, is the front.
 func TestAvbtoolCommand(t *testing.T) {
 	fronttest.SameAsCommand(t, "./cmd/avbtool", Main, []string{"version"}, nil, []string{"--help"},
-		[]string{"zero_hashtree", "--image", "x"}, []string{"info_image", "--image", "/nonexistent"})
+		[]string{"set_ab_metadata", "--misc_image", "x"}, []string{"info_image", "--image", "/nonexistent"})
 }

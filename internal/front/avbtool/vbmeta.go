@@ -267,16 +267,12 @@ func (t *tool) makeVBMetaImage(args []string) int {
 // avbtool's order; nil options (and no error) when it only printed the
 // required libavb version.
 func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaImageOptions, *avbSigning, error) {
-	flags, location, err := v.flags32()
+	_, location, err := v.flags32()
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &avb.VBMetaImageOptions{
-		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
-		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
-		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
-	}
 	if *v.printRequired {
+		o := &avb.VBMetaImageOptions{RollbackIndexLocation: location, IncludeDescriptorsFrom: *v.include}
 		// avbtool counts these before reading anything.
 		for range *v.chainsNoAB {
 			o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true})
@@ -291,18 +287,45 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 	if output == "" {
 		return nil, nil, avbErr("No output file given")
 	}
+	c, s, err := t.vbmetaCommon(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &avb.VBMetaImageOptions{
+		Algorithm: c.Algorithm, Key: c.Key, Signer: c.Signer, ChainPartitions: c.ChainPartitions, Properties: c.Properties,
+		SetupRootfsFromKernel: c.SetupRootfsFromKernel, KernelCmdlines: c.KernelCmdlines,
+		IncludeDescriptorsFrom: c.IncludeDescriptorsFrom, PublicKeyMetadata: c.PublicKeyMetadata,
+		RollbackIndex: c.RollbackIndex, RollbackIndexLocation: c.RollbackIndexLocation, Flags: c.Flags,
+		ReleaseString: c.ReleaseString, AppendToReleaseString: c.AppendToReleaseString,
+	}, s, nil
+}
+
+// vbmetaCommon reads the common vbmeta options as avbtool's
+// _generate_vbmeta_blob does, in its order and with its messages: the
+// algorithm, the chained partitions, the properties, the public key
+// metadata, then the key or the signing helper.
+func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigning, error) {
+	flags, location, err := v.flags32()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &avb.VBMetaCommonOptions{
+		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
+		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
+		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
+	}
 	alg, err := avb.AlgorithmByName(*v.algorithm)
 	if err != nil {
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
 	}
-	if o.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
+	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
 		return nil, nil, err
 	}
-	if o.Properties, err = t.properties(v); err != nil {
+	if c.Properties, err = t.properties(v); err != nil {
 		return nil, nil, err
 	}
 	if *v.publicKeyMetadata != "" {
-		if o.PublicKeyMetadata, err = t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata); err != nil {
+		if c.PublicKeyMetadata, err = t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -310,8 +333,8 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 	if err != nil {
 		return nil, nil, err
 	}
-	o.Key, o.Signer = s.key, s.signer
-	return o, s, nil
+	c.Key, c.Signer = s.key, s.signer
+	return c, s, nil
 }
 
 // writeVBMetaToStdout writes the image to stdout (--output -): the blob,
