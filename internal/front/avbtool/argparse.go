@@ -93,6 +93,16 @@ func (t *tool) mainUsage() string {
 	return prefix + strings.Join(append(lines, wrapUsage(pos, indent, -1)...), "\n") + "\n"
 }
 
+// tooFewArguments is what avbtool prints when a subcommand reaches for an
+// option that was not given (Python's AttributeError on None, which avbtool
+// takes for a missing subcommand): its usage and "avbtool: error: too few
+// arguments", both on stdout, exit 2.
+func (t *tool) tooFewArguments() int {
+	fmt.Fprint(t.stdout, t.mainUsage())
+	fmt.Fprintln(t.stdout, "avbtool: error: too few arguments")
+	return exitUsage
+}
+
 func isRequired(name string, required []string) bool {
 	for _, r := range required {
 		if r == name {

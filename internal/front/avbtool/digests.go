@@ -111,8 +111,7 @@ func (t *tool) extractVBMetaImage(args []string) int {
 		return code
 	}
 	if *output == "" {
-		// avbtool fails writing to None, and answers with its usage.
-		return t.usageErr(cmd, "the following arguments are required: --output")
+		return t.tooFewArguments() // avbtool writes to None
 	}
 	var err error
 	if *output == "-" {

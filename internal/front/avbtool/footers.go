@@ -199,7 +199,7 @@ func (t *tool) appendVBMetaImage(args []string) int {
 		return code
 	}
 	if *image == "" || *vbmeta == "" {
-		return t.fail(fmt.Errorf("append_vbmeta_image needs --image and --vbmeta_image"), false)
+		return t.tooFewArguments()
 	}
 	if err := checkPartitionBlocks(*image, uint64(psize)); err != nil {
 		return t.fail(err, false)

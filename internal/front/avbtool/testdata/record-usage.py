@@ -15,7 +15,8 @@ kept. Every case must exit 2 (nothing is run, nothing written).
 import json, os, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SUBS = ['add_hashtree_footer', 'make_vbmeta_image', 'calculate_vbmeta_digest', 'extract_vbmeta_image',
+SUBS = ['add_hashtree_footer', 'add_hash_footer', 'append_vbmeta_image', 'resize_image', 'zero_hashtree',
+        'make_vbmeta_image', 'calculate_vbmeta_digest', 'extract_vbmeta_image',
         'print_partition_digests', 'info_image', 'verify_image', 'erase_footer', 'extract_public_key',
         'calculate_kernel_cmdline']
 LINES = [
