@@ -1,13 +1,15 @@
 // Package avbtool is the avbtool front: cmd/avbtool, or veritygen run under
 // the name avbtool (or avbtool.py), takes avbtool 1.3.0's command line for
-// add_hashtree_footer, make_vbmeta_image, info_image, verify_image,
-// erase_footer, extract_public_key, extract_vbmeta_image,
+// add_hash_footer, add_hashtree_footer, make_vbmeta_image,
+// append_vbmeta_image, resize_image, zero_hashtree, erase_footer,
+// info_image, verify_image, extract_public_key, extract_vbmeta_image,
 // calculate_kernel_cmdline, calculate_vbmeta_digest,
-// print_partition_digests and version (signing helpers included), prints
-// what it prints and exits as it does (0; 1 when avbtool reports an error;
-// 2, with argparse's usage, for a command line argparse refuses). What it
-// does not do (another subcommand) exits 2 naming it, so that a wrapper can
-// fall back to the real avbtool.
+// print_partition_digests and version (signing helpers included), writes
+// the files avbtool writes, prints what it prints and exits as it does (0;
+// 1 with avbtool's message when avbtool reports an error; 2, with
+// argparse's usage, for a command line argparse refuses). What it does not
+// do (another subcommand) exits 2 naming it, so that a wrapper can fall
+// back to the real avbtool.
 package avbtool
 
 import (
