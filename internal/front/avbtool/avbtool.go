@@ -1,10 +1,15 @@
 // Package avbtool is the avbtool front: cmd/avbtool, or veritygen run under
 // the name avbtool (or avbtool.py), takes avbtool 1.3.0's command line for
-// add_hashtree_footer, info_image, verify_image, erase_footer,
-// extract_public_key, calculate_kernel_cmdline and version, prints what it prints and exits as it does (0, 1 when
-// avbtool reports an error). What it does not do (another subcommand, an
-// option needing an external program) exits 2 naming it, as avbtool's own
-// usage errors do, so that a wrapper can fall back to the real avbtool.
+// add_hash_footer, add_hashtree_footer, make_vbmeta_image,
+// append_vbmeta_image, resize_image, zero_hashtree, erase_footer,
+// info_image, verify_image, extract_public_key, extract_vbmeta_image,
+// calculate_kernel_cmdline, calculate_vbmeta_digest,
+// print_partition_digests and version (signing helpers included), writes
+// the files avbtool writes, prints what it prints and exits as it does (0;
+// 1 with avbtool's message when avbtool reports an error; 2, with
+// argparse's usage, for a command line argparse refuses). What it does not
+// do (another subcommand) exits 2 naming it, so that a wrapper can fall
+// back to the real avbtool.
 package avbtool
 
 import (
@@ -41,8 +46,9 @@ func CalledAs(argv0 string) bool {
 	return b == "avbtool" || b == "avbtool.py"
 }
 
-var commands = []string{"add_hashtree_footer", "calculate_kernel_cmdline", "erase_footer", "extract_public_key",
-	"info_image", "verify_image", "version"}
+var commands = []string{"add_hash_footer", "add_hashtree_footer", "append_vbmeta_image", "calculate_kernel_cmdline",
+	"calculate_vbmeta_digest", "erase_footer", "extract_public_key", "extract_vbmeta_image", "info_image",
+	"make_vbmeta_image", "print_partition_digests", "resize_image", "verify_image", "version", "zero_hashtree"}
 
 // Main runs avbtool's command line args (after argv0); messages are
 // prefixed with argv0 as given, as avbtool prefixes them with sys.argv[0].
@@ -69,9 +75,27 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		return t.extractPublicKey(args[1:])
 	case "calculate_kernel_cmdline":
 		return t.calculateKernelCmdline(args[1:])
+	case "make_vbmeta_image":
+		return t.makeVBMetaImage(args[1:])
+	case "calculate_vbmeta_digest":
+		return t.calculateVBMetaDigest(args[1:])
+	case "extract_vbmeta_image":
+		return t.extractVBMetaImage(args[1:])
+	case "print_partition_digests":
+		return t.printPartitionDigests(args[1:])
+	case "add_hash_footer":
+		return t.addHashFooter(args[1:])
+	case "append_vbmeta_image":
+		return t.appendVBMetaImage(args[1:])
+	case "resize_image":
+		return t.resizeImage(args[1:])
+	case "zero_hashtree":
+		return t.zeroHashtree(args[1:])
 	case "version":
 		if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
-			return t.usageErr("version", "unrecognized arguments: %s", strings.Join(args[1:], " "))
+			fmt.Fprint(stderr, t.mainUsage())
+			fmt.Fprintf(stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(argv0), strings.Join(args[1:], " "))
+			return exitUsage
 		}
 		fmt.Fprintln(stdout, avb.ReleaseString)
 		return exitOK
@@ -85,6 +109,9 @@ type tool struct {
 	ctx            context.Context
 	prog           string
 	stdout, stderr io.Writer
+	// fs and required are the subcommand's options, for its usage.
+	fs       *pflag.FlagSet
+	required []string
 }
 
 func (t *tool) usage(w io.Writer) {
@@ -93,10 +120,15 @@ func (t *tool) usage(w io.Writer) {
 		strings.TrimPrefix(avb.ReleaseString, "avbtool "))
 }
 
-// usageErr reports a command-line error as argparse does: exit 2.
+// usageErr reports a command-line error as argparse does: the
+// subcommand's usage, the message, exit 2.
 func (t *tool) usageErr(cmd, format string, args ...any) int {
-	fmt.Fprintf(t.stderr, "usage: %s %s [-h] ...\n", t.prog, cmd)
-	fmt.Fprintf(t.stderr, "%s %s: error: %s\n", t.prog, cmd, fmt.Sprintf(format, args...))
+	if t.fs != nil {
+		fmt.Fprint(t.stderr, t.argparseUsage(cmd, t.fs, t.required))
+	} else {
+		fmt.Fprintf(t.stderr, "usage: %s %s [-h]\n", filepath.Base(t.prog), cmd)
+	}
+	fmt.Fprintf(t.stderr, "%s %s: error: %s\n", filepath.Base(t.prog), cmd, fmt.Sprintf(format, args...))
 	return exitUsage
 }
 
@@ -137,23 +169,28 @@ func (t *tool) flagSet(cmd string) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.BoolP("help", "h", false, "show this help message and exit")
+	// Reported with the extra arguments, after the required options, as
+	// argparse reports them.
+	fs.ParseErrorsAllowlist.UnknownFlagsHandling = pflag.PassUnknownFlagToArgs
+	t.fs = fs
 	return fs
 }
 
 func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
+	t.required = required
 	args, err := expandAbbrev(fs, args)
 	if err != nil {
 		return t.usageErr(cmd, "%v", err), true
 	}
 	if err := fs.Parse(args); err != nil {
-		return t.usageErr(cmd, "%v", err), true
+		return t.usageErr(cmd, "%s", argparseMessage(err)), true
 	}
 	if h, _ := fs.GetBool("help"); h {
 		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, fs.FlagUsages())
 		return exitOK, true
 	}
-	if fs.NArg() > 0 {
-		return t.usageErr(cmd, "unrecognized arguments: %s", strings.Join(fs.Args(), " ")), true
+	if err := checkFileTypes(fs); err != nil {
+		return t.usageErr(cmd, "%v", err), true
 	}
 	var missing []string
 	for _, name := range required {
@@ -163,6 +200,13 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	}
 	if len(missing) > 0 {
 		return t.usageErr(cmd, "the following arguments are required: %s", strings.Join(missing, ", ")), true
+	}
+	if fs.NArg() > 0 {
+		// The subcommand's parser hands them back to avbtool's, which
+		// reports them with its own usage.
+		fmt.Fprint(t.stderr, t.mainUsage())
+		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(fs.Args(), " "))
+		return exitUsage, true
 	}
 	return 0, false
 }
@@ -221,7 +265,7 @@ func (n *number) Type() string   { return "NUMBER" }
 func (n *number) Set(s string) error {
 	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
 	if err != nil {
-		return fmt.Errorf("invalid parse_number value: %q", s)
+		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
 	}
 	*n = number(v)
 	return nil
@@ -231,7 +275,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	const cmd = "add_hashtree_footer"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to add hashtree to")
-	var partitionSize, blockSize, fecRoots, rollbackIndex, rollbackLocation, flags number
+	fileType(fs, "image", "rw", "image")
+	var partitionSize, blockSize, fecRoots number
 	blockSize, fecRoots = 4096, 2
 	fs.Var(&partitionSize, "partition_size", "Partition size")
 	partitionName := fs.String("partition_name", "", "Partition name")
@@ -244,43 +289,16 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	fs.Var(&fecRoots, "fec_num_roots", "Number of roots for FEC (default: 2)")
 	calcMax := fs.Bool("calc_max_image_size", false, "Don't store the hashtree or footer - instead calculate the maximum image size leaving enough room for hashtree and metadata with the given partition size.")
 	outputVBMeta := fs.String("output_vbmeta_image", "", "Also write vbmeta struct to file")
+	fileType(fs, "output_vbmeta_image", "w", "output_vbmeta_image")
 	noAppend := fs.Bool("do_not_append_vbmeta_image", false, "Do not append vbmeta struct or footer to the image")
 	asRootfs := fs.Bool("setup_as_rootfs_from_kernel", false, "Adds kernel cmdline for setting up rootfs")
 	noHashtree := fs.Bool("no_hashtree", false, "Do not append hashtree")
 	camo := fs.Bool("check_at_most_once", false, "Set to verify data block only once")
-	algorithm := fs.String("algorithm", "NONE", "Algorithm to use (default: NONE)")
-	key := fs.String("key", "", "Path to RSA private key file")
-	fs.String("signing_helper", "", "Path to helper used for signing (not supported here)")
-	fs.String("signing_helper_with_files", "", "Path to helper used for signing using files (not supported here)")
-	pkmd := fs.String("public_key_metadata", "", "Path to public key metadata file")
-	fs.Var(&rollbackIndex, "rollback_index", "Rollback Index")
-	fs.Var(&rollbackLocation, "rollback_index_location", "Location of main vbmeta Rollback Index")
-	internalRelease := fs.String("internal_release_string", "", "")
-	_ = fs.MarkHidden("internal_release_string")
-	appendRelease := fs.String("append_to_release_string", "", "Text to append to release string")
-	props := fs.StringArray("prop", nil, "Add property KEY:VALUE")
-	propsFromFile := fs.StringArray("prop_from_file", nil, "Add property from file KEY:PATH")
-	kernelCmdlines := fs.StringArray("kernel_cmdline", nil, "Add kernel cmdline")
-	// One destination for both names, as argparse has it: the last given wins.
-	var setupRootfs string
-	fs.StringVar(&setupRootfs, "setup_rootfs_from_kernel", "", "Adds kernel cmdline to set up IMAGE")
-	fs.StringVar(&setupRootfs, "generate_dm_verity_cmdline_from_hashtree", "", "old name of --setup_rootfs_from_kernel")
-	_ = fs.MarkHidden("generate_dm_verity_cmdline_from_hashtree")
-	include := fs.StringArray("include_descriptors_from_image", nil, "Include descriptors from image")
-	printRequired := fs.Bool("print_required_libavb_version", false, "Don't store the footer - instead calculate the required libavb version for the given options.")
-	chains := fs.StringArray("chain_partition", nil, "Allow signed integrity-data for partition PART_NAME:ROLLBACK_SLOT:KEY_PATH")
-	chainsNoAB := fs.StringArray("chain_partition_do_not_use_ab", nil, "Allow signed integrity-data for partition does not use A/B")
-	fs.Var(&flags, "flags", "VBMeta flags")
-	htDisabled := fs.Bool("set_hashtree_disabled_flag", false, "Set the HASHTREE_DISABLED flag")
+	v := addVBMetaFlags(fs)
 	persistent := fs.Bool("use_persistent_digest", false, "Use a persistent digest on device instead of storing the digest in the descriptor.")
 	doNotUseAB := fs.Bool("do_not_use_ab", false, "The partition does not use A/B even when an A/B suffix is present.")
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
-	}
-	for _, name := range []string{"signing_helper", "signing_helper_with_files"} {
-		if fs.Changed(name) {
-			return t.unsupported("--%s: signing with an external program is not supported", name)
-		}
 	}
 	if *generateFEC {
 		fmt.Fprint(t.stderr, "The --generate_fec option is deprecated since FEC is now generated by default. Use the option --do_not_generate_fec to not generate FEC.\n")
@@ -296,25 +314,22 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	o := &avb.HashtreeFooterOptions{
 		PartitionSize: uint64(partitionSize), PartitionName: *partitionName, HashAlgorithm: *hashAlg,
 		BlockSize: int(blockSize), FEC: !*noFEC, FECRoots: int(min(uint64(fecRoots), 254)),
-		Algorithm: *algorithm, KernelCmdlines: *kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
-		SetupRootfsFromKernel:  setupRootfs,
-		IncludeDescriptorsFrom: *include, RollbackIndex: uint64(rollbackIndex),
+		Algorithm: *v.algorithm, KernelCmdlines: *v.kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
+		SetupRootfsFromKernel:  v.setupRootfs,
+		IncludeDescriptorsFrom: *v.include, RollbackIndex: uint64(v.rollbackIndex),
 		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
-		ReleaseString: *internalRelease, AppendToReleaseString: *appendRelease,
+		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
-	if uint64(rollbackLocation) > 1<<32-1 || uint64(flags) > 1<<32-1 {
-		return t.failed(avbErr("Adding hashtree_footer failed: --rollback_index_location and --flags are 32-bit numbers."))
-	}
-	o.RollbackIndexLocation, o.Flags = uint32(rollbackLocation), uint32(flags)
-	if *htDisabled {
-		o.Flags |= avb.FlagHashtreeDisabled
+	var err error
+	if o.Flags, o.RollbackIndexLocation, err = v.flags32(); err != nil {
+		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
 	}
 	// avbtool counts these before reading anything.
-	for _, spec := range *chainsNoAB {
+	for _, spec := range *v.chainsNoAB {
 		o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true, Spec: spec})
 	}
-	if *printRequired {
+	if *v.printRequired {
 		fmt.Fprintf(t.stdout, "1.%d\n", o.RequiredLibavbMinor())
 		return exitOK
 	}
@@ -330,7 +345,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	if *image == "" {
 		return t.failed(avbErr("Adding hashtree_footer failed: no --image given."))
 	}
-	if err := t.footerInputs(o, fs.Changed("salt"), *salt, *props, *propsFromFile, *chains, *chainsNoAB, *pkmd, *key); err != nil {
+	withFiles, err := t.footerInputs(o, fs.Changed("salt"), *salt, v)
+	if err != nil {
 		return t.failed(err)
 	}
 	if o.FEC && !o.NoHashtree {
@@ -340,6 +356,10 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	}
 	o.Warn = func(msg string) { cli.Warn(t.stderr, t.prog, "%s", msg) }
 	if _, err := avb.AddHashtreeFooter(t.ctx, *image, o); err != nil {
+		if msg := signingMessage(err, withFiles); msg != "" && t.ctx.Err() == nil {
+			fmt.Fprintf(t.stderr, "%s: Adding hashtree_footer failed: %s.\n", t.prog, msg)
+			return exitFailed
+		}
 		return t.failed(err)
 	}
 	return exitOK
@@ -347,55 +367,68 @@ func (t *tool) addHashtreeFooter(args []string) int {
 
 // footerInputs reads into o what add_hashtree_footer's options name: the
 // salt, the properties, the chained partitions' keys, the public key
-// metadata and the signing key.
-func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, props, propsFromFile, chains, chainsNoAB []string, pkmd, key string) error {
+// metadata and the signing key, or the signing helper (withFiles: the
+// one of --signing_helper_with_files).
+func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
 	if saltGiven {
 		s, err := cli.ParseHex("--salt", salt)
 		if err != nil {
-			return avbErr("Adding hashtree_footer failed: %v.", err)
+			return false, avbErr("Adding hashtree_footer failed: %v.", err)
 		}
 		o.Salt = s
 	}
-	for _, p := range props {
+	for _, p := range *v.props {
 		pr, err := avb.ParseProperty(p)
 		if err != nil {
-			return err
+			return false, err
 		}
 		o.Properties = append(o.Properties, pr)
 	}
-	for _, p := range propsFromFile {
+	for _, p := range *v.propsFromFile {
 		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
 		if err != nil {
-			return err
+			return false, err
 		}
 		o.Properties = append(o.Properties, pr)
 	}
 	for _, c := range []struct {
 		specs []string
 		noAB  bool
-	}{{chains, false}, {chainsNoAB, true}} {
+	}{{*v.chains, false}, {*v.chainsNoAB, true}} {
 		for _, spec := range c.specs {
 			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
 			if err != nil {
-				return err
+				return false, err
 			}
 			o.ChainPartitions = append(o.ChainPartitions, cp)
 		}
 	}
-	if pkmd != "" {
-		b, err := t.readSmallFile(pkmd, "public key metadata", maxPublicKeyMetadata)
+	if *v.publicKeyMetadata != "" {
+		b, err := t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata)
 		if err != nil {
-			return err
+			return false, err
 		}
 		o.PublicKeyMetadata = b
 	}
 	// avbtool ignores the key of an unsigned image.
-	if alg, err := avb.AlgorithmByName(o.Algorithm); err == nil && alg.Type != 0 && key != "" {
-		if o.Key, err = avb.LoadPrivateKey(t.ctx, key); err != nil {
-			return err
-		}
+	alg, err := avb.AlgorithmByName(o.Algorithm)
+	if err != nil || alg.Type == 0 || *v.key == "" {
+		return false, nil
 	}
-	return nil
+	if *v.signingHelper == "" && *v.signingHelperWithFiles == "" {
+		o.Key, err = avb.LoadPrivateKey(t.ctx, *v.key)
+		return false, err
+	}
+	s, err := t.signing(v, alg)
+	if err != nil {
+		var m avbMessage
+		if errors.As(err, &m) {
+			return false, avbErr("Adding hashtree_footer failed: %s.", m)
+		}
+		return false, err
+	}
+	o.Signer = s.signer
+	return s.withFiles, nil
 }
 
 // Bounds of the small inputs read: public key metadata goes into a vbmeta
@@ -458,6 +491,8 @@ func (t *tool) infoImage(args []string) int {
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to show information about")
 	output := fs.String("output", "", "Write info to file")
+	fileType(fs, "image", "r", "image")
+	fileType(fs, "output", "w", "output")
 	atx := fs.Bool("atx", false, "Show information about Android Things eXtension (ATX).")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
@@ -515,6 +550,7 @@ func (t *tool) eraseFooter(args []string) int {
 	const cmd = "erase_footer"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image with a footer")
+	fileType(fs, "image", "rw", "image")
 	keep := fs.Bool("keep_hashtree", false, "Keep the hashtree and FEC in the image")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
@@ -530,6 +566,7 @@ func (t *tool) extractPublicKey(args []string) int {
 	fs := t.flagSet(cmd)
 	key := fs.String("key", "", "Path to RSA private key file")
 	output := fs.String("output", "", "Output file name")
+	fileType(fs, "output", "w", "output")
 	if code, done := t.parse(cmd, fs, args, "key", "output"); done {
 		return code
 	}
@@ -547,8 +584,10 @@ func (t *tool) calculateKernelCmdline(args []string) int {
 	const cmd = "calculate_kernel_cmdline"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to calculate kernel cmdline for")
+	fileType(fs, "image", "r", "image")
 	disabled := fs.Bool("hashtree_disabled", false, "Return the cmdline for hashtree disabled")
 	output := fs.String("output", "", "Write cmdline to file (default: stdout)")
+	fileType(fs, "output", "w", "output")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
 	}
@@ -572,8 +611,10 @@ func (t *tool) verifyImage(args []string) int {
 	const cmd = "verify_image"
 	fs := t.flagSet(cmd)
 	image := fs.String("image", "", "Image to verify")
+	fileType(fs, "image", "r", "image")
 	key := fs.String("key", "", "Check embedded public key matches KEY")
-	expected := fs.StringArray("expected_chain_partition", nil, "Expected chain partition PART_NAME:ROLLBACK_SLOT:KEY_PATH")
+	expected := fs.StringArray("expected_chain_partition", nil, "Expected chain partition")
+	metavar(fs, "expected_chain_partition", "PART_NAME:ROLLBACK_SLOT:KEY_PATH")
 	follow := fs.Bool("follow_chain_partitions", false, "Follows chain partitions even when not specified with the --expected_chain_partition option")
 	acceptZeroed := fs.Bool("accept_zeroed_hashtree", false, "Accept images where the hashtree or FEC data is zeroed out")
 	if code, done := t.parse(cmd, fs, args, "image"); done {

@@ -45,9 +45,9 @@ func TestAvbtoolFrontSymlink(t *testing.T) {
 	if code, out, _ := run("version"); code != 0 || out != "avbtool 1.3.0\n" {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
-	code, _, errOut := run("make_vbmeta_image", "--output", "x")
-	if code != 2 || !strings.Contains(errOut, "make_vbmeta_image is not one of") || strings.Count(errOut, "\n") != 1 {
-		t.Errorf("make_vbmeta_image: exit %d, %q; want 2 and one line naming it", code, errOut)
+	code, _, errOut := run("set_ab_metadata", "--misc_image", "x")
+	if code != 2 || !strings.Contains(errOut, "set_ab_metadata is not one of") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("set_ab_metadata: exit %d, %q; want 2 and one line naming it", code, errOut)
 	}
 	img := filepath.Join(t.TempDir(), "system.img")
 	if err := os.WriteFile(img, fronttest.AVBImageBytes(t, "blockbyte:4096:64"), 0o644); err != nil {
@@ -78,12 +78,13 @@ func TestAvbtoolFrontUsage(t *testing.T) {
 		want string
 	}{
 		{nil, "too few arguments"},
-		{[]string{"resize_image", "--image", img}, "resize_image is not one of"},
-		{[]string{"add_hash_footer", "--image", img}, "add_hash_footer is not one of"},
-		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper", "/bin/true", "--algorithm", "SHA256_RSA2048"}, "--signing_helper: signing with an external program is not supported"},
-		{[]string{"add_hashtree_footer", "--image", img, "--signing_helper_with_files", "/bin/true"}, "--signing_helper_with_files"},
+		{[]string{"generate_test_image", "--image_size", "4096"}, "generate_test_image is not one of"},
+		{[]string{"make_atx_certificate", "--output", img}, "make_atx_certificate is not one of"},
+		{[]string{"make_vbmeta_image", "--output", img, "--flags", "x"}, "make_vbmeta_image: error: argument --flags: invalid parse_number value: 'x'"},
+		{[]string{"add_hashtree_footer", "--image", img, "--include_descriptors_from_image", "none.img"},
+			"argument --include_descriptors_from_image: can't open 'none.img': [Errno 2] No such file or directory: 'none.img'"},
 		{[]string{"add_hashtree_footer", "--image", img, "--block_size", "1024"}, "FEC with --block_size 1024"},
-		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unknown flag: --no_such_option"},
+		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unrecognized arguments: --no_such_option"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition_size", "12x"}, "invalid parse_number value"},
 		{[]string{"info_image"}, "the following arguments are required: --image"},
 		{[]string{"add_hashtree_footer", "--image", img, "--partition", "1"}, "ambiguous option: --partition could match --partition_size, --partition_name"},
@@ -351,5 +352,5 @@ func TestAvbtoolFrontOutputs(t *testing.T) {
 // TestAvbtoolCommand: cmd/avbtool, installed without a link, is the front.
 func TestAvbtoolCommand(t *testing.T) {
 	fronttest.SameAsCommand(t, "./cmd/avbtool", Main, []string{"version"}, nil, []string{"--help"},
-		[]string{"make_vbmeta_image", "--output", "x"}, []string{"info_image", "--image", "/nonexistent"})
+		[]string{"set_ab_metadata", "--misc_image", "x"}, []string{"info_image", "--image", "/nonexistent"})
 }

@@ -1,0 +1,373 @@
+package avbtool
+
+// make_vbmeta_image, and what every subcommand that makes a vbmeta shares
+// (avbtool's _add_common_args): the options, their checks in avbtool's
+// order with avbtool's messages, the signing key or helper.
+
+import (
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/verity"
+)
+
+// vbmetaFlags are avbtool's common vbmeta options.
+type vbmetaFlags struct {
+	algorithm, key, signingHelper, signingHelperWithFiles, publicKeyMetadata *string
+	rollbackIndex, rollbackIndexLocation, flags                              number
+	internalRelease, appendRelease                                           *string
+	props, propsFromFile, kernelCmdlines, include, chains, chainsNoAB        *[]string
+	// One destination for both names, as argparse has it: the last given
+	// wins.
+	setupRootfs                     string
+	printRequired, hashtreeDisabled *bool
+}
+
+// addVBMetaFlags adds the common vbmeta options to fs, in avbtool's order
+// (its usage lists them so).
+func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
+	v := &vbmetaFlags{}
+	v.algorithm = fs.String("algorithm", "NONE", "Algorithm to use (default: NONE)")
+	v.key = fs.String("key", "", "Path to RSA private key file")
+	v.signingHelper = fs.String("signing_helper", "", "Path to helper used for signing")
+	metavar(fs, "signing_helper", "APP")
+	v.signingHelperWithFiles = fs.String("signing_helper_with_files", "", "Path to helper used for signing using files")
+	metavar(fs, "signing_helper_with_files", "APP")
+	v.publicKeyMetadata = fs.String("public_key_metadata", "", "Path to public key metadata file")
+	metavar(fs, "public_key_metadata", "KEY_METADATA")
+	fs.Var(&v.rollbackIndex, "rollback_index", "Rollback Index")
+	fs.Var(&v.rollbackIndexLocation, "rollback_index_location", "Location of main vbmeta Rollback Index")
+	v.internalRelease = fs.String("internal_release_string", "", "")
+	_ = fs.MarkHidden("internal_release_string")
+	v.appendRelease = fs.String("append_to_release_string", "", "Text to append to release string")
+	metavar(fs, "append_to_release_string", "STR")
+	v.props = fs.StringArray("prop", nil, "Add property")
+	metavar(fs, "prop", "KEY:VALUE")
+	v.propsFromFile = fs.StringArray("prop_from_file", nil, "Add property from file")
+	metavar(fs, "prop_from_file", "KEY:PATH")
+	v.kernelCmdlines = fs.StringArray("kernel_cmdline", nil, "Add kernel cmdline")
+	metavar(fs, "kernel_cmdline", "CMDLINE")
+	fs.StringVar(&v.setupRootfs, "setup_rootfs_from_kernel", "", "Adds kernel cmdline to set up IMAGE")
+	metavar(fs, "setup_rootfs_from_kernel", "IMAGE")
+	fileType(fs, "setup_rootfs_from_kernel", "r", "setup_rootfs_from_kernel/--generate_dm_verity_cmdline_from_hashtree")
+	fs.StringVar(&v.setupRootfs, "generate_dm_verity_cmdline_from_hashtree", "", "old name of --setup_rootfs_from_kernel")
+	_ = fs.MarkHidden("generate_dm_verity_cmdline_from_hashtree")
+	fileType(fs, "generate_dm_verity_cmdline_from_hashtree", "r", "setup_rootfs_from_kernel/--generate_dm_verity_cmdline_from_hashtree")
+	v.include = fs.StringArray("include_descriptors_from_image", nil, "Include descriptors from image")
+	metavar(fs, "include_descriptors_from_image", "IMAGE")
+	fileType(fs, "include_descriptors_from_image", "r", "include_descriptors_from_image")
+	v.printRequired = fs.Bool("print_required_libavb_version", false, "Don't store the footer - instead calculate the required libavb version for the given options.")
+	v.chains = fs.StringArray("chain_partition", nil, "Allow signed integrity-data for partition")
+	metavar(fs, "chain_partition", "PART_NAME:ROLLBACK_SLOT:KEY_PATH")
+	v.chainsNoAB = fs.StringArray("chain_partition_do_not_use_ab", nil, "Allow signed integrity-data for partition does not use A/B")
+	metavar(fs, "chain_partition_do_not_use_ab", "PART_NAME:ROLLBACK_SLOT:KEY_PATH")
+	fs.Var(&v.flags, "flags", "VBMeta flags")
+	v.hashtreeDisabled = fs.Bool("set_hashtree_disabled_flag", false, "Set the HASHTREE_DISABLED flag")
+	return v
+}
+
+// flags32 returns the vbmeta flags and the rollback index location as
+// the 32-bit numbers they are.
+func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
+	if uint64(v.rollbackIndexLocation) > 1<<32-1 || uint64(v.flags) > 1<<32-1 {
+		return 0, 0, fmt.Errorf("--rollback_index_location and --flags are 32-bit numbers")
+	}
+	flags = uint32(v.flags)
+	if *v.hashtreeDisabled {
+		flags |= avb.FlagHashtreeDisabled
+	}
+	return flags, uint32(v.rollbackIndexLocation), nil
+}
+
+// chainPartitions checks and reads the chained partitions as avbtool's
+// _generate_vbmeta_blob does, in its order and with its messages: those
+// of --chain_partition, then of --chain_partition_do_not_use_ab.
+func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPartition, error) {
+	used := map[int64]bool{int64(location): true}
+	var out []avb.ChainPartition
+	for _, spec := range append(append([]string(nil), *v.chains...), *v.chainsNoAB...) {
+		tok := strings.Split(spec, ":")
+		if len(tok) != 3 {
+			return nil, avbErr("Malformed chained partition \"%s\".", spec)
+		}
+		n, err := strconv.ParseInt(tok[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1])
+		}
+		if used[n] {
+			return nil, avbErr("Rollback Index Location %d is already in use.", n)
+		}
+		used[n] = true
+		if n < 1 {
+			return nil, avbErr("Rollback index location must be 1 or larger.")
+		}
+		// avbtool flags a partition given in both lists in both.
+		cp, err := avb.ParseChainPartition(t.ctx, spec, contains(*v.chainsNoAB, spec))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// properties reads --prop and --prop_from_file, avbtool's message for
+// one without a colon.
+func (t *tool) properties(v *vbmetaFlags) ([]avb.Property, error) {
+	var out []avb.Property
+	for _, p := range *v.props {
+		if !strings.Contains(p, ":") {
+			return nil, avbErr("Malformed property \"%s\".", p)
+		}
+		pr, err := avb.ParseProperty(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	for _, p := range *v.propsFromFile {
+		if !strings.Contains(p, ":") {
+			return nil, avbErr("Malformed property \"%s\".", p)
+		}
+		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// signing returns what signs for alg, as avbtool checks it: nothing for
+// NONE (no key is read), else the key is required and its size must be
+// the algorithm's before anything signs. A signing helper (with files
+// first, as avbtool prefers it) gets the key's path as given, which may
+// then be a public key.
+func (t *tool) signing(v *vbmetaFlags, alg *avb.Algorithm) (*avbSigning, error) {
+	s := &avbSigning{}
+	if alg.Type == 0 {
+		return s, nil
+	}
+	if *v.key == "" {
+		return nil, avbErr("Key is required for algorithm %s", alg.Name)
+	}
+	pub, err := avb.LoadPublicKey(t.ctx, *v.key)
+	if err != nil {
+		return nil, err
+	}
+	if blob, err := avb.EncodePublicKey(pub); err != nil || len(blob) != alg.PublicKeySize {
+		return nil, avbErr("Key is wrong size for algorithm %s", alg.Name)
+	}
+	switch {
+	case *v.signingHelperWithFiles != "":
+		// Its stderr passes through, as avbtool lets it.
+		s.signer = &avb.HelperSigner{Program: *v.signingHelperWithFiles, KeyPath: *v.key, Public: pub, WithFiles: true, Stderr: t.stderr}
+		s.withFiles = true
+	case *v.signingHelper != "":
+		s.signer = &avb.HelperSigner{Program: *v.signingHelper, KeyPath: *v.key, Public: pub}
+	default:
+		if s.key, err = avb.LoadPrivateKey(t.ctx, *v.key); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// avbSigning is the key or the signing helper that signs.
+type avbSigning struct {
+	key       *rsa.PrivateKey
+	signer    avb.Signer
+	withFiles bool
+}
+
+// signingMessage is avbtool's message for a signing helper's failure
+// (its stderr quoted as Python prints bytes; with files, it passed
+// through), or "" for any other error.
+func signingMessage(err error, withFiles bool) string {
+	var he *avb.HelperError
+	if !errors.As(err, &he) || errors.Is(err, verity.ErrParam) {
+		return "" // could not be run: avbtool's is a traceback
+	}
+	switch {
+	case he.ExitCode != 0 && withFiles:
+		return "Error signing"
+	case he.ExitCode != 0:
+		return "Error signing: " + pyBytes(he.Stderr)
+	}
+	return "Error signing: Invalid length of signature"
+}
+
+// fail reports an error of a subcommand that answers with avbtool's
+// messages: avbtool's own as it prints them ("argv0: message", exit 1),
+// a signing helper's failure as avbtool words it, anything else in our
+// words (where avbtool has a Python traceback).
+func (t *tool) fail(err error, withFiles bool) int {
+	if t.ctx.Err() != nil {
+		return t.failed(err)
+	}
+	if msg := signingMessage(err, withFiles); msg != "" {
+		fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, msg)
+		return exitFailed
+	}
+	var m avbMessage
+	if errors.As(err, &m) {
+		fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m)
+		return exitFailed
+	}
+	return t.failed(err)
+}
+
+func (t *tool) makeVBMetaImage(args []string) int {
+	const cmd = "make_vbmeta_image"
+	fs := t.flagSet(cmd)
+	output := fs.String("output", "", "Output file name")
+	fileType(fs, "output", "w", "output")
+	var padding number
+	fs.Var(&padding, "padding_size", "If non-zero, pads output with NUL bytes so its size is a multiple of NUMBER (default: 0)")
+	metavar(fs, "padding_size", "NUMBER")
+	v := addVBMetaFlags(fs)
+	if code, done := t.parse(cmd, fs, args); done {
+		return code
+	}
+	o, s, err := t.vbmetaImageOptions(v, *output)
+	if err != nil || o == nil {
+		if err != nil {
+			return t.fail(err, false)
+		}
+		return exitOK // printed the required version
+	}
+	o.PaddingSize = uint64(padding)
+	if *output == "-" {
+		err = t.writeVBMetaToStdout(o)
+	} else {
+		err = avb.MakeVBMetaImage(t.ctx, *output, o)
+	}
+	if err != nil {
+		return t.fail(err, s.withFiles)
+	}
+	return exitOK
+}
+
+// vbmetaImageOptions makes make_vbmeta_image's options of v, checked in
+// avbtool's order; nil options (and no error) when it only printed the
+// required libavb version.
+func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaImageOptions, *avbSigning, error) {
+	_, location, err := v.flags32()
+	if err != nil {
+		return nil, nil, err
+	}
+	if *v.printRequired {
+		o := &avb.VBMetaImageOptions{RollbackIndexLocation: location, IncludeDescriptorsFrom: *v.include}
+		// avbtool counts these before reading anything.
+		for range *v.chainsNoAB {
+			o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true})
+		}
+		m, err := o.RequiredLibavbMinor()
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(t.stdout, "1.%d\n", m)
+		return nil, nil, nil
+	}
+	if output == "" {
+		return nil, nil, avbErr("No output file given")
+	}
+	c, s, err := t.vbmetaCommon(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &avb.VBMetaImageOptions{
+		Algorithm: c.Algorithm, Key: c.Key, Signer: c.Signer, ChainPartitions: c.ChainPartitions, Properties: c.Properties,
+		SetupRootfsFromKernel: c.SetupRootfsFromKernel, KernelCmdlines: c.KernelCmdlines,
+		IncludeDescriptorsFrom: c.IncludeDescriptorsFrom, PublicKeyMetadata: c.PublicKeyMetadata,
+		RollbackIndex: c.RollbackIndex, RollbackIndexLocation: c.RollbackIndexLocation, Flags: c.Flags,
+		ReleaseString: c.ReleaseString, AppendToReleaseString: c.AppendToReleaseString,
+	}, s, nil
+}
+
+// vbmetaCommon reads the common vbmeta options as avbtool's
+// _generate_vbmeta_blob does, in its order and with its messages: the
+// algorithm, the chained partitions, the properties, the public key
+// metadata, then the key or the signing helper.
+func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigning, error) {
+	flags, location, err := v.flags32()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &avb.VBMetaCommonOptions{
+		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
+		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
+		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
+	}
+	alg, err := avb.AlgorithmByName(*v.algorithm)
+	if err != nil {
+		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
+	}
+	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
+		return nil, nil, err
+	}
+	if c.Properties, err = t.properties(v); err != nil {
+		return nil, nil, err
+	}
+	if *v.publicKeyMetadata != "" {
+		if c.PublicKeyMetadata, err = t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := t.signing(v, alg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Key, c.Signer = s.key, s.signer
+	return c, s, nil
+}
+
+// writeVBMetaToStdout writes the image to stdout (--output -): the blob,
+// then the padding's zeros.
+func (t *tool) writeVBMetaToStdout(o *avb.VBMetaImageOptions) error {
+	blob, err := avb.VBMetaImage(t.ctx, o)
+	if err != nil {
+		return err
+	}
+	return t.writePadded(blob, o.PaddingSize)
+}
+
+// writePadded writes b and zeros to a multiple of padding (0: none, at
+// most 1 GiB) to stdout.
+func (t *tool) writePadded(b []byte, padding uint64) error {
+	if padding > 1<<30 {
+		return fmt.Errorf("--padding_size %d is larger than 1 GiB", padding)
+	}
+	if _, err := t.stdout.Write(b); err != nil {
+		return err
+	}
+	if padding == 0 {
+		return nil
+	}
+	left := (uint64(len(b))+padding-1)/padding*padding - uint64(len(b))
+	zeros := make([]byte, min(left, 64<<10))
+	w := ctxWriter{t.ctx, t.stdout}
+	for left > 0 {
+		n := min(left, uint64(len(zeros)))
+		if _, err := w.Write(zeros[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	return nil
+}
