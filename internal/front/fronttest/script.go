@@ -8,7 +8,8 @@ package fronttest
 // and the outcomes are compared: exit code, stdout, stderr, files.
 //
 // Script lines (# starts a comment; $DIR is the case's directory, $ROOT the
-// root hash the last command printed on a "Root hash:" line):
+// root hash the last command printed on a "Root hash:" line; a TEXT that
+// ends in a space or starts with a quote is written as a Go string literal):
 //
 //	case NAME                 a new case, in a fresh directory; the lines
 //	                          before the first case are in every case
@@ -240,8 +241,21 @@ func (c *scriptCase) step(line string) {
 		c.finish()
 		c.start(fields[0], fields[1:], false)
 	default:
-		c.check(verb, rest, fields)
+		c.check(verb, c.unquote(rest), fields)
 	}
+}
+
+// unquote reads TEXT written as a Go string literal: a text that ends in a
+// space or starts with a quote.
+func (c *scriptCase) unquote(text string) string {
+	if !strings.HasPrefix(text, `"`) {
+		return text
+	}
+	s, err := strconv.Unquote(text)
+	if err != nil {
+		c.fatalf("bad quoted text %s", text)
+	}
+	return s
 }
 
 // check runs an assertion about the last command.
