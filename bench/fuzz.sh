@@ -6,12 +6,15 @@
 #
 # FUZZTIME       time per target (default 5m)
 # FUZZPARALLEL   fuzzing processes per target (default: go's, one per CPU)
-# FUZZCOPY=0     do not copy the new interesting inputs into testdata
+# FUZZCOPY=1     also copy the new interesting inputs into testdata
 #
-# Go keeps the inputs that reached new code in its cache ($GOCACHE/fuzz);
-# this copies them into the package's testdata/fuzz/TARGET, where go test
-# replays them and git keeps them. A failing input is written there by go
-# itself. Exits 1 if any target failed.
+# Go keeps the inputs that reached new code in its cache ($GOCACHE/fuzz)
+# and starts from them on the next run. The committed corpora hold only the
+# seeds and the named regressions: a failing input, which go writes into
+# the package's testdata/fuzz/TARGET itself, is renamed to say what it
+# guards (the name is free text) and committed with its fix. FUZZCOPY=1
+# copies the cache there too, for a look; do not commit those. Exits 1 if
+# any target failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-5m}
@@ -25,7 +28,8 @@ all=(
   internal/cli:FuzzParseHex internal/cli:FuzzParseUUID internal/cli:FuzzTreeFlags
   fec:FuzzDecodeCodeword fec:FuzzParams
   internal/front/veritycheck:FuzzRootHashFile internal/front/veritycheck:FuzzDump internal/front/veritycheck:FuzzAVBCheck
-  verity:FuzzAndroidSparseRuns verity:FuzzBootNames verity:FuzzAppendTail
+  verity:FuzzAndroidSparseRuns verity:FuzzBootNames verity:FuzzAppendTail verity:FuzzParseTable verity:FuzzRootHashSignatureFile
+  dm:FuzzDecode internal/pkcs7:FuzzParseVerify
   avb:FuzzParseVBMeta avb:FuzzParseImage avb:FuzzDecodePublicKey avb:FuzzSparseTruncate avb:FuzzVerifyVBMetaBlob avb:FuzzVBMetaWalkMemory
 )
 missing=$(comm -13 <(printf '%s\n' "${all[@]#*:}" | sort) \
@@ -57,7 +61,7 @@ for t in "${selected[@]}"; do
     failed+=("$t")
     continue
   fi
-  if [ "${FUZZCOPY:-1}" != 0 ] && [ -d "$cache/$module/$pkg/$name" ]; then
+  if [ "${FUZZCOPY:-0}" != 0 ] && [ -d "$cache/$module/$pkg/$name" ]; then
     mkdir -p "$pkg/testdata/fuzz/$name"
     n=0
     for f in "$cache/$module/$pkg/$name"/*; do

@@ -80,6 +80,7 @@ func runMeasured(t *testing.T, launcher, name string, args ...string) int64 {
 // images of millions of unmergeable chunks (they took 20 times the file's
 // size: over 1 GiB for 56 MB).
 func TestMemoryBounded(t *testing.T) {
+	testtool.Long(t, "the memory bounds on images of millions of chunks (about a minute)")
 	dir := t.TempDir()
 	gen, check := testtool.BuildCommand(t, dir, "./cmd/veritygen"), testtool.BuildCommand(t, dir, "./cmd/veritycheck")
 	launcher := testtool.BuildLauncher(t, dir)

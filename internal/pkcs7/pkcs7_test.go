@@ -293,6 +293,7 @@ var ecCases = []ecCase{
 // verify it, with -noverify and against the certificate as CA; and
 // refuse it for other content.
 func TestECDSASignatureLikeOpenSSLs(t *testing.T) {
+	testtool.Long(t, "the ECDSA signatures against openssl's (tens of seconds of openssl runs)")
 	for _, c := range ecCases {
 		name := fmt.Sprintf("%s-%s%s.der", strings.TrimSuffix(c.key, ".pem"), HashName(c.hash), map[bool]string{true: "-certs"}[c.embed])
 		t.Run(name, func(t *testing.T) {
@@ -351,6 +352,7 @@ func opensslAccepts(t *testing.T, d string, sig []byte, cert, ca string) {
 // (they are openssl's own bytes; this checks the test's openssl command
 // lines as much as us).
 func TestOpenSSLVerifiesRSA(t *testing.T) {
+	testtool.Long(t, "openssl's check of the RSA signatures (tens of seconds of openssl runs)")
 	for _, c := range rsaCases[:5] {
 		sig, err := Sign([]byte(c.root), loadSigner(t, c.key), loadCert(t, c.cert), &SignOptions{Hash: c.hash, EmbedCertificate: c.embed})
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // PEER_CASES) for a run through go test ./... .
 var (
 	flagSeed     = flag.Uint64("peer.seed", 0, "seed of the generated cases (default: $PEER_SEED, else 1)")
-	flagCases    = flag.Int("peer.cases", 0, "number of cases (default: $PEER_CASES, else 300 with -short, 2000 without)")
+	flagCases    = flag.Int("peer.cases", 0, "number of cases (default: $PEER_CASES, else 40 with -short, 2000 without)")
 	flagCase     = flag.Int("peer.case", -1, "run only this case of the seed")
 	flagJobs     = flag.Int("peer.jobs", 0, "cases run at once (default: 4 per CPU, at least 8: the tools mostly wait)")
 	flagShow     = flag.Int("peer.show", 15, "unaccepted differences shown in full (the rest are counted)")
@@ -29,7 +29,7 @@ var (
 const (
 	defaultSeed       = 1
 	defaultCases      = 2000
-	defaultShortCases = 300
+	defaultShortCases = 40
 )
 
 func settings(t *testing.T) (seed uint64, cases int) {

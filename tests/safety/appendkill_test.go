@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 func init() { moreAttacks = append(moreAttacks, killedAVBAttacks) }
@@ -67,10 +69,8 @@ type appendKill struct {
 // Before the fixes most kill points left an image longer than the original
 // and without a footer, from which a rerun built a wrong image with exit 0.
 func TestSIGKILLDuringAppendLeavesResumable(t *testing.T) {
+	testtool.Long(t, "the kills during --append (tens of seconds even with few kill points)")
 	points, size := 20, 24*mib
-	if testing.Short() {
-		points, size = 5, 2*mib
-	}
 	for ci, c := range appendKills(size) {
 		for _, rerun := range []bool{false, true} {
 			name, seed := c.name+", on an image", uint64(2*ci)

@@ -159,6 +159,7 @@ func TestAppendReport(t *testing.T) {
 // --data-size, leaves the file an uninterrupted run leaves; so does a
 // second run on a finished file.
 func TestAppendRerun(t *testing.T) {
+	testtool.Long(t, "the reruns of --append on a 24 MiB image")
 	dir := t.TempDir()
 	const size = 24<<20 + 1234
 	img := fronttest.Image(t, filepath.Join(dir, "orig.img"), size, 40)

@@ -1,0 +1,584 @@
+package fronttest
+
+// Command-line tests as script files, one format for the four fronts. A
+// script runs commands in-process through a front's Main, in a directory of
+// its own, and checks their exit code, output and the files they leave. With
+// a peer (the real veritysetup or avbtool), every command of the peer's name
+// runs through both, each in a directory of its own holding the same files,
+// and the outcomes are compared: exit code, stdout, stderr, files.
+//
+// Script lines (# starts a comment; $DIR is the case's directory, $ROOT the
+// root hash the last command printed on a "Root hash:" line; a TEXT that
+// ends in a space or starts with a quote is written as a Go string literal):
+//
+//	case NAME                 a new case, in a fresh directory; the lines
+//	                          before the first case are in every case
+//	skipifroot REASON         skip the case when running as root
+//	data NAME SIZE [MODE]     a file of SIZE pseudo-random bytes (the same
+//	                          in both directories), mode 0644 by default
+//	zeros NAME SIZE           a file of SIZE zeros
+//	poke NAME OFFSET HEX      write the bytes HEX at OFFSET of NAME
+//	fill NAME OFFSET COUNT    write COUNT bytes 0x5a at OFFSET of NAME
+//	mkdir NAME                a directory
+//	chmod MODE NAME           change NAME's mode (octal)
+//	link NAME TARGET          a hard link NAME to TARGET
+//	symlink NAME TARGET       a symbolic link NAME to TARGET
+//	loop NAME FILE [ALIAS]    a loop device over FILE, as the block device
+//	                          node NAME (and ALIAS, a second node of it);
+//	                          skips the case where none can be attached
+//	TOOL ARGS...              run the front TOOL (veritygen, veritycheck,
+//	                          veritysetup, avbtool) with ARGS; with a peer of
+//	                          that name, the peer too
+//	front TOOL ARGS...        run only the front (what the peer cannot do
+//	                          here, e.g. open without device-mapper)
+//	code N                    it exited N (both, with a peer)
+//	contains TEXT             the front's stderr contains TEXT
+//	outcontains TEXT          the front's stdout contains TEXT
+//	nostdout                  the front's stdout is empty
+//	oneerror                  the front's stderr is one "TOOL: error: " line
+//	                          first, then only "TOOL: hint: " lines
+//	error TEXT                the error line contains TEXT
+//	hint TEXT, nohint TEXT    a hint line contains TEXT; none does
+//	unchanged                 the directory is as before the command: names,
+//	                          types, sizes, modes, mtimes and content
+//	sha256 NAME HEX           NAME's content has this SHA-256
+//	absent NAME               the front left no file NAME
+//	peer stdout MODE          with a peer, how the outputs compare: exact
+//	peer stderr MODE          (the default), last (the last line), prefix
+//	                          (the front's starts with the peer's), none
+//	files [NAMES...]          with a peer, the files are the same in both
+//	                          directories (all files without NAMES): present
+//	                          or not, content, mode
+//
+// Outputs are compared with the peer's when the next command starts or the
+// case ends. Every command needs a code line.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/veritytree/veritytree/internal/testtool"
+)
+
+// Scripts says how to run a set of script files.
+type Scripts struct {
+	// Fronts are the commands a script may run, by name.
+	Fronts map[string]Main
+	// Peer, when set, names the real program (e.g. "veritysetup") run next
+	// to the front of the same name; a missing peer skips the test (fails
+	// it in CI).
+	Peer string
+}
+
+// Run runs every script file matching glob, each case a subtest, and
+// returns how many cases there were.
+func (s Scripts) Run(t *testing.T, glob string) int {
+	t.Helper()
+	paths, err := filepath.Glob(glob)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scripts match %s (%v)", glob, err)
+	}
+	var peer string
+	if s.Peer != "" {
+		peer = testtool.Require(t, s.Peer)
+		// veritysetup creates its files 0600 whatever the umask allows;
+		// the comparison of modes needs the same umask for both.
+		old := syscall.Umask(0o022)
+		t.Cleanup(func() { syscall.Umask(old) })
+	}
+	n := 0
+	for _, path := range paths {
+		file := strings.TrimSuffix(filepath.Base(path), ".txt")
+		cases := parseScript(t, path)
+		t.Run(file, func(t *testing.T) {
+			for _, c := range cases {
+				n++
+				run := func(t *testing.T) {
+					sc := &scriptCase{t: t, file: file, s: s, peer: peer}
+					sc.run(c.lines)
+				}
+				if c.name == "" {
+					run(t)
+				} else {
+					t.Run(c.name, run)
+				}
+			}
+		})
+	}
+	return n
+}
+
+type scriptLine struct {
+	n    int
+	text string
+}
+
+type parsedCase struct {
+	name  string
+	lines []scriptLine
+}
+
+// parseScript splits a script into its cases, each with the lines before
+// the first case in front.
+func parseScript(t *testing.T, path string) []parsedCase {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prelude []scriptLine
+	var cases []parsedCase
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if name, ok := strings.CutPrefix(line, "case "); ok {
+			cases = append(cases, parsedCase{name: strings.TrimSpace(name), lines: append([]scriptLine(nil), prelude...)})
+			continue
+		}
+		if len(cases) == 0 {
+			prelude = append(prelude, scriptLine{n, line})
+		} else {
+			cases[len(cases)-1].lines = append(cases[len(cases)-1].lines, scriptLine{n, line})
+		}
+	}
+	if len(cases) == 0 {
+		cases = []parsedCase{{lines: prelude}}
+	}
+	return cases
+}
+
+// outcome is one command's outcome.
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+type scriptCase struct {
+	t        *testing.T
+	file     string
+	s        Scripts
+	peer     string    // the peer's path, "" without one
+	dirs     [2]string // the peer's and the front's
+	last     [2]*outcome
+	tool     string
+	args     []string
+	withPeer bool
+	outMode  string
+	errMode  string
+	codeSeen bool
+	root     string
+	before   map[string]string
+	line     int
+}
+
+func (c *scriptCase) run(lines []scriptLine) {
+	t := c.t
+	c.dirs[1] = t.TempDir()
+	if c.peer != "" {
+		c.dirs[0] = t.TempDir()
+	}
+	// The front runs in-process: its relative paths are relative to the
+	// case's directory, as the peer's are.
+	t.Chdir(c.dirs[1])
+	for _, l := range lines {
+		c.line = l.n
+		c.step(l.text)
+	}
+	c.finish()
+}
+
+func (c *scriptCase) step(line string) {
+	verb, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(c.expand(rest))
+	fields := strings.Fields(rest)
+	if _, ok := c.s.Fronts[verb]; ok {
+		c.finish()
+		c.start(verb, fields, c.peer != "" && verb == c.s.Peer)
+		return
+	}
+	switch verb {
+	case "skipifroot":
+		if os.Geteuid() == 0 {
+			c.t.Skipf("skipped: running as root: %s", rest)
+		}
+	case "data", "zeros", "poke", "fill":
+		c.writeFile(verb, fields)
+	case "mkdir":
+		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
+	case "chmod":
+		mode := c.mode(fields[0])
+		c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), mode) })
+		c.t.Cleanup(func() { c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), 0o755) }) })
+	case "link", "symlink":
+		c.each(func(dir string) error {
+			if verb == "link" {
+				return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0]))
+			}
+			return os.Symlink(fields[1], filepath.Join(dir, fields[0]))
+		})
+	case "loop":
+		c.each(func(dir string) error { return c.loop(dir, fields) })
+	case "front":
+		if len(fields) == 0 || c.s.Fronts[fields[0]] == nil {
+			c.fatalf("front names no front: %q", rest)
+		}
+		c.finish()
+		c.start(fields[0], fields[1:], false)
+	default:
+		c.check(verb, c.unquote(rest), fields)
+	}
+}
+
+// unquote reads TEXT written as a Go string literal: a text that ends in a
+// space or starts with a quote.
+func (c *scriptCase) unquote(text string) string {
+	if !strings.HasPrefix(text, `"`) {
+		return text
+	}
+	s, err := strconv.Unquote(text)
+	if err != nil {
+		c.fatalf("bad quoted text %s", text)
+	}
+	return s
+}
+
+// check runs an assertion about the last command.
+func (c *scriptCase) check(verb, rest string, fields []string) {
+	if verb != "sha256" && verb != "absent" && c.last[1] == nil {
+		c.fatalf("%s before any command", verb)
+	}
+	ours := c.last[1]
+	switch verb {
+	case "code":
+		want := c.atoi(rest)
+		c.codeSeen = true
+		for i, r := range c.last {
+			if r != nil && r.code != want {
+				c.errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", c.who(i), r.code, want, r.stdout, r.stderr)
+			}
+		}
+	case "contains", "outcontains":
+		out, what := ours.stderr, "stderr"
+		if verb == "outcontains" {
+			out, what = ours.stdout, "stdout"
+		}
+		if !strings.Contains(out, rest) {
+			c.errorf("the front's %s does not contain %q:\n%s", what, rest, out)
+		}
+	case "nostdout":
+		if ours.stdout != "" {
+			c.errorf("stdout is not empty:\n%s", ours.stdout)
+		}
+	case "oneerror":
+		errs, _ := c.errorLines()
+		if len(errs) != 1 {
+			c.fatalf("got %d error lines, want 1:\n%s", len(errs), ours.stderr)
+		}
+		if !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
+			c.errorf("the error line is not first:\n%s", ours.stderr)
+		}
+	case "error":
+		errs, _ := c.errorLines()
+		if len(errs) == 0 || !strings.Contains(errs[0], rest) {
+			c.errorf("error %q does not say %q", strings.Join(errs, "\n"), rest)
+		}
+	case "hint", "nohint":
+		_, hints := c.errorLines()
+		if has := strings.Contains(strings.Join(hints, "\n"), rest); has != (verb == "hint") {
+			if has {
+				c.errorf("a hint says %q:\n%s", rest, ours.stderr)
+			} else {
+				c.errorf("no hint saying %q in:\n%s", rest, ours.stderr)
+			}
+		}
+	case "unchanged":
+		SameListing(c.t, c.before, Listing(c.t, c.dirs[1]))
+	case "sha256":
+		if got := fmt.Sprintf("%x", Sum(c.t, filepath.Join(c.dirs[1], fields[0]))); got != fields[1] {
+			c.errorf("%s has sha256 %s, want %s", fields[0], got, fields[1])
+		}
+	case "absent":
+		if _, err := os.Lstat(filepath.Join(c.dirs[1], rest)); err == nil {
+			c.errorf("the front left %s behind", rest)
+		}
+	case "peer":
+		c.needPeer(verb)
+		switch fields[0] {
+		case "stdout":
+			c.outMode = fields[1]
+		case "stderr":
+			c.errMode = fields[1]
+		default:
+			c.fatalf("peer %s: want stdout or stderr", fields[0])
+		}
+	case "files":
+		if c.peer == "" {
+			c.fatalf("files without a peer")
+		}
+		c.compareFiles(fields)
+	default:
+		c.fatalf("unknown script verb %q", verb)
+	}
+}
+
+func (c *scriptCase) needPeer(verb string) {
+	if !c.withPeer {
+		c.fatalf("%s after a command without a peer", verb)
+	}
+}
+
+// errorLines splits the front's stderr into its error and hint lines,
+// failing on any other line.
+func (c *scriptCase) errorLines() (errs, hints []string) {
+	stderr := c.last[1].stderr
+	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if e, ok := strings.CutPrefix(l, c.tool+": error: "); ok {
+			errs = append(errs, e)
+		} else if h, ok := strings.CutPrefix(l, c.tool+": hint: "); ok {
+			hints = append(hints, h)
+		} else {
+			c.errorf("stderr line is neither an error nor a hint: %q", l)
+		}
+	}
+	return errs, hints
+}
+
+func (c *scriptCase) expand(s string) string {
+	return strings.NewReplacer("$DIR", c.dirs[1], "$ROOT", c.root).Replace(s)
+}
+
+// writeFile runs a script line that writes a file in each directory: data
+// or zeros (a new file), poke or fill (bytes into one).
+func (c *scriptCase) writeFile(verb string, fields []string) {
+	switch verb {
+	case "data", "zeros":
+		size := c.atoi(fields[1])
+		mode := fs.FileMode(0o644)
+		if len(fields) > 2 {
+			mode = c.mode(fields[2])
+		}
+		b := make([]byte, size)
+		if verb == "data" {
+			r := rand.New(rand.NewPCG(uint64(size), uint64(len(fields[0]))))
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+		}
+		c.each(func(dir string) error {
+			p := filepath.Join(dir, fields[0])
+			if err := os.WriteFile(p, b, mode); err != nil {
+				return err
+			}
+			return os.Chmod(p, mode)
+		})
+	case "poke", "fill":
+		off := c.atoi(fields[1])
+		var b []byte
+		if verb == "poke" {
+			if _, err := fmt.Sscanf(fields[2], "%x", &b); err != nil {
+				c.fatalf("bad hex %q", fields[2])
+			}
+		} else {
+			b = bytes.Repeat([]byte{0x5a}, c.atoi(fields[2]))
+		}
+		c.each(func(dir string) error {
+			f, err := os.OpenFile(filepath.Join(dir, fields[0]), os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt(b, int64(off))
+			return err
+		})
+	}
+}
+
+// loop attaches dir/FILE to a loop device and makes the block device nodes
+// dir/NAME (and dir/ALIAS) of it: the paths a script names, in its own
+// directory, one device per directory.
+func (c *scriptCase) loop(dir string, fields []string) error {
+	dev := testtool.LoopDevice(c.t, filepath.Join(dir, fields[1]), false)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return err
+	}
+	for _, name := range append([]string{fields[0]}, fields[2:]...) {
+		if err := syscall.Mknod(filepath.Join(dir, name), syscall.S_IFBLK|0o600, int(st.Rdev)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *scriptCase) atoi(text string) int {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		c.fatalf("bad number %q", text)
+	}
+	return n
+}
+
+func (c *scriptCase) mode(text string) fs.FileMode {
+	m, err := strconv.ParseUint(text, 8, 32)
+	if err != nil {
+		c.fatalf("bad mode %q", text)
+	}
+	return fs.FileMode(m)
+}
+
+func (c *scriptCase) who(i int) string {
+	cmd := c.tool + " " + strings.Join(c.args, " ")
+	if i == 0 {
+		return "the peer, " + cmd
+	}
+	return "the front, " + cmd
+}
+
+func (c *scriptCase) fatalf(format string, args ...any) {
+	c.t.Helper()
+	c.t.Fatalf("%s line %d: %s", c.file, c.line, fmt.Sprintf(format, args...))
+}
+
+func (c *scriptCase) errorf(format string, args ...any) {
+	c.t.Helper()
+	c.t.Errorf("%s line %d: %s", c.file, c.line, fmt.Sprintf(format, args...))
+}
+
+// each runs fn in the case's directories.
+func (c *scriptCase) each(fn func(dir string) error) {
+	for _, dir := range c.dirs {
+		if dir == "" {
+			continue
+		}
+		if err := fn(dir); err != nil {
+			c.fatalf("%v", err)
+		}
+	}
+}
+
+var rootLine = regexp.MustCompile(`(?m)^Root hash:\s+([0-9a-f]+)$`)
+
+func (c *scriptCase) start(tool string, args []string, withPeer bool) {
+	c.tool, c.args, c.withPeer = tool, args, withPeer
+	c.outMode, c.errMode, c.codeSeen = "exact", "exact", false
+	c.last = [2]*outcome{}
+	c.before = Listing(c.t, c.dirs[1])
+	if withPeer {
+		cmd := exec.CommandContext(c.t.Context(), c.peer, args...)
+		// Both invoked by the same name: usage errors start with it.
+		cmd.Args[0] = tool
+		cmd.Dir = c.dirs[0]
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		r := &outcome{stdout: stdout.String(), stderr: stderr.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			c.fatalf("running %s: %v", c.peer, err)
+		}
+		c.last[0] = r
+	}
+	var stdout, stderr bytes.Buffer
+	code := c.s.Fronts[tool](c.t.Context(), tool, args, &stdout, &stderr)
+	c.last[1] = &outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	c.t.Logf("%s line %d: %s %q -> exit %d\nstdout:\n%s\nstderr:\n%s", c.file, c.line, tool, args, code, stdout.String(), stderr.String())
+	if m := rootLine.FindStringSubmatch(c.last[1].stdout); m != nil {
+		c.root = m[1]
+	}
+}
+
+// finish checks that the last command had a code line and compares its
+// outputs with the peer's.
+func (c *scriptCase) finish() {
+	if c.last[1] == nil {
+		return
+	}
+	if !c.codeSeen {
+		c.fatalf("%s %v has no code line", c.tool, c.args)
+	}
+	if !c.withPeer {
+		return
+	}
+	real, ours := c.last[0], c.last[1]
+	if real.code != ours.code {
+		c.errorf("%s %s: the peer exited %d, the front %d", c.tool, strings.Join(c.args, " "), real.code, ours.code)
+	}
+	c.compare("stdout", c.outMode, real.stdout, ours.stdout)
+	c.compare("stderr", c.errMode, real.stderr, ours.stderr)
+}
+
+func (c *scriptCase) compare(what, mode, real, ours string) {
+	ok := true
+	switch mode {
+	case "exact":
+		ok = real == ours
+	case "last":
+		ok = lastLine(real) == lastLine(ours)
+	case "prefix":
+		ok = strings.HasPrefix(ours, real)
+	case "none":
+	default:
+		c.fatalf("bad compare mode %q", mode)
+	}
+	if !ok {
+		c.errorf("%s %s: %s differs (%s)\nthe peer:\n%s\nthe front:\n%s", c.tool, strings.Join(c.args, " "), what, mode, real, ours)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// compareFiles compares the named files (all files when none are named) of
+// the two directories: present or not, content and mode.
+func (c *scriptCase) compareFiles(names []string) {
+	if len(names) == 0 {
+		set := map[string]bool{}
+		for _, dir := range c.dirs {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				c.fatalf("%v", err)
+			}
+			for _, e := range entries {
+				set[e.Name()] = true
+			}
+		}
+		for n := range set {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		var desc [2]string
+		for i, dir := range c.dirs {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			info, serr := os.Stat(filepath.Join(dir, n))
+			if err != nil || serr != nil {
+				desc[i] = "absent"
+			} else {
+				desc[i] = fmt.Sprintf("%d bytes, sha256 %x, mode %v", len(b), sha256.Sum256(b), info.Mode().Perm())
+			}
+		}
+		if desc[0] != desc[1] {
+			c.errorf("after %s %s: %s is %s; the front's is %s", c.tool, strings.Join(c.args, " "), n, desc[0], desc[1])
+		}
+	}
+}
