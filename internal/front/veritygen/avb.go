@@ -24,7 +24,8 @@ import (
 
 const avbUsage = `
 Android Verified Boot (--avb, with --append):
-  veritygen --append [--fec] --avb [--partition-size=N] [--avb-algorithm=ALG --avb-key=KEY.pem] DATA
+  veritygen --append [--fec] --avb [--partition-size=N]
+            [--avb-algorithm=ALG --avb-key=KEY.pem] DATA
 does what 'avbtool add_hashtree_footer' does, byte for byte: after the tree
 (and with --fec the parity) it appends a vbmeta blob with a hashtree
 descriptor, signed if asked, and the AVB footer in the partition's last
@@ -77,24 +78,24 @@ var avbOnlyFlags = []string{"partition-size", "partition-name", "avb-algorithm",
 
 func (a *avbFlags) register(fs *pflag.FlagSet) {
 	a.fs = fs
-	fs.BoolVar(&a.on, "avb", false, "with --append: also add the AVB vbmeta and footer, as avbtool add_hashtree_footer (see below)")
-	fs.Uint64Var(&a.partitionSize, "partition-size", 0, "with --avb: the partition file's size in `bytes`, a multiple of 4096; 0 grows it just enough")
-	fs.StringVar(&a.partitionName, "partition-name", "", "with --avb: the partition's `NAME` in the descriptor (system, vendor, ...)")
-	fs.StringVar(&a.algorithm, "avb-algorithm", "NONE", "with --avb: the vbmeta signing `ALG`: NONE, SHA256_RSA2048/4096/8192, SHA512_RSA2048/4096/8192")
-	fs.StringVar(&a.key, "avb-key", "", "with --avb: the RSA private key (`PEM`, PKCS#1 or PKCS#8) that signs the vbmeta")
-	fs.StringArrayVar(&a.props, "prop", nil, "with --avb: add a property descriptor `KEY:VALUE` (repeatable)")
-	fs.StringArrayVar(&a.propsFromFile, "prop-from-file", nil, "with --avb: add a property descriptor `KEY:PATH`, its value the file's bytes (repeatable)")
-	fs.Uint64Var(&a.rollbackIndex, "rollback-index", 0, "with --avb: the vbmeta's rollback `index`")
-	fs.Uint32Var(&a.rollbackIndexLocation, "rollback-index-location", 0, "with --avb: the vbmeta's rollback index `location`")
-	fs.BoolVar(&a.doNotUseAB, "do-not-use-ab", false, "with --avb: set the descriptor's do-not-use-A/B flag")
-	fs.BoolVar(&a.persistentDigest, "use-persistent-digest", false, "with --avb: store no root digest (the device keeps it); no salt unless --salt")
-	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "with --avb: append no tree (the descriptor keeps its root digest)")
-	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "with --avb: add the kernel command-line descriptors that mount DATA with dm-verity as root")
-	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "with --avb: add the kernel command-line descriptors that mount another partition `IMAGE` (made with --avb) with dm-verity as root")
-	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "with --avb: add a kernel command-line descriptor `CMDLINE` (repeatable)")
-	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "with --avb: also write the vbmeta blob to `FILE`")
-	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "with --avb: append the tree but not the vbmeta and footer (use --output-vbmeta-image)")
-	fs.BoolVar(&a.calcMaxImageSize, "calc-max-image-size", false, "with --avb: print the largest image that fits in --partition-size (tree, FEC and metadata included), write nothing")
+	fs.BoolVar(&a.on, "avb", false, "with --append: add vbmeta and footer")
+	fs.Uint64Var(&a.partitionSize, "partition-size", 0, "`BYTES` partition size; 0: just enough")
+	fs.StringVar(&a.partitionName, "partition-name", "", "`NAME` the partition's name")
+	fs.StringVar(&a.algorithm, "avb-algorithm", "NONE", "`ALG` NONE, SHA256_RSA4096...")
+	fs.StringVar(&a.key, "avb-key", "", "`PEM` the RSA private key that signs")
+	fs.StringArrayVar(&a.props, "prop", nil, "`KEY:VALUE` add a property (repeatable)")
+	fs.StringArrayVar(&a.propsFromFile, "prop-from-file", nil, "`KEY:PATH` the same, from a file")
+	fs.Uint64Var(&a.rollbackIndex, "rollback-index", 0, "`N` the rollback index")
+	fs.Uint32Var(&a.rollbackIndexLocation, "rollback-index-location", 0, "`N` its location")
+	fs.BoolVar(&a.doNotUseAB, "do-not-use-ab", false, "set the do-not-use-A/B flag")
+	fs.BoolVar(&a.persistentDigest, "use-persistent-digest", false, "store no root digest")
+	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "append no tree")
+	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "mount DATA as / (cmdline)")
+	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "`IMAGE` the same for another partition")
+	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "`CMDLINE` add a kernel command line (repeatable)")
+	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "also write the vbmeta to `FILE`")
+	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "append no vbmeta and footer")
+	fs.BoolVar(&a.calcMaxImageSize, "calc-max-image-size", false, "print the largest image that fits")
 }
 
 // wanted reports whether the command line is an --avb one (or names a flag

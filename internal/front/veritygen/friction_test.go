@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
@@ -169,5 +171,36 @@ func TestJSONFlagError(t *testing.T) {
 	var got struct{ Error, Hint string }
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 2 || got.Error != "unknown flag: --frobnicate" {
 		t.Errorf("exit %d, stdout %q: %v", r.code, r.stdout, err)
+	}
+}
+
+// TestHelpFits: --help (and -h alone) keeps to 80 columns, one line a
+// flag, in groups with the common ones first, with no "[=true|false]"
+// and no default said twice (issue 21 item 18).
+func TestHelpFits(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		out := cliOK(t, arg).stdout
+		for i, l := range strings.Split(out, "\n") {
+			if len(l) > cli.HelpWidth {
+				t.Errorf("%s: line %d has %d columns: %q", arg, i+1, len(l), l)
+			}
+			if strings.Contains(l, "[=") || strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: line %d: %q", arg, i+1, l)
+			}
+		}
+		var at []int
+		for _, g := range helpGroups {
+			i := strings.Index(out, "\n"+g.Title+":\n")
+			if i < 0 {
+				t.Errorf("%s: group %q missing", arg, g.Title)
+			}
+			at = append(at, i)
+		}
+		if !slices.IsSorted(at) || !strings.Contains(out, "Common flags:\n  -h, --hash ALGORITHM ") {
+			t.Errorf("%s: groups out of order: %v", arg, at)
+		}
+		if strings.Contains(out, "Other options:") {
+			t.Errorf("%s: a flag in no group", arg)
+		}
 	}
 }

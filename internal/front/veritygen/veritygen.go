@@ -36,7 +36,19 @@ DATA.verity), byte for byte as 'veritysetup format DATA HASH' would, then
 prints the parameters and the root hash. The flags have veritysetup's names
 and meanings.
 
-DATA may be a file or a block device. An Android sparse image (img2simg's
+`
+
+// examples and details follow the flags in --help.
+const examples = `Examples:
+  veritygen system.img                       tree in system.img.verity
+  veritygen --root-hash-file=root.hex system.img system.verity
+  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
+  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
+  veritygen --append --fec --ignore-zero-blocks system.img
+  veritygen --json system.img | jq -r .root_hash
+`
+
+const details = `DATA may be a file or a block device. An Android sparse image (img2simg's
 format, known by its magic) is read as the image it expands to, without
 expanding it on disk, its CRC32 checksums (if it has any) checked first;
 --raw reads it as it is. Holes of a raw file and the FILL and DONT_CARE
@@ -90,15 +102,6 @@ pipe or /dev/null: the salt is printed only there, and a tree without
 superblock cannot be checked without it. Give --salt (or --salt=-), or let
 the report go to a terminal or a file.
 
-Examples:
-  veritygen system.img                       tree in system.img.verity
-  veritygen --root-hash-file=root.hex system.img system.verity
-  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
-  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
-  veritygen --append --fec --ignore-zero-blocks --data-device=/dev/sda5 system.img
-  veritygen --json system.img | jq -r .root_hash
-
-Flags:
 `
 
 const exitCodes = `
@@ -149,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	}
 	fs, help := o.flagSet()
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -157,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	if o.avb.wanted() {
@@ -187,28 +190,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	return cli.ExitOK
 }
 
+// helpGroups are the headings of --help's flags, the common ones first.
+var helpGroups = []cli.HelpGroup{
+	{Title: "Common flags", Flags: []string{"hash", "salt", "root-hash-file", "json", "append", "fec", "fec-device", "no-superblock", "help"}},
+	{Title: "Tree parameters (as veritysetup format's)", Flags: []string{"uuid", "format", "data-block-size", "hash-block-size", "data-blocks", "hash-offset"}},
+	{Title: "Error correction", Flags: []string{"fec-offset", "fec-roots"}},
+	{Title: "Input and output", Flags: []string{"force", "raw", "data-size", "jobs", "no-progress"}},
+	{Title: "Root hash signature", Flags: []string{"root-hash-signature", "root-hash-signature-json", "sign-key", "sign-cert", "sign-digest", "sign-embed-cert"}},
+	{Title: "Boot parameters (the kernel table; in --json always)", Flags: []string{"boot-params", "data-device", "hash-device", "fec-device-name", "dm-name",
+		"ignore-zero-blocks", "check-at-most-once", "ignore-corruption", "restart-on-corruption", "panic-on-corruption"}},
+	{Title: "Android Verified Boot (with --append --avb; see below)", Flags: append([]string{"avb"}, avbOnlyFlags...)},
+}
+
+// helpText is --help: the usage, the flags in groups, the hash
+// algorithms, examples, then the details.
+func helpText(fs *pflag.FlagSet) string {
+	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + avbUsage + exitCodes
+}
+
 // flagSet registers veritygen's flags into o; help is --help.
 func (o *options) flagSet() (fs *pflag.FlagSet, help *bool) {
 	fs = pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.tree.Register(fs)
-	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
-	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
-	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
-	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file), write the tree or parity into DATA over any bytes past the offset, and let --data-size cut off any bytes")
-	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
-	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
-	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
-	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
+	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon parity to `FILE`")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`BYTES` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "`N` parity bytes per codeword, 2 to 24")
+	fs.BoolVar(&o.force, "force", false, "replace or cut outputs not made by us")
+	fs.BoolVar(&o.raw, "raw", false, "read a sparse image as it is, not as its expansion")
+	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: append the tree, as avbtool")
+	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction")
+	fs.Uint64Var(&o.dataSize, "data-size", 0, "`BYTES` DATA's size before an interrupted --append")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (hex, no newline)")
 	o.sign.register(fs)
-	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
-	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	fs.BoolVar(&o.json, "json", false, "print the result (or error) as one JSON object")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "`N` goroutines hashing")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar (shown when stderr is a terminal)")
 	o.boot.register(fs)
 	o.avb.register(fs)
-	help = fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	help = fs.Bool("help", false, "show this help (so does -h alone; -h is --hash)")
 	return fs, help
 }
 
