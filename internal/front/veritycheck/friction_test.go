@@ -239,3 +239,27 @@ func TestHelpFits(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpNamesFileSystem: --dump of a file system image (DATA given for
+// HASH) names the file system, not the bytes where a superblock is not
+// (issue 21 item 17); a file of no known kind keeps the superblock error.
+func TestDumpNamesFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "e.img")
+	b := make([]byte, 1<<20)
+	b[1080], b[1081] = 0x53, 0xEF // ext2/3/4 magic, as mkfs.ext4 leaves it
+	b[1048] = 2                   // s_log_block_size: 4 KiB blocks
+	if err := os.WriteFile(img, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := vcRun("--dump", img)
+	if r.code != 2 || !strings.Contains(r.stderr, "error: HASH "+img+" is an ext2/3/4 filesystem, not a dm-verity tree: no verity superblock at byte 0\n") ||
+		strings.Contains(r.stderr, "7665726974790000") {
+		t.Errorf("%v", r)
+	}
+	other := filepath.Join(dir, "r.img")
+	fronttest.Image(t, other, 8192, 1)
+	if r := vcRun("--dump", other); r.code != 2 || !strings.Contains(r.stderr, "no valid verity superblock at byte 0") {
+		t.Errorf("%v", r)
+	}
+}

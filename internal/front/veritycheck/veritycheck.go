@@ -19,6 +19,7 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -311,6 +312,11 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	hashPath := args[0]
 	g, err := verity.ReadSuperblock(hashPath, o.tree.HashOffset)
 	if err != nil {
+		if kind := fileKind(hashPath); kind != "" {
+			// Its magic says more than the bytes where a superblock is not.
+			return cli.Errorf("--dump reads a tree (HASH), e.g. veritycheck --dump "+hashPath+".verity; a tree inside the image: add --hash-offset",
+				"HASH %s is %s, not a dm-verity tree: no verity superblock at byte %d", hashPath, kind, o.tree.HashOffset)
+		}
 		return err
 	}
 	if o.json {
@@ -324,6 +330,21 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	}
 	h.Print(stdout)
 	return nil
+}
+
+// fileKind names the kind of image the file at path is by its magic ("an
+// ext2/3/4 filesystem"), or "" when it cannot tell.
+func fileKind(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ""
+	}
+	return safefile.DetectFormat(f, size)
 }
 
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.
