@@ -395,7 +395,8 @@ func newAVBResult(data string, o *avb.HashtreeFooterOptions, r *avb.HashtreeFoot
 // --append lines, then the AVB ones.
 func (r *avbResult) print(w io.Writer) {
 	h := &cli.Header{HashFile: r.HashFile, HashType: r.Format, DataBlocks: r.DataBlocks, DataBlockSize: r.DataBlockSize,
-		HashBlocks: r.HashBlocks, HashBlockSize: r.HashBlockSize, Algorithm: r.HashAlgorithm, Salt: r.Salt, RootHash: r.RootHash}
+		HashBlocks: r.HashBlocks, HashBlockSize: r.HashBlockSize, Algorithm: r.HashAlgorithm, Salt: r.Salt, RootHash: r.RootHash,
+		NoSuperblock: true}
 	h.Print(w)
 	fmt.Fprintf(w, "Original size:   \t%d [bytes]\n", r.OriginalSize)
 	fmt.Fprintf(w, "Hash offset:     \t%d [bytes]\n", r.HashOffset)

@@ -98,9 +98,9 @@ builds a sha512 tree instead of printing help and writing nothing; and
 'veritygen format DATA HASH' is 'veritygen DATA HASH'.
 
 --no-superblock with a random salt (no --salt) is refused when stdout is a
-pipe or /dev/null: the salt is printed only there, and a tree without
-superblock cannot be checked without it. Give --salt (or --salt=-), or let
-the report go to a terminal or a file.
+pipe (unless --json) or /dev/null: the salt is printed only there, and a
+tree without superblock cannot be checked without it. Give --salt (or
+--salt=-), or let the report go to a terminal or a file.
 
 `
 
@@ -276,7 +276,8 @@ func (o *options) files(args, rest []string, stdout io.Writer) (data, hash strin
 func (res *result) print(stdout io.Writer, o *options) {
 	h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
 		DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
-		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
+		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash, // the name given, as veritysetup prints it
+		NoSuperblock: !res.Superblock}
 	if res.separate && res.HashOffset == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
@@ -305,6 +306,7 @@ func (res *result) print(stdout io.Writer, o *options) {
 		fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
 		fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
 	}
+	fmt.Fprintf(stdout, "Check with:      \t%s\n", res.CheckCommand)
 }
 
 // reportWriter is stdout for the report, remembering its first failed
@@ -369,7 +371,9 @@ func nativeArgs(args, pos []string) ([]string, error) {
 // report, the only place that salt is written, goes to a pipe or nowhere
 // (/dev/null): without its salt the tree cannot be checked again. A
 // terminal or a regular file keeps the report; so does a writer that is
-// not a file (a caller's buffer). Refusing was chosen over writing the
+// not a file (a caller's buffer), and so does a pipe with --json: the
+// JSON is for a program to read, salt included (jq picks the root hash
+// from it, and may as well pick the salt). Refusing was chosen over writing the
 // salt to a file of our own: veritygen writes only what it is told to,
 // and a script that discards the report would not know of that file.
 func checkSaltKept(o *options, stdout io.Writer) error {
@@ -380,7 +384,7 @@ func checkSaltKept(o *options, stdout io.Writer) error {
 	if !ok || cli.IsTerminal(f) {
 		return nil
 	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+	if fi, err := f.Stat(); err == nil && (fi.Mode().IsRegular() || o.json && fi.Mode()&os.ModeNamedPipe != 0) {
 		return nil
 	}
 	return cli.Errorf("give the salt: --salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'), or --salt=- for none",
@@ -408,7 +412,12 @@ type result struct {
 	*appendResult
 	*verity.BootParams
 	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
-	separate          bool
+	// CheckCommand is the veritycheck command line that checks what was
+	// just written, every parameter it needs given, shell-quoted: a tree
+	// without superblock, or appended to DATA, cannot be checked without
+	// them.
+	CheckCommand string `json:"check_command"`
+	separate     bool
 }
 
 // fecResult is what the report says of the parity.
@@ -491,6 +500,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if a := l.Append; a != nil {
 		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
 	}
+	res.CheckCommand = checkCommand(res, dataPath, o.raw)
 	devs, err := o.bootDevices(dataPath, l.HashPath, l.TreeInData, fr.FEC)
 	if err == nil {
 		res.BootParams, err = fr.Table(o.boot.tableOptions(devs))
@@ -504,6 +514,48 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		return nil, cli.Errorf(hintOf(err), "the new tree is %s, root hash %s; boot parameters: %v", where, res.RootHash, err)
 	}
 	return res, nil
+}
+
+// checkCommand is the veritycheck command line that checks res, the tree
+// of dataPath (read as it is with raw): the root hash, and what
+// veritycheck cannot read from a superblock or take by default.
+func checkCommand(res *result, dataPath string, raw bool) string {
+	args := []string{"--root-hash=" + res.RootHash}
+	if !res.Superblock {
+		args = append(args, "--no-superblock", "--hash="+res.HashAlgorithm, "--salt="+res.Salt)
+		if res.Format != 1 {
+			args = append(args, fmt.Sprintf("--format=%d", res.Format))
+		}
+		if res.DataBlockSize != 4096 {
+			args = append(args, fmt.Sprintf("--data-block-size=%d", res.DataBlockSize))
+		}
+		if res.HashBlockSize != 4096 {
+			args = append(args, fmt.Sprintf("--hash-block-size=%d", res.HashBlockSize))
+		}
+		// DATA may hold more than the tree covers: the tree itself, with
+		// --append or at --hash-offset.
+		args = append(args, fmt.Sprintf("--data-blocks=%d", res.DataBlocks))
+	}
+	if res.HashOffset != 0 {
+		args = append(args, fmt.Sprintf("--hash-offset=%d", res.HashOffset))
+	}
+	if f := res.fecResult; f != nil {
+		args = append(args, "--fec-device="+f.Device)
+		if f.Offset != 0 {
+			args = append(args, fmt.Sprintf("--fec-offset=%d", f.Offset))
+		}
+		if f.Roots != fec.DefaultRoots {
+			args = append(args, fmt.Sprintf("--fec-roots=%d", f.Roots))
+		}
+	}
+	if raw {
+		args = append(args, "--raw")
+	}
+	args = append(args, dataPath)
+	if res.HashFile != dataPath+".verity" {
+		args = append(args, res.HashFile)
+	}
+	return cli.CommandLine("veritycheck", args)
 }
 
 // formatOptions turns the flags into the library's options; p holds the
