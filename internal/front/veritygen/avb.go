@@ -188,6 +188,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	if err != nil {
 		return fail(err)
 	}
+	res.CheckCommand = res.checkCommand(data, a.key, a.noHashtree)
 	out := &reportWriter{w: stdout}
 	if o.json {
 		cli.WriteJSON(out, res) // its error is out.err
@@ -327,6 +328,10 @@ type avbResult struct {
 	FECOffset uint64     `json:"fec_offset,omitempty"`
 	FECSize   uint64     `json:"fec_size,omitempty"`
 	AVB       avbSection `json:"avb"`
+	// CheckCommand is the veritycheck command line that checks what was
+	// written (see result's); "" when veritycheck cannot (no tree, or an
+	// unsigned vbmeta in a sparse image).
+	CheckCommand string `json:"check_command,omitempty"`
 }
 
 type avbSection struct {
@@ -391,6 +396,31 @@ func newAVBResult(data string, o *avb.HashtreeFooterOptions, r *avb.HashtreeFoot
 	return res, nil
 }
 
+// checkCommand is the veritycheck command line that checks what was
+// written to data: with a signed vbmeta and its footer, the AVB check with
+// the key that signed it; else the tree, as one without superblock
+// (libavb refuses an unsigned vbmeta, and veritycheck with it).
+func (r *avbResult) checkCommand(data, key string, noHashtree bool) string {
+	if r.AVB.Footer != nil && r.AVB.Algorithm != "NONE" && key != "" {
+		return cli.CommandLine("veritycheck", []string{"--avb-key=" + key, data})
+	}
+	if noHashtree || r.DataFormat != "raw" {
+		return ""
+	}
+	args := []string{"--root-hash=" + r.RootHash, "--no-superblock", "--hash=" + r.HashAlgorithm, "--salt=" + r.Salt}
+	if r.DataBlockSize != 4096 {
+		args = append(args, fmt.Sprintf("--data-block-size=%d", r.DataBlockSize), fmt.Sprintf("--hash-block-size=%d", r.HashBlockSize))
+	}
+	args = append(args, fmt.Sprintf("--data-blocks=%d", r.DataBlocks), fmt.Sprintf("--hash-offset=%d", r.HashOffset))
+	if r.FECRoots > 0 {
+		args = append(args, "--fec-device="+data, fmt.Sprintf("--fec-offset=%d", r.FECOffset))
+		if r.FECRoots != fec.DefaultRoots {
+			args = append(args, fmt.Sprintf("--fec-roots=%d", r.FECRoots))
+		}
+	}
+	return cli.CommandLine("veritycheck", append(args, data, data))
+}
+
 // print writes the text report: veritysetup's header for the tree, the
 // --append lines, then the AVB ones.
 func (r *avbResult) print(w io.Writer) {
@@ -420,5 +450,8 @@ func (r *avbResult) print(w io.Writer) {
 	}
 	if a.Footer == nil {
 		fmt.Fprintf(w, "Footer:          \tnone (--do-not-append-vbmeta-image)\n")
+	}
+	if r.CheckCommand != "" {
+		fmt.Fprintf(w, "Check with:      \t%s\n", r.CheckCommand)
 	}
 }

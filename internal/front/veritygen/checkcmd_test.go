@@ -79,6 +79,9 @@ func TestCheckCommand(t *testing.T) {
 		{name: "HASH = DATA with offset, no superblock", size: 100 * 4096, flags: []string{"--hash-offset=262144", "--data-blocks=64", "--no-superblock"}, hash: "DATA"},
 		{name: "FEC file", size: 40 * 4096, flags: []string{"--fec-device=FEC", "--fec-offset=8192"}},
 		{name: "FEC in HASH", size: 40 * 4096, flags: []string{"--fec-device=HASH", "--fec-offset=1048576"}, hash: "h.img"},
+		{name: "AVB unsigned", size: 40 * 4096, flags: []string{"--append", "--fec", "--avb"}},
+		{name: "AVB signed", size: 40 * 4096, flags: []string{"--append", "--avb", "--avb-algorithm=SHA256_RSA2048", "--avb-key=KEYS/rsa2048.pem"}},
+		{name: "AVB no footer", size: 40 * 4096, flags: []string{"--append", "--avb", "--do-not-append-vbmeta-image", "--output-vbmeta-image=VB"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -96,6 +99,8 @@ func TestCheckCommand(t *testing.T) {
 			for _, f := range c.flags {
 				f = strings.Replace(f, "=FEC", "="+filepath.Join(dir, "parity.fec"), 1)
 				f = strings.Replace(f, "=HASH", "="+hash, 1)
+				f = strings.Replace(f, "=KEYS", "="+filepath.Join(fronttest.AVBVectors, "keys"), 1)
+				f = strings.Replace(f, "=VB", "="+filepath.Join(dir, "vbmeta.img"), 1)
 				args = append(args, f)
 			}
 			args = append(args, data)
@@ -135,6 +140,13 @@ func TestCheckCommand(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if strings.Contains(c.name, "AVB") {
+				// --avb starts again from the image its footer names.
+				os.Remove(filepath.Join(dir, "vbmeta.img"))
+				if err := os.WriteFile(data, before, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			jargs := append([]string{"--json", "--salt=" + salt}, args...)
 			if strings.Contains(strings.Join(c.flags, " "), "--salt") {
 				jargs = append([]string{"--json"}, args...)
@@ -159,7 +171,7 @@ func TestCheckCommand(t *testing.T) {
 			if code := veritycheck.Main(context.Background(), "veritycheck", words[1:], &stdout, &stderr); code != 0 {
 				t.Fatalf("%s\n-> exit %d\n%s%s", line, code, stdout.Bytes(), stderr.Bytes())
 			}
-			if !strings.HasPrefix(stdout.String(), "verified:") {
+			if !strings.Contains("\n"+stdout.String(), "\nverified:") {
 				t.Errorf("%s:\n%s", line, stdout.Bytes())
 			}
 		})
