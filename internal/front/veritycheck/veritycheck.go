@@ -333,8 +333,13 @@ func dump(o *options, args []string, stdout io.Writer) error {
 }
 
 // fileKind names the kind of image the file at path is by its magic ("an
-// ext2/3/4 filesystem"), or "" when it cannot tell.
+// ext2/3/4 filesystem"), or "" when it cannot tell. Only a regular file
+// or a block device is opened: opening a FIFO would wait for a writer.
 func fileKind(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() && fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return ""
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
