@@ -110,20 +110,14 @@ func (pl *FooterPlan) parity(ctx context.Context, src *verity.Source, hash io.Re
 	}
 	fp := *pl.fec
 	msg := verity.FECMessage(pl.g, fp, src, hash)
-	size := fp.ParitySize()
-	if pl.o.Progress != nil {
-		pl.o.Progress(verity.StageFEC, 0, size)
-		out = &fecProgress{w: out, total: size, progress: pl.o.Progress}
-	}
+	out, done := verity.FECProgress(fp, out, pl.o.Progress)
 	if err := fec.Encode(ctx, fp, msg, out, off, pl.o.Jobs); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 		return ioErr("computing the error correction: %v", err)
 	}
-	if pl.o.Progress != nil {
-		pl.o.Progress(verity.StageFEC, size, size)
-	}
+	done()
 	return nil
 }
 

@@ -401,24 +401,6 @@ func (s *rawSink) truncate(n uint64) error {
 	return nil
 }
 
-// fecProgress reports StageFEC progress as the parity is written
-// (fec.Encode serializes its writes, one unit each).
-type fecProgress struct {
-	w        io.WriterAt
-	done     uint64
-	total    uint64
-	progress verity.Progress
-}
-
-func (p *fecProgress) WriteAt(b []byte, off int64) (int, error) {
-	n, err := p.w.WriteAt(b, off)
-	p.done += uint64(n)
-	if p.done < p.total { // the end is reported once, after the last write
-		p.progress(verity.StageFEC, p.done, p.total)
-	}
-	return n, err
-}
-
 // rootOnly builds the tree of the first imageSize bytes of src into w
 // (at offset 0, no superblock) and returns its root digest; w is discard{}
 // for avbtool's --no_hashtree.

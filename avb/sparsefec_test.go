@@ -314,7 +314,7 @@ func TestAddHashtreeFooterSparseFECNoHashtree(t *testing.T) {
 
 // Ctrl-C while the parity is computed: the error is the context's, and the
 // sparse image is cut back to what it was, byte for byte. Progress reports
-// the parity's bytes up to its size.
+// the bytes of the message (image and tree) up to its size.
 func TestAddHashtreeFooterSparseFECCancel(t *testing.T) {
 	dir := t.TempDir()
 	im := makeSparseFECImage(t, dir, "cancel", 300, 10, 10, 50, 1)
@@ -350,7 +350,8 @@ func TestAddHashtreeFooterSparseFECCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fecSize := img.VBMeta.FirstHashtree().FECSize; total != fecSize || last != total {
-		t.Fatalf("FEC progress ended at %d of %d, the parity is %d bytes", last, total, fecSize)
+	ht := img.VBMeta.FirstHashtree()
+	if msg := ht.TreeOffset + ht.TreeSize; total != msg || last != total {
+		t.Fatalf("FEC progress ended at %d of %d, the image and tree are %d bytes", last, total, msg)
 	}
 }

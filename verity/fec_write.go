@@ -36,9 +36,6 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 		return nil, err
 	}
 	size := fp.ParitySize()
-	if opts.Progress != nil {
-		opts.Progress(StageFEC, 0, size)
-	}
 	hashRole, fecRole := "HASH", "FEC device"
 	if hashOut.tmp == "" && hashOut.path == data.path {
 		hashRole = "DATA"
@@ -47,39 +44,53 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 		fecRole = hashRole
 	}
 	msg := FECMessage(g, fp, data, hashOut.io(hashRole))
-	var w io.WriterAt = out.io(fecRole)
-	if opts.Progress != nil {
-		w = &progressWriter{w: w, total: size, progress: opts.Progress}
-	}
+	w, done := FECProgress(fp, out.io(fecRole), opts.Progress)
 	if err := fec.Encode(ctx, fp, msg, w, int64(pl.Offset), jobs(opts.Jobs)); err != nil {
 		return nil, asError(KindIO, fmt.Errorf("writing error correction to %s: %w", pl.Path, err))
 	}
 	if err := out.extend(pl.Offset + size); err != nil {
 		return nil, err
 	}
-	if opts.Progress != nil {
-		opts.Progress(StageFEC, size, size)
-	}
+	done()
 	return &FECInfo{Device: pl.Path, Roots: pl.Roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
 		Offset: pl.Offset, Start: pl.Offset / uint64(fp.BlockSize), Size: size, InHash: pl.InHash, InData: pl.InData}, nil
 }
 
+// FECProgress reports the StageFEC progress of fec.Encode with fp writing
+// to w, through progress (nil: none): it returns the writer to give
+// Encode, having reported the start, and done, to call once the parity is
+// complete. The work is reading the message (the data and the tree), so
+// that is what is counted, not the parity, a tenth of it or less: each
+// unit of parity written stands for the message it was computed from.
+func FECProgress(fp fec.Params, w io.WriterAt, progress Progress) (io.WriterAt, func()) {
+	if progress == nil {
+		return w, func() {}
+	}
+	total := fp.Blocks * uint64(fp.BlockSize)
+	progress(StageFEC, 0, total)
+	pw := &progressWriter{w: w, parity: fp.ParitySize(), total: total, progress: progress}
+	return pw, func() { progress(StageFEC, total, total) }
+}
+
 // progressWriter reports StageFEC progress as the parity is written: each
-// unit fec.Encode writes is that much more done. Encode serializes its
-// writes, so progress is called from one goroutine at a time, as Progress
-// promises.
+// unit fec.Encode writes is that much more of the message done. Encode
+// serializes its writes, so progress is called from one goroutine at a
+// time, as Progress promises.
 type progressWriter struct {
 	w        io.WriterAt
-	done     uint64
-	total    uint64
+	written  uint64 // bytes of parity
+	parity   uint64
+	total    uint64 // bytes of message
 	progress Progress
 }
 
 func (p *progressWriter) WriteAt(b []byte, off int64) (int, error) {
 	n, err := p.w.WriteAt(b, off)
-	p.done += uint64(n)
-	if p.done < p.total { // the end is reported once the parity is complete
-		p.progress(StageFEC, p.done, p.total)
+	p.written += uint64(n)
+	// Parity is in proportion to the message it is computed from.
+	done := uint64(float64(p.written) / float64(p.parity) * float64(p.total))
+	if done < p.total { // the end is reported once the parity is complete
+		p.progress(StageFEC, done, p.total)
 	}
 	return n, err
 }

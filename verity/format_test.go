@@ -533,7 +533,8 @@ func TestFormatProgressAndRuns(t *testing.T) {
 }
 
 // TestFormatFECProgress: the parity's computation is reported as StageFEC,
-// after the hashing, from 0 to its size in steps (it sat at "hashing 100%"
+// after the hashing, from 0 to the size of the data and tree it reads (not
+// the parity's: issue 21 item 17) in steps (it sat at "hashing 100%"
 // while the parity was computed), each step more done than the last.
 func TestFormatFECProgress(t *testing.T) {
 	dir := t.TempDir()
@@ -565,7 +566,10 @@ func TestFormatFECProgress(t *testing.T) {
 	if fmt.Sprint(stages) != "[hashing error correction]" {
 		t.Errorf("stages %v", stages)
 	}
-	size := res.FEC.Size
+	size := res.FEC.Blocks * 4096
+	if size <= res.FEC.Size || size < 64<<20 {
+		t.Fatalf("FEC message of %d bytes, parity %d", size, res.FEC.Size)
+	}
 	if len(fec) < 3 || fec[0] != [2]uint64{0, size} || fec[len(fec)-1] != [2]uint64{size, size} {
 		t.Fatalf("FEC progress %v, want from 0 to %d in steps", fec, size)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -40,30 +39,28 @@ func (t *TreeFlags) RegisterForCheck(fs *pflag.FlagSet) { t.register(fs, true) }
 // help and exit 0 with nothing written; help is --help.
 func (t *TreeFlags) register(fs *pflag.FlagSet, check bool) {
 	t.fs = fs
-	algs := strings.Join(hashes.Names(), ", ") + ", or veritysetup's other names for them (ripemd160, sha2-256, blake2b512...)"
 	if !check {
-		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "hash `algorithm`: "+algs+" (-h as in veritysetup; help is --help)")
-		fs.StringVarP(&t.Salt, "salt", "s", "", "salt as `hex`, or - for none (default: 32 random bytes)")
+		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "hash `algorithm`, listed below")
+		fs.StringVarP(&t.Salt, "salt", "s", "", "salt as `hex`, - for none (default: 32 random bytes)")
 		fs.StringVar(&t.UUID, "uuid", "", "`UUID` stored in the superblock (default: random)")
 	} else {
-		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "with --no-superblock: the tree's hash `algorithm`: "+algs+" (-h as in veritysetup; help is --help)")
-		fs.StringVarP(&t.Salt, "salt", "s", "", "with --no-superblock (required): the tree's salt as `hex`, or - for none")
+		fs.StringVarP(&t.Hash, "hash", "h", "sha256", "the tree's hash `algorithm`")
+		fs.StringVarP(&t.Salt, "salt", "s", "", "the tree's salt as `hex`, - for none (required)")
 		fs.StringVar(&t.UUID, "uuid", "", "not used: the superblock holds the `UUID`")
 		fs.MarkHidden("uuid") // accepted only to be refused with a hint
 	}
-	fs.IntVar(&t.Format, "format", 1, "hash `type`: 1 (normal) or 0 (original Chrome OS)")
-	fs.IntVar(&t.DataBlockSize, "data-block-size", 4096, "data block size in `bytes`")
-	fs.IntVar(&t.HashBlockSize, "hash-block-size", 4096, "hash block size in `bytes`")
+	fs.IntVar(&t.Format, "format", 1, "hash `type`: 1, or 0 for Chrome OS")
+	fs.IntVar(&t.DataBlockSize, "data-block-size", 4096, "`BYTES` data block size")
+	fs.IntVar(&t.HashBlockSize, "hash-block-size", 4096, "`BYTES` hash block size")
 	if !check {
-		fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks to cover (default: all whole blocks of DATA)")
-		fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`bytes` into HASH where the superblock (or tree) starts")
-		fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "write no superblock (the parameters must then be given again to check); "+
-			"needs --salt unless stdout is a terminal or a file, where the random salt is printed")
+		fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`N` data blocks to cover (default: all of DATA)")
+		fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`BYTES` into HASH where the superblock (or tree) starts")
+		fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "write no superblock (check with the same flags)")
 		return
 	}
-	fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`count` of data blocks the tree covers (default: all whole blocks of DATA)")
-	fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`bytes` into HASH where the superblock (or tree) starts")
-	fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "the tree has no superblock: give its parameters with the flags above (--format, block sizes and --data-blocks default as in veritygen)")
+	fs.Uint64Var(&t.DataBlocks, "data-blocks", 0, "`N` data blocks the tree covers (default: all)")
+	fs.Uint64Var(&t.HashOffset, "hash-offset", 0, "`BYTES` into HASH where the superblock (or tree) starts")
+	fs.BoolVar(&t.NoSuperblock, "no-superblock", false, "the tree has no superblock: give its parameters")
 }
 
 // Changed reports whether the named flag was given.

@@ -27,13 +27,21 @@ type Header struct {
 	HashDeviceSize     uint64
 	ShowHashDeviceSize bool
 	FECDeviceSize      uint64
+	// NoSuperblock heads the lines as those of a tree without superblock,
+	// without the UUID that only a superblock holds (veritysetup prints
+	// "VERITY header information" and a blank UUID; its front keeps that).
+	NoSuperblock bool
 }
 
 // Print writes h in veritysetup's layout (its labels, tab before values),
 // so that scripts parsing veritysetup's output parse ours.
 func (h *Header) Print(w io.Writer) {
-	fmt.Fprintf(w, "VERITY header information for %s\n", h.HashFile)
-	fmt.Fprintf(w, "UUID:            \t%s\n", h.UUID)
+	if h.NoSuperblock {
+		fmt.Fprintf(w, "VERITY hash tree (no superblock) in %s\n", h.HashFile)
+	} else {
+		fmt.Fprintf(w, "VERITY header information for %s\n", h.HashFile)
+		fmt.Fprintf(w, "UUID:            \t%s\n", h.UUID)
+	}
 	fmt.Fprintf(w, "Hash type:       \t%d\n", h.HashType)
 	fmt.Fprintf(w, "Data blocks:     \t%d\n", h.DataBlocks)
 	fmt.Fprintf(w, "Data block size: \t%d\n", h.DataBlockSize)

@@ -26,7 +26,7 @@ func trimErase(s string) string              { return strings.TrimSuffix(s, "\x1
 func TestProgressStages(t *testing.T) {
 	var out bytes.Buffer
 	c := &fakeClock{t: time.Unix(1000, 0)}
-	p := newProgress(&out, true, "hashing", 4<<30, c.now)
+	p := newProgress(&out, true, "hashing", 4<<30, c.now, wide)
 	c.advance(1 * time.Second)
 	p.Update(1 << 30)
 	lines := screen(&out)
@@ -77,7 +77,7 @@ func TestStageProgress(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
 	var bar *Progress
 	progress := StageProgress(&bar, verity.StageHashing)
-	bar = newProgress(&out, true, "checking", 8192, c.now)
+	bar = newProgress(&out, true, "checking", 8192, c.now, wide)
 	for _, s := range []verity.Stage{verity.StageHashing, verity.StageRepairing, verity.StageWriting, verity.StageVerifying} {
 		progress(s, 0, 8192)
 		c.advance(time.Second)
@@ -113,7 +113,7 @@ func TestRepairStagesProgress(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
 	var bar *Progress
 	progress := StageProgress(&bar, verity.StageHashing)
-	bar = newProgress(&out, true, "checking", 1<<20, c.now)
+	bar = newProgress(&out, true, "checking", 1<<20, c.now, wide)
 	progress(verity.StageHashing, 1<<20, 1<<20)
 	progress(verity.StageRepairing, 0, 8<<10)
 	c.advance(time.Second)
@@ -153,6 +153,68 @@ func TestRepairStagesProgress(t *testing.T) {
 	for i, l := range lines {
 		if got := trimErase(lastDraw(l)); got != want[i] {
 			t.Errorf("line %d\n%q, want\n%q", i, got, want[i])
+		}
+	}
+}
+
+// wide is a terminal on which every line fits unshortened.
+func wide() int { return 120 }
+
+// TestProgressFitsWidth: on terminals of 40, 80 and 120 columns, every
+// line drawn, of every stage, running or ended, with the longest labels
+// and figures, stays within the width (a line as long as the terminal
+// wraps it into a scrolling log of half-lines); the label is shortened
+// before the rate and time left are dropped, and on 120 columns nothing
+// is left out.
+func TestProgressFitsWidth(t *testing.T) {
+	for _, width := range []int{40, 80, 120} {
+		var out bytes.Buffer
+		c := &fakeClock{t: time.Unix(1000, 0)}
+		p := newProgress(&out, true, ProgressLabel("hashing", "android-sparse", 16<<40), 16<<40, c.now, func() int { return width })
+		for _, stage := range []struct {
+			label string
+			total uint64
+		}{{"", 16 << 40}, {verity.StageFEC.String(), 999 << 30}, {verity.StageRepairing.String(), 1000}} {
+			if stage.label != "" {
+				p.Stage(stage.label, stage.total)
+			}
+			for _, done := range []uint64{0, 1, stage.total / 3, stage.total - 1, stage.total} {
+				c.advance(1500 * time.Millisecond)
+				p.Update(done)
+			}
+		}
+		p.Finish()
+		draws := strings.FieldsFunc(out.String(), func(r rune) bool { return r == '\r' || r == '\n' })
+		if testing.Verbose() {
+			t.Logf("width %d:\n%s", width, strings.ReplaceAll(strings.ReplaceAll(out.String(), "\x1b[K", ""), "\r", "\n"))
+		}
+		if len(draws) < 12 {
+			t.Fatalf("width %d: only %d lines drawn: %q", width, len(draws), draws)
+		}
+		for _, d := range draws {
+			if n := len(trimErase(d)); n >= width {
+				t.Errorf("width %d: line of %d columns: %q", width, n, d)
+			}
+		}
+		text := out.String()
+		if strings.Contains(text, "s left") && strings.Contains(text, "-") {
+			t.Errorf("width %d: a negative time left:\n%q", width, text)
+		}
+		switch width {
+		case 120:
+			for _, want := range []string{"hashing 16 TiB expanded [", "error correction [", "9.0s left", "/s"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("width 120: %q missing from\n%q", want, text)
+				}
+			}
+		case 80:
+			if !strings.Contains(text, "\rhashing [") || !strings.Contains(text, "9.0s left") {
+				t.Errorf("width 80: want the label shortened, the time left kept:\n%q", text)
+			}
+		case 40:
+			if !strings.Contains(text, "\rFEC ") || strings.Contains(text, " left") {
+				t.Errorf("width 40: want the label shortened, the time left dropped:\n%q", text)
+			}
 		}
 	}
 }

@@ -186,7 +186,7 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 		return t.usageErr(cmd, "%s", argparseMessage(err)), true
 	}
 	if h, _ := fs.GetBool("help"); h {
-		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, fs.FlagUsages())
+		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, cli.FlagLines(fs))
 		return exitOK, true
 	}
 	if err := checkFileTypes(fs); err != nil {

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -201,5 +203,63 @@ func TestShapeMismatch(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, "corrupted: hash block 0 of level") || strings.Contains(r.stderr, "give --") ||
 		!strings.Contains(r.stderr, "else the top block is corrupted") {
 		t.Errorf("corrupted top block: want exit 1 and corruption:\n%v", r)
+	}
+}
+
+// TestHelpFits: --help (and -h alone) keeps to 80 columns, one line a
+// flag, in groups with the common ones first, with no "[=true|false]"
+// and no default said twice (issue 21 item 18).
+func TestHelpFits(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		r := vcRun(arg)
+		if r.code != 0 {
+			t.Fatalf("%s: %v", arg, r)
+		}
+		for i, l := range strings.Split(r.stdout, "\n") {
+			if len(l) > cli.HelpWidth {
+				t.Errorf("%s: line %d has %d columns: %q", arg, i+1, len(l), l)
+			}
+			if strings.Contains(l, "[=") || strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: line %d: %q", arg, i+1, l)
+			}
+		}
+		var at []int
+		for _, g := range helpGroups {
+			i := strings.Index(r.stdout, "\n"+g.Title+":\n")
+			if i < 0 {
+				t.Errorf("%s: group %q missing", arg, g.Title)
+			}
+			at = append(at, i)
+		}
+		if !slices.IsSorted(at) || !strings.Contains(r.stdout, "Common flags:\n      --root-hash HEX ") {
+			t.Errorf("%s: groups out of order: %v", arg, at)
+		}
+		if strings.Contains(r.stdout, "Other options:") {
+			t.Errorf("%s: a flag in no group", arg)
+		}
+	}
+}
+
+// TestDumpNamesFileSystem: --dump of a file system image (DATA given for
+// HASH) names the file system, not the bytes where a superblock is not
+// (issue 21 item 17); a file of no known kind keeps the superblock error.
+func TestDumpNamesFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "e.img")
+	b := make([]byte, 1<<20)
+	b[1080], b[1081] = 0x53, 0xEF // ext2/3/4 magic, as mkfs.ext4 leaves it
+	b[1048] = 2                   // s_log_block_size: 4 KiB blocks
+	if err := os.WriteFile(img, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := vcRun("--dump", img)
+	if r.code != 2 || !strings.Contains(r.stderr, "error: HASH "+img+" is an ext2/3/4 filesystem, not a dm-verity tree: no verity superblock at byte 0\n") ||
+		strings.Contains(r.stderr, "7665726974790000") {
+		t.Errorf("%v", r)
+	}
+	other := filepath.Join(dir, "r.img")
+	fronttest.Image(t, other, 8192, 1)
+	if r := vcRun("--dump", other); r.code != 2 || !strings.Contains(r.stderr, "no valid verity superblock at byte 0") {
+		t.Errorf("%v", r)
 	}
 }

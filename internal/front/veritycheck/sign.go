@@ -37,8 +37,8 @@ type signCheck struct {
 
 func (s *signCheck) register(fs *pflag.FlagSet) {
 	s.fs = fs
-	fs.StringVar(&s.file, "root-hash-signature", "", "check the root hash's signature in `FILE` (DER PKCS#7, or systemd's signature JSON) as the kernel would, against --sign-cert")
-	fs.StringArrayVar(&s.certs, "sign-cert", nil, "a trusted certificate `FILE` for --root-hash-signature (PEM, bundles too, or DER), as the kernel's keyring holds it (repeatable)")
+	fs.StringVar(&s.file, "root-hash-signature", "", "check the root hash's signature in `FILE`")
+	fs.StringArrayVar(&s.certs, "sign-cert", nil, "`FILE` a trusted certificate (repeatable)")
 }
 
 func (s *signCheck) wanted() bool {

@@ -19,6 +19,7 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -27,7 +28,7 @@ const prog = "veritycheck"
 
 const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
        veritycheck [flags] DATA HASH ROOT
-       veritycheck --root-hash HEX --fec-device FEC [--repair] [flags] DATA [HASH]
+       veritycheck --root-hash HEX --fec-device FEC --repair [flags] DATA [HASH]
        veritycheck [--avb] [--avb-key KEY] [--repair] [flags] IMAGE
        veritycheck --dump [--hash-offset BYTES] HASH
 
@@ -38,7 +39,25 @@ hash block against its parent, the top block against the root hash, and the
 zero padding of hash blocks and superblock. DATA and HASH are only read,
 except with --repair.
 
-DATA may be an Android sparse image (found by its magic; --raw reads it as
+`
+
+// examples and details follow the flags in --help.
+const examples = `Examples:
+  veritycheck --root-hash=$(cat root.hex) system.img
+  veritycheck --root-hash-file=root.hex system.img system.verity
+  veritycheck --no-superblock --hash=blake2b-256 --salt=- \
+              --root-hash-file=root.hex system.img tree.bin
+  veritycheck --hash-offset=1073741824 --root-hash-file=root.hex \
+              disk.img disk.img
+  veritycheck --json --root-hash-file=root.hex system.img | jq .problems
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec system.img
+  veritycheck --root-hash-file=root.hex --fec-device=system.fec --repair \
+              system.img
+  veritycheck --avb-key=avb.pem system.img
+  veritycheck --dump system.img.verity
+`
+
+const details = `DATA may be an Android sparse image (found by its magic; --raw reads it as
 it is): it is checked as the image it expands to, as veritygen builds the
 tree. Holes of a raw file and the FILL and DONT_CARE chunks of a sparse
 image are checked as the content they stand for, without being read.
@@ -79,18 +98,6 @@ format, no salt, other hash block sizes and --hash-offset 0, and names the
 parameters with which it matches: a tree without superblock checked with
 a wrong parameter is reported as that, not as corruption.
 
-Examples:
-  veritycheck --root-hash=$(cat root.hex) system.img
-  veritycheck --root-hash-file=root.hex system.img system.verity
-  veritycheck --no-superblock --hash=blake2b-256 --salt=- --root-hash-file=root.hex system.img tree.bin
-  veritycheck --hash-offset=1073741824 --root-hash-file=root.hex disk.img disk.img
-  veritycheck --json --root-hash-file=root.hex system.img | jq .problems
-  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 system.img
-  veritycheck --root-hash-file=root.hex --fec-device=system.fec --fec-roots=8 --repair system.img
-  veritycheck --avb-key=avb.pem system.img
-  veritycheck --dump system.img.verity
-
-Flags:
 `
 
 const exitCodes = `
@@ -148,25 +155,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&o.rootHex, "root-hash", "", "the expected root hash, `hex`")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex; at most 4096 bytes; a pipe, as <(...) gives, works too)")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "read the expected root hash from `FILE` (hex)")
 	o.sign.register(fs)
-	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH and exit")
+	fs.BoolVar(&o.dump, "dump", false, "print the superblock of HASH (veritysetup dump)")
 	o.tree.RegisterForCheck(fs)
-	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the error-correction parity in `FILE` (may be HASH or DATA, with --fec-offset)")
-	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
-	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword the parity was made with, `N` from 2 to 24")
-	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back into DATA and HASH (needs --fec-device; the only time veritycheck writes)")
-	fs.BoolVar(&o.kernel, "kernel", false, "check through the kernel's dm-verity instead: open DATA as a device, read it whole, close it (root needed; see below)")
-	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
-	fs.BoolVar(&o.avb, "avb", false, "check DATA as an Android Verified Boot image: its vbmeta signature, then the tree against its hashtree descriptor (chosen by itself when DATA ends in an AVB footer and no root hash is given)")
-	fs.StringVar(&o.avbKey, "avb-key", "", "with the AVB check, require the vbmeta to be signed with this key: `FILE` in PEM (public or private) or an AVB public key blob")
-	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
-	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks (all are counted); -1 lists all")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines")
-	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
-	help := fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	fs.StringVar(&o.fecDevice, "fec-device", "", "rebuild corrupted blocks from the parity in `FILE`")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`BYTES` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "`N` parity bytes per codeword, 2 to 24")
+	fs.BoolVar(&o.repair, "repair", false, "write the rebuilt blocks back (the only writing)")
+	fs.BoolVar(&o.kernel, "kernel", false, "read DATA through the kernel's dm-verity (root)")
+	fs.BoolVar(&o.raw, "raw", false, "read a sparse image as it is, not as its expansion")
+	fs.BoolVar(&o.avb, "avb", false, "check as an AVB image (default for one)")
+	fs.StringVar(&o.avbKey, "avb-key", "", "`FILE` the key (PEM or AVB blob) that must sign")
+	fs.BoolVar(&o.json, "json", false, "print the result (or error) as one JSON object")
+	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks; -1: all")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "`N` goroutines hashing")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar (shown when stderr is a terminal)")
+	help := fs.Bool("help", false, "show this help (so does -h alone; -h is --hash)")
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+kernelUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -178,7 +185,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return cli.ExitError
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+kernelUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	code := cli.ExitOK
@@ -208,6 +215,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		}
 	}
 	return code
+}
+
+// helpGroups are the headings of --help's flags, the common ones first.
+var helpGroups = []cli.HelpGroup{
+	{Title: "Common flags", Flags: []string{"root-hash", "root-hash-file", "json", "fec-device", "repair", "kernel", "dump", "help"}},
+	{Title: "Tree parameters (for a tree made with --no-superblock)", Flags: []string{"no-superblock", "hash", "salt", "format",
+		"data-block-size", "hash-block-size", "data-blocks", "hash-offset"}},
+	{Title: "Error correction", Flags: []string{"fec-offset", "fec-roots"}},
+	{Title: "Signatures", Flags: []string{"root-hash-signature", "sign-cert", "avb", "avb-key"}},
+	{Title: "Input and output", Flags: []string{"raw", "max-problems", "jobs", "no-progress"}},
+}
+
+// helpText is --help: the usage, the flags in groups, the hash
+// algorithms, examples, then the details.
+func helpText(fs *pflag.FlagSet) string {
+	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + kernelUsage + exitCodes
 }
 
 // nativeArgs returns the positional arguments pos of the command line args
@@ -292,6 +315,11 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	hashPath := args[0]
 	g, err := verity.ReadSuperblock(hashPath, o.tree.HashOffset)
 	if err != nil {
+		if kind := fileKind(hashPath); kind != "" {
+			// Its magic says more than the bytes where a superblock is not.
+			return cli.Errorf("--dump reads a tree (HASH), e.g. veritycheck --dump "+hashPath+".verity; a tree inside the image: add --hash-offset",
+				"HASH %s is %s, not a dm-verity tree: no verity superblock at byte %d", hashPath, kind, o.tree.HashOffset)
+		}
 		return err
 	}
 	if o.json {
@@ -305,6 +333,26 @@ func dump(o *options, args []string, stdout io.Writer) error {
 	}
 	h.Print(stdout)
 	return nil
+}
+
+// fileKind names the kind of image the file at path is by its magic ("an
+// ext2/3/4 filesystem"), or "" when it cannot tell. Only a regular file
+// or a block device is opened: opening a FIFO would wait for a writer.
+func fileKind(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() && fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ""
+	}
+	return safefile.DetectFormat(f, size)
 }
 
 // rootHash reads the expected root hash from --root-hash or --root-hash-file.

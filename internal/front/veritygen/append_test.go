@@ -127,15 +127,16 @@ func TestAppendVsVeritysetup(t *testing.T) {
 	}
 }
 
-// TestAppendReport: the text report gives the offsets; --boot-params the
-// table on the one device.
+// TestAppendReport: the text report gives the offsets, under a heading
+// for a tree without superblock and without a UUID line; --boot-params
+// the table on the one device; the check command its parameters.
 func TestAppendReport(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "sys.img")
 	fronttest.Image(t, data, 1000000, 31)
 	res := cliOK(t, "--append", "--fec", "--salt=-", "--boot-params", "--data-device=/dev/sda5", data)
 	for _, want := range []string{
-		"VERITY header information for " + data + "\n",
+		"VERITY hash tree (no superblock) in " + data + "\n",
 		"Data blocks:     \t245\n",
 		"FEC RS roots:   \t2\n",
 		"Original size:   \t1000000 [bytes]\n",
@@ -145,6 +146,7 @@ func TestAppendReport(t *testing.T) {
 		" - 8 use_fec_from_device /dev/sda5 fec_start 248 fec_blocks 248 fec_roots 2\n",
 		"dm-mod.create:   \tdm-mod.create=\"vroot,,,ro,0 1960 verity 1 /dev/sda5 /dev/sda5 ",
 		"Android dm=:     \tdm=\"1 vroot none ro 1,0 1960 verity 1 /dev/sda5 ",
+		" --no-superblock --hash=sha256 --salt=- --data-blocks=245 --hash-offset=1003520 --fec-device=" + data + " --fec-offset=1015808 " + data + " " + data + "\n",
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, res.stdout)
@@ -152,6 +154,9 @@ func TestAppendReport(t *testing.T) {
 	}
 	if info, _ := os.Stat(data); !strings.Contains(res.stdout, fmt.Sprintf("Image size:      \t%d [bytes]\n", info.Size())) {
 		t.Errorf("report lacks the image size %d:\n%s", info.Size(), res.stdout)
+	}
+	if strings.Contains(res.stdout, "UUID") {
+		t.Errorf("report of a tree without superblock has a UUID line:\n%s", res.stdout)
 	}
 }
 

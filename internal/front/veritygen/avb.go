@@ -24,7 +24,8 @@ import (
 
 const avbUsage = `
 Android Verified Boot (--avb, with --append):
-  veritygen --append [--fec] --avb [--partition-size=N] [--avb-algorithm=ALG --avb-key=KEY.pem] DATA
+  veritygen --append [--fec] --avb [--partition-size=N]
+            [--avb-algorithm=ALG --avb-key=KEY.pem] DATA
 does what 'avbtool add_hashtree_footer' does, byte for byte: after the tree
 (and with --fec the parity) it appends a vbmeta blob with a hashtree
 descriptor, signed if asked, and the AVB footer in the partition's last
@@ -77,24 +78,24 @@ var avbOnlyFlags = []string{"partition-size", "partition-name", "avb-algorithm",
 
 func (a *avbFlags) register(fs *pflag.FlagSet) {
 	a.fs = fs
-	fs.BoolVar(&a.on, "avb", false, "with --append: also add the AVB vbmeta and footer, as avbtool add_hashtree_footer (see below)")
-	fs.Uint64Var(&a.partitionSize, "partition-size", 0, "with --avb: the partition file's size in `bytes`, a multiple of 4096; 0 grows it just enough")
-	fs.StringVar(&a.partitionName, "partition-name", "", "with --avb: the partition's `NAME` in the descriptor (system, vendor, ...)")
-	fs.StringVar(&a.algorithm, "avb-algorithm", "NONE", "with --avb: the vbmeta signing `ALG`: NONE, SHA256_RSA2048/4096/8192, SHA512_RSA2048/4096/8192")
-	fs.StringVar(&a.key, "avb-key", "", "with --avb: the RSA private key (`PEM`, PKCS#1 or PKCS#8) that signs the vbmeta")
-	fs.StringArrayVar(&a.props, "prop", nil, "with --avb: add a property descriptor `KEY:VALUE` (repeatable)")
-	fs.StringArrayVar(&a.propsFromFile, "prop-from-file", nil, "with --avb: add a property descriptor `KEY:PATH`, its value the file's bytes (repeatable)")
-	fs.Uint64Var(&a.rollbackIndex, "rollback-index", 0, "with --avb: the vbmeta's rollback `index`")
-	fs.Uint32Var(&a.rollbackIndexLocation, "rollback-index-location", 0, "with --avb: the vbmeta's rollback index `location`")
-	fs.BoolVar(&a.doNotUseAB, "do-not-use-ab", false, "with --avb: set the descriptor's do-not-use-A/B flag")
-	fs.BoolVar(&a.persistentDigest, "use-persistent-digest", false, "with --avb: store no root digest (the device keeps it); no salt unless --salt")
-	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "with --avb: append no tree (the descriptor keeps its root digest)")
-	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "with --avb: add the kernel command-line descriptors that mount DATA with dm-verity as root")
-	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "with --avb: add the kernel command-line descriptors that mount another partition `IMAGE` (made with --avb) with dm-verity as root")
-	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "with --avb: add a kernel command-line descriptor `CMDLINE` (repeatable)")
-	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "with --avb: also write the vbmeta blob to `FILE`")
-	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "with --avb: append the tree but not the vbmeta and footer (use --output-vbmeta-image)")
-	fs.BoolVar(&a.calcMaxImageSize, "calc-max-image-size", false, "with --avb: print the largest image that fits in --partition-size (tree, FEC and metadata included), write nothing")
+	fs.BoolVar(&a.on, "avb", false, "with --append: add vbmeta and footer")
+	fs.Uint64Var(&a.partitionSize, "partition-size", 0, "`BYTES` partition size; 0: just enough")
+	fs.StringVar(&a.partitionName, "partition-name", "", "`NAME` the partition's name")
+	fs.StringVar(&a.algorithm, "avb-algorithm", "NONE", "`ALG` NONE, SHA256_RSA4096...")
+	fs.StringVar(&a.key, "avb-key", "", "`PEM` the RSA private key that signs")
+	fs.StringArrayVar(&a.props, "prop", nil, "`KEY:VALUE` add a property (repeatable)")
+	fs.StringArrayVar(&a.propsFromFile, "prop-from-file", nil, "`KEY:PATH` the same, from a file")
+	fs.Uint64Var(&a.rollbackIndex, "rollback-index", 0, "`N` the rollback index")
+	fs.Uint32Var(&a.rollbackIndexLocation, "rollback-index-location", 0, "`N` its location")
+	fs.BoolVar(&a.doNotUseAB, "do-not-use-ab", false, "set the do-not-use-A/B flag")
+	fs.BoolVar(&a.persistentDigest, "use-persistent-digest", false, "store no root digest")
+	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "append no tree")
+	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "mount DATA as / (cmdline)")
+	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "`IMAGE` the same for another partition")
+	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "`CMDLINE` add a kernel command line (repeatable)")
+	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "also write the vbmeta to `FILE`")
+	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "append no vbmeta and footer")
+	fs.BoolVar(&a.calcMaxImageSize, "calc-max-image-size", false, "print the largest image that fits")
 }
 
 // wanted reports whether the command line is an --avb one (or names a flag
@@ -187,6 +188,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	if err != nil {
 		return fail(err)
 	}
+	res.CheckCommand = res.checkCommand(data, a.key, a.noHashtree)
 	out := &reportWriter{w: stdout}
 	if o.json {
 		cli.WriteJSON(out, res) // its error is out.err
@@ -326,6 +328,10 @@ type avbResult struct {
 	FECOffset uint64     `json:"fec_offset,omitempty"`
 	FECSize   uint64     `json:"fec_size,omitempty"`
 	AVB       avbSection `json:"avb"`
+	// CheckCommand is the veritycheck command line that checks what was
+	// written (see result's); "" when veritycheck cannot (no tree, or an
+	// unsigned vbmeta in a sparse image).
+	CheckCommand string `json:"check_command,omitempty"`
 }
 
 type avbSection struct {
@@ -390,11 +396,37 @@ func newAVBResult(data string, o *avb.HashtreeFooterOptions, r *avb.HashtreeFoot
 	return res, nil
 }
 
+// checkCommand is the veritycheck command line that checks what was
+// written to data: with a signed vbmeta and its footer, the AVB check with
+// the key that signed it; else the tree, as one without superblock
+// (libavb refuses an unsigned vbmeta, and veritycheck with it).
+func (r *avbResult) checkCommand(data, key string, noHashtree bool) string {
+	if r.AVB.Footer != nil && r.AVB.Algorithm != "NONE" && key != "" {
+		return cli.CommandLine("veritycheck", []string{"--avb-key=" + key, data})
+	}
+	if noHashtree || r.DataFormat != "raw" {
+		return ""
+	}
+	args := []string{"--root-hash=" + r.RootHash, "--no-superblock", "--hash=" + r.HashAlgorithm, "--salt=" + r.Salt}
+	if r.DataBlockSize != 4096 {
+		args = append(args, fmt.Sprintf("--data-block-size=%d", r.DataBlockSize), fmt.Sprintf("--hash-block-size=%d", r.HashBlockSize))
+	}
+	args = append(args, fmt.Sprintf("--data-blocks=%d", r.DataBlocks), fmt.Sprintf("--hash-offset=%d", r.HashOffset))
+	if r.FECRoots > 0 {
+		args = append(args, "--fec-device="+data, fmt.Sprintf("--fec-offset=%d", r.FECOffset))
+		if r.FECRoots != fec.DefaultRoots {
+			args = append(args, fmt.Sprintf("--fec-roots=%d", r.FECRoots))
+		}
+	}
+	return cli.CommandLine("veritycheck", append(args, data, data))
+}
+
 // print writes the text report: veritysetup's header for the tree, the
 // --append lines, then the AVB ones.
 func (r *avbResult) print(w io.Writer) {
 	h := &cli.Header{HashFile: r.HashFile, HashType: r.Format, DataBlocks: r.DataBlocks, DataBlockSize: r.DataBlockSize,
-		HashBlocks: r.HashBlocks, HashBlockSize: r.HashBlockSize, Algorithm: r.HashAlgorithm, Salt: r.Salt, RootHash: r.RootHash}
+		HashBlocks: r.HashBlocks, HashBlockSize: r.HashBlockSize, Algorithm: r.HashAlgorithm, Salt: r.Salt, RootHash: r.RootHash,
+		NoSuperblock: true}
 	h.Print(w)
 	fmt.Fprintf(w, "Original size:   \t%d [bytes]\n", r.OriginalSize)
 	fmt.Fprintf(w, "Hash offset:     \t%d [bytes]\n", r.HashOffset)
@@ -418,5 +450,8 @@ func (r *avbResult) print(w io.Writer) {
 	}
 	if a.Footer == nil {
 		fmt.Fprintf(w, "Footer:          \tnone (--do-not-append-vbmeta-image)\n")
+	}
+	if r.CheckCommand != "" {
+		fmt.Fprintf(w, "Check with:      \t%s\n", r.CheckCommand)
 	}
 }

@@ -30,16 +30,16 @@ var bootFlagNames = []string{"data-device", "hash-device", "fec-device-name", "d
 
 func (b *bootFlags) register(fs *pflag.FlagSet) {
 	b.fs = fs
-	fs.BoolVar(&b.print, "boot-params", false, "also print the kernel table, a dm-mod.create= and an Android dm= boot argument (implied by the flags below; in --json by default)")
-	fs.StringVar(&b.dataDevice, "data-device", "", "`DEV` naming the data device in the table: /dev/sda1, 8:1, PARTUUID=... (default: DATA as given)")
-	fs.StringVar(&b.hashDevice, "hash-device", "", "`DEV` naming the hash device in the table (default: HASH as given; the data device when the tree is in DATA)")
-	fs.StringVar(&b.fecDevice, "fec-device-name", "", "`DEV` naming a separate FEC device in the table (default: --fec-device as given)")
-	fs.StringVar(&b.dmName, "dm-name", "vroot", "device-mapper `NAME` in the boot arguments (at most 31 characters)")
-	fs.BoolVar(&b.ignoreZeroBlocks, "ignore-zero-blocks", false, "table option ignore_zero_blocks (Android's first-stage init always adds it)")
-	fs.BoolVar(&b.checkAtMostOnce, "check-at-most-once", false, "table option check_at_most_once")
-	fs.BoolVar(&b.ignoreCorruption, "ignore-corruption", false, "table option ignore_corruption (log, return the data)")
-	fs.BoolVar(&b.restartOnCorruption, "restart-on-corruption", false, "table option restart_on_corruption")
-	fs.BoolVar(&b.panicOnCorruption, "panic-on-corruption", false, "table option panic_on_corruption")
+	fs.BoolVar(&b.print, "boot-params", false, "print the table, dm-mod.create= and dm=")
+	fs.StringVar(&b.dataDevice, "data-device", "", "`DEV` /dev/sda1, 8:1, PARTUUID=... (default: DATA)")
+	fs.StringVar(&b.hashDevice, "hash-device", "", "`DEV` the hash device (default: HASH)")
+	fs.StringVar(&b.fecDevice, "fec-device-name", "", "`DEV` the FEC device (default: --fec-device)")
+	fs.StringVar(&b.dmName, "dm-name", "vroot", "`NAME` device-mapper name (31 at most)")
+	fs.BoolVar(&b.ignoreZeroBlocks, "ignore-zero-blocks", false, "ignore_zero_blocks (Android's init adds it)")
+	fs.BoolVar(&b.checkAtMostOnce, "check-at-most-once", false, "check_at_most_once")
+	fs.BoolVar(&b.ignoreCorruption, "ignore-corruption", false, "ignore_corruption")
+	fs.BoolVar(&b.restartOnCorruption, "restart-on-corruption", false, "restart_on_corruption")
+	fs.BoolVar(&b.panicOnCorruption, "panic-on-corruption", false, "panic_on_corruption")
 }
 
 // wanted reports whether the text report shows the boot parameters.

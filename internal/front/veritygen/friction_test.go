@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
@@ -111,8 +113,9 @@ func TestHashShorthand(t *testing.T) {
 
 // TestNoSuperblockSaltKept: a --no-superblock tree with a random salt is
 // refused when stdout is a pipe or /dev/null, where the salt (printed
-// nowhere else) would be lost; with --salt, or stdout a regular file, it
-// is made.
+// nowhere else) would be lost; with --salt, or stdout a regular file, or
+// --json into a pipe (jq reads the salt as well as the root hash), it is
+// made.
 func TestNoSuperblockSaltKept(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.img")
@@ -131,6 +134,9 @@ func TestNoSuperblockSaltKept(t *testing.T) {
 	defer pw.Close()
 	for name, out := range map[string]*os.File{"/dev/null": devnull, "pipe": pw} {
 		for _, extra := range [][]string{nil, {"--json"}} {
+			if name == "pipe" && extra != nil {
+				continue
+			}
 			var stderr bytes.Buffer
 			args := append(append([]string{"--no-superblock"}, extra...), data, hash)
 			code := run(context.Background(), args, out, &stderr, &bytes.Buffer{})
@@ -148,12 +154,29 @@ func TestNoSuperblockSaltKept(t *testing.T) {
 		}
 		os.Remove(hash)
 	}
+	// --json into a pipe: the salt is in what the reader gets.
+	jr, jw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jr.Close()
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--no-superblock", "--json", data, hash}, jw, &stderr, &bytes.Buffer{})
+	jw.Close()
+	if code != 0 {
+		t.Errorf("--json into a pipe: exit %d\n%s", code, stderr.String())
+	}
+	var got struct{ Salt string }
+	if err := json.NewDecoder(jr).Decode(&got); err != nil || len(got.Salt) != 64 {
+		t.Errorf("--json into a pipe: salt %q, %v", got.Salt, err)
+	}
+	os.Remove(hash)
 	report, err := os.Create(filepath.Join(dir, "report.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer report.Close()
-	var stderr bytes.Buffer
+	stderr.Reset()
 	if code := run(context.Background(), []string{"--no-superblock", data, hash}, report, &stderr, &bytes.Buffer{}); code != 0 {
 		t.Errorf("stdout a file: exit %d\n%s", code, stderr.String())
 	}
@@ -169,5 +192,36 @@ func TestJSONFlagError(t *testing.T) {
 	var got struct{ Error, Hint string }
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 2 || got.Error != "unknown flag: --frobnicate" {
 		t.Errorf("exit %d, stdout %q: %v", r.code, r.stdout, err)
+	}
+}
+
+// TestHelpFits: --help (and -h alone) keeps to 80 columns, one line a
+// flag, in groups with the common ones first, with no "[=true|false]"
+// and no default said twice (issue 21 item 18).
+func TestHelpFits(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		out := cliOK(t, arg).stdout
+		for i, l := range strings.Split(out, "\n") {
+			if len(l) > cli.HelpWidth {
+				t.Errorf("%s: line %d has %d columns: %q", arg, i+1, len(l), l)
+			}
+			if strings.Contains(l, "[=") || strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: line %d: %q", arg, i+1, l)
+			}
+		}
+		var at []int
+		for _, g := range helpGroups {
+			i := strings.Index(out, "\n"+g.Title+":\n")
+			if i < 0 {
+				t.Errorf("%s: group %q missing", arg, g.Title)
+			}
+			at = append(at, i)
+		}
+		if !slices.IsSorted(at) || !strings.Contains(out, "Common flags:\n  -h, --hash ALGORITHM ") {
+			t.Errorf("%s: groups out of order: %v", arg, at)
+		}
+		if strings.Contains(out, "Other options:") {
+			t.Errorf("%s: a flag in no group", arg)
+		}
 	}
 }

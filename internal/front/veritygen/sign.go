@@ -43,12 +43,12 @@ var signFlagNames = []string{"root-hash-signature", "root-hash-signature-json", 
 
 func (s *signFlags) register(fs *pflag.FlagSet) {
 	s.fs = fs
-	fs.StringVar(&s.out, "root-hash-signature", "", "also write the root hash's PKCS#7 signature (DER, as openssl smime -sign -noattr) to `FILE`, for veritysetup open --root-hash-signature")
-	fs.StringVar(&s.jsonOut, "root-hash-signature-json", "", "also write systemd's verity signature JSON (rootHash, certificateFingerprint, signature) to `FILE`")
-	fs.StringVar(&s.key, "sign-key", "", "the private key (`PEM`) that signs the root hash")
-	fs.StringVar(&s.cert, "sign-cert", "", "the certificate (`PEM` or DER) of --sign-key")
-	fs.StringVar(&s.digest, "sign-digest", "sha256", "the signature's `digest` (openssl's -md): sha256, sha384, sha512 or sha1")
-	fs.BoolVar(&s.embedCert, "sign-embed-cert", false, "put the certificate into the signature (openssl smime without -nocerts, as systemd-repart does)")
+	fs.StringVar(&s.out, "root-hash-signature", "", "also write the PKCS#7 signature to `FILE`")
+	fs.StringVar(&s.jsonOut, "root-hash-signature-json", "", "also write systemd's JSON of it to `FILE`")
+	fs.StringVar(&s.key, "sign-key", "", "`PEM` the private key that signs")
+	fs.StringVar(&s.cert, "sign-cert", "", "`PEM` its certificate (or DER)")
+	fs.StringVar(&s.digest, "sign-digest", "sha256", "`DIGEST` sha384, sha512 or sha1")
+	fs.BoolVar(&s.embedCert, "sign-embed-cert", false, "put the certificate in the signature")
 }
 
 // wanted reports whether any signature flag is given.

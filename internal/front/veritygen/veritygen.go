@@ -36,7 +36,19 @@ DATA.verity), byte for byte as 'veritysetup format DATA HASH' would, then
 prints the parameters and the root hash. The flags have veritysetup's names
 and meanings.
 
-DATA may be a file or a block device. An Android sparse image (img2simg's
+`
+
+// examples and details follow the flags in --help.
+const examples = `Examples:
+  veritygen system.img                       tree in system.img.verity
+  veritygen --root-hash-file=root.hex system.img system.verity
+  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
+  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
+  veritygen --append --fec --ignore-zero-blocks system.img
+  veritygen --json system.img | jq -r .root_hash
+`
+
+const details = `DATA may be a file or a block device. An Android sparse image (img2simg's
 format, known by its magic) is read as the image it expands to, without
 expanding it on disk, its CRC32 checksums (if it has any) checked first;
 --raw reads it as it is. Holes of a raw file and the FILL and DONT_CARE
@@ -86,19 +98,10 @@ builds a sha512 tree instead of printing help and writing nothing; and
 'veritygen format DATA HASH' is 'veritygen DATA HASH'.
 
 --no-superblock with a random salt (no --salt) is refused when stdout is a
-pipe or /dev/null: the salt is printed only there, and a tree without
-superblock cannot be checked without it. Give --salt (or --salt=-), or let
-the report go to a terminal or a file.
+pipe (unless --json) or /dev/null: the salt is printed only there, and a
+tree without superblock cannot be checked without it. Give --salt (or
+--salt=-), or let the report go to a terminal or a file.
 
-Examples:
-  veritygen system.img                       tree in system.img.verity
-  veritygen --root-hash-file=root.hex system.img system.verity
-  veritygen --hash=blake2b-256 --salt=- --no-superblock system.img tree.bin
-  veritygen --hash-offset=1073741824 --data-blocks=262144 disk.img disk.img
-  veritygen --append --fec --ignore-zero-blocks --data-device=/dev/sda5 system.img
-  veritygen --json system.img | jq -r .root_hash
-
-Flags:
 `
 
 const exitCodes = `
@@ -149,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	}
 	fs, help := o.flagSet()
 	if cli.HelpAlone(args) {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	if err := fs.Parse(args); err != nil {
@@ -157,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		return fail(cli.WithHint(cli.FlagError(err), "see veritygen --help"))
 	}
 	if *help {
-		fmt.Fprint(stdout, usage+fs.FlagUsages()+signUsage+avbUsage+exitCodes)
+		fmt.Fprint(stdout, helpText(fs))
 		return cli.ExitOK
 	}
 	if o.avb.wanted() {
@@ -187,28 +190,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	return cli.ExitOK
 }
 
+// helpGroups are the headings of --help's flags, the common ones first.
+var helpGroups = []cli.HelpGroup{
+	{Title: "Common flags", Flags: []string{"hash", "salt", "root-hash-file", "json", "append", "fec", "fec-device", "no-superblock", "help"}},
+	{Title: "Tree parameters (as veritysetup format's)", Flags: []string{"uuid", "format", "data-block-size", "hash-block-size", "data-blocks", "hash-offset"}},
+	{Title: "Error correction", Flags: []string{"fec-offset", "fec-roots"}},
+	{Title: "Input and output", Flags: []string{"force", "raw", "data-size", "jobs", "no-progress"}},
+	{Title: "Root hash signature", Flags: []string{"root-hash-signature", "root-hash-signature-json", "sign-key", "sign-cert", "sign-digest", "sign-embed-cert"}},
+	{Title: "Boot parameters (the kernel table; in --json always)", Flags: []string{"boot-params", "data-device", "hash-device", "fec-device-name", "dm-name",
+		"ignore-zero-blocks", "check-at-most-once", "ignore-corruption", "restart-on-corruption", "panic-on-corruption"}},
+	{Title: "Android Verified Boot (with --append --avb; see below)", Flags: append([]string{"avb"}, avbOnlyFlags...)},
+}
+
+// helpText is --help: the usage, the flags in groups, the hash
+// algorithms, examples, then the details.
+func helpText(fs *pflag.FlagSet) string {
+	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + avbUsage + exitCodes
+}
+
 // flagSet registers veritygen's flags into o; help is --help.
 func (o *options) flagSet() (fs *pflag.FlagSet, help *bool) {
 	fs = pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.tree.Register(fs)
-	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon error correction to `FILE` (may be HASH or DATA, with --fec-offset)")
-	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`bytes` into the FEC device where the parity starts")
-	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "parity bytes per 255-byte codeword, `N` from 2 to 24")
-	fs.BoolVar(&o.force, "force", false, "replace HASH or the FEC file even if it does not look like a tree veritygen wrote (and --root-hash-file), write the tree or parity into DATA over any bytes past the offset, and let --data-size cut off any bytes")
-	fs.BoolVar(&o.raw, "raw", false, "read DATA as it is, even if it starts with the Android sparse image magic")
-	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: pad DATA to a whole block and append the tree (no superblock), as avbtool does")
-	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction (of the image and the tree) after the tree")
-	fs.Uint64Var(&o.dataSize, "data-size", 0, "with --append: DATA's size in `bytes` before a previous, interrupted --append")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (lower-case hex, no newline)")
+	fs.StringVar(&o.fecDevice, "fec-device", "", "also write Reed-Solomon parity to `FILE`")
+	fs.Uint64Var(&o.fecOffset, "fec-offset", 0, "`BYTES` into the FEC device where the parity starts")
+	fs.IntVar(&o.fecRoots, "fec-roots", fec.DefaultRoots, "`N` parity bytes per codeword, 2 to 24")
+	fs.BoolVar(&o.force, "force", false, "replace or cut outputs not made by us")
+	fs.BoolVar(&o.raw, "raw", false, "read a sparse image as it is, not as its expansion")
+	fs.BoolVar(&o.appendTree, "append", false, "WRITES INTO DATA: append the tree, as avbtool")
+	fs.BoolVar(&o.fecAppend, "fec", false, "with --append: also append error correction")
+	fs.Uint64Var(&o.dataSize, "data-size", 0, "`BYTES` DATA's size before an interrupted --append")
+	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "also write the root hash to `FILE` (hex, no newline)")
 	o.sign.register(fs)
-	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object; a failure (exit 2) as {\"error\": ..., \"hint\": ...}")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "hash on `N` goroutines; the tree is the same for every N")
-	fs.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar (shown only when stderr is a terminal)")
+	fs.BoolVar(&o.json, "json", false, "print the result (or error) as one JSON object")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "`N` goroutines hashing")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar (shown when stderr is a terminal)")
 	o.boot.register(fs)
 	o.avb.register(fs)
-	help = fs.Bool("help", false, "show this help (-h is --hash, as in veritysetup; -h alone shows this help)")
+	help = fs.Bool("help", false, "show this help (so does -h alone; -h is --hash)")
 	return fs, help
 }
 
@@ -255,7 +276,8 @@ func (o *options) files(args, rest []string, stdout io.Writer) (data, hash strin
 func (res *result) print(stdout io.Writer, o *options) {
 	h := &cli.Header{HashFile: res.HashFile, UUID: res.UUID, HashType: res.Format, DataBlocks: res.DataBlocks,
 		DataBlockSize: res.DataBlockSize, HashBlocks: res.HashBlocks, HashBlockSize: res.HashBlockSize,
-		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash} // the name given, as veritysetup prints it
+		Algorithm: o.tree.Hash, Salt: res.Salt, RootHash: res.RootHash, // the name given, as veritysetup prints it
+		NoSuperblock: !res.Superblock}
 	if res.separate && res.HashOffset == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
@@ -284,6 +306,7 @@ func (res *result) print(stdout io.Writer, o *options) {
 		fmt.Fprintf(stdout, "dm-mod.create:   \t%s\n", res.DMModCreate)
 		fmt.Fprintf(stdout, "Android dm=:     \t%s\n", res.AndroidDM)
 	}
+	fmt.Fprintf(stdout, "Check with:      \t%s\n", res.CheckCommand)
 }
 
 // reportWriter is stdout for the report, remembering its first failed
@@ -348,7 +371,9 @@ func nativeArgs(args, pos []string) ([]string, error) {
 // report, the only place that salt is written, goes to a pipe or nowhere
 // (/dev/null): without its salt the tree cannot be checked again. A
 // terminal or a regular file keeps the report; so does a writer that is
-// not a file (a caller's buffer). Refusing was chosen over writing the
+// not a file (a caller's buffer), and so does a pipe with --json: the
+// JSON is for a program to read, salt included (jq picks the root hash
+// from it, and may as well pick the salt). Refusing was chosen over writing the
 // salt to a file of our own: veritygen writes only what it is told to,
 // and a script that discards the report would not know of that file.
 func checkSaltKept(o *options, stdout io.Writer) error {
@@ -359,7 +384,7 @@ func checkSaltKept(o *options, stdout io.Writer) error {
 	if !ok || cli.IsTerminal(f) {
 		return nil
 	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+	if fi, err := f.Stat(); err == nil && (fi.Mode().IsRegular() || o.json && fi.Mode()&os.ModeNamedPipe != 0) {
 		return nil
 	}
 	return cli.Errorf("give the salt: --salt=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'), or --salt=- for none",
@@ -387,7 +412,12 @@ type result struct {
 	*appendResult
 	*verity.BootParams
 	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
-	separate          bool
+	// CheckCommand is the veritycheck command line that checks what was
+	// just written, every parameter it needs given, shell-quoted: a tree
+	// without superblock, or appended to DATA, cannot be checked without
+	// them.
+	CheckCommand string `json:"check_command"`
+	separate     bool
 }
 
 // fecResult is what the report says of the parity.
@@ -470,6 +500,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if a := l.Append; a != nil {
 		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
 	}
+	res.CheckCommand = checkCommand(res, dataPath, o.raw)
 	devs, err := o.bootDevices(dataPath, l.HashPath, l.TreeInData, fr.FEC)
 	if err == nil {
 		res.BootParams, err = fr.Table(o.boot.tableOptions(devs))
@@ -483,6 +514,48 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		return nil, cli.Errorf(hintOf(err), "the new tree is %s, root hash %s; boot parameters: %v", where, res.RootHash, err)
 	}
 	return res, nil
+}
+
+// checkCommand is the veritycheck command line that checks res, the tree
+// of dataPath (read as it is with raw): the root hash, and what
+// veritycheck cannot read from a superblock or take by default.
+func checkCommand(res *result, dataPath string, raw bool) string {
+	args := []string{"--root-hash=" + res.RootHash}
+	if !res.Superblock {
+		args = append(args, "--no-superblock", "--hash="+res.HashAlgorithm, "--salt="+res.Salt)
+		if res.Format != 1 {
+			args = append(args, fmt.Sprintf("--format=%d", res.Format))
+		}
+		if res.DataBlockSize != 4096 {
+			args = append(args, fmt.Sprintf("--data-block-size=%d", res.DataBlockSize))
+		}
+		if res.HashBlockSize != 4096 {
+			args = append(args, fmt.Sprintf("--hash-block-size=%d", res.HashBlockSize))
+		}
+		// DATA may hold more than the tree covers: the tree itself, with
+		// --append or at --hash-offset.
+		args = append(args, fmt.Sprintf("--data-blocks=%d", res.DataBlocks))
+	}
+	if res.HashOffset != 0 {
+		args = append(args, fmt.Sprintf("--hash-offset=%d", res.HashOffset))
+	}
+	if f := res.fecResult; f != nil {
+		args = append(args, "--fec-device="+f.Device)
+		if f.Offset != 0 {
+			args = append(args, fmt.Sprintf("--fec-offset=%d", f.Offset))
+		}
+		if f.Roots != fec.DefaultRoots {
+			args = append(args, fmt.Sprintf("--fec-roots=%d", f.Roots))
+		}
+	}
+	if raw {
+		args = append(args, "--raw")
+	}
+	args = append(args, dataPath)
+	if res.HashFile != dataPath+".verity" {
+		args = append(args, res.HashFile)
+	}
+	return cli.CommandLine("veritycheck", args)
 }
 
 // formatOptions turns the flags into the library's options; p holds the
