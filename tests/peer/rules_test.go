@@ -534,16 +534,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "FEC: 'Verification of root hash failed.' and exit 0", item: "21-new (serious: a failure reported as success)",
-		covers: []string{"code", "stdout"},
-		reason: "with --fec-device, when the data checks out block by block but the root hash does not match, the " +
-			"front prints veritysetup's 'Verification of root hash failed.' and exits 0; veritysetup exits 2",
-		match: func(r *result) bool {
-			return r.verb() == "verify" && r.c.has("--fec-device") && r.ours.code == 0 && r.real.code != 0 &&
-				r.ours.says(`(?m)^Verification of root hash failed\.$`)
-		},
-	},
-	{
 		name: "a missing --fec-device: check order", item: "21 (check order)",
 		covers: all,
 		reason: "veritysetup names a missing FEC device before the block-size check and after the superblock's; the " +

@@ -776,8 +776,17 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return err
 	}
 	fmt.Fprintf(stderr, "Found %d repairable errors with FEC device.\n", n)
+	if len(lines) > 0 && lines[0] == msgRootFailed {
+		// The repair is counted, but nothing proves that the repaired
+		// data is what the root hash stands for: veritysetup fails.
+		return &failure{code: exitEPERM}
+	}
 	return nil
 }
+
+// msgRootFailed is veritysetup's message for a tree that matches itself
+// but not the root hash given.
+const msgRootFailed = "Verification of root hash failed."
 
 // belowTop verifies everything under the top block against the top
 // block as it is (the root hash it stands for is its own digest), and
@@ -803,7 +812,7 @@ func belowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry
 	}
 	defer res.Close()
 	if first.definite == nil && first.changed == nil {
-		return []string{"Verification of root hash failed."}, exitEINVAL, nil
+		return []string{msgRootFailed}, exitEINVAL, nil
 	}
 	return first.report(ctx, dataPath, hashPath, res.Report, nil)
 }
@@ -917,12 +926,12 @@ func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, re
 	}
 	if f.definite == nil && f.changed == nil {
 		if rep.RootMismatch {
-			return []string{"Verification of root hash failed."}, exitEINVAL, nil
+			return []string{msgRootFailed}, exitEINVAL, nil
 		}
 		return nil, exitOK, nil
 	}
 	if g.Levels == 0 && rep.RootMismatch {
-		return []string{"Verification of root hash failed."}, exitEINVAL, nil
+		return []string{msgRootFailed}, exitEINVAL, nil
 	}
 	failedAt := func(off uint64) []string {
 		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
