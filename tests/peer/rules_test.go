@@ -450,15 +450,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "--hash-offset not a multiple of the hash block size without superblock", item: "21-new",
-		covers: all,
-		reason: "veritysetup takes any multiple of 512 (the tree then starts there); the front says 'Unsupported " +
-			"VERITY hash offset.'",
-		match: func(r *result) bool {
-			return r.ours.gist == "Unsupported VERITY hash offset." && r.real.gist != r.ours.gist
-		},
-	},
-	{
 		name: "--fec-offset not a multiple of the block size", item: "21-new",
 		covers: all,
 		reason: "veritysetup takes any multiple of 512; the front refuses one that is not a multiple of the block " +

@@ -363,8 +363,7 @@ func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, er
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil ||
-		o.noSuperblock && t.HashOffset%uint64(t.HashBlockSize) != 0 {
+	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
 		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
 	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
@@ -384,6 +383,11 @@ func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, er
 		if err := hooks.afterHash(&t); err != nil {
 			return t, err
 		}
+	}
+	if o.noSuperblock {
+		// Without superblock veritysetup starts the tree at the hash
+		// block the offset falls in (VERITY_hash_offset_block).
+		t.HashOffset -= t.HashOffset % uint64(t.HashBlockSize)
 	}
 	if o.fs.Changed("uuid") {
 		u, err := cli.ParseUUID(o.uuid)
@@ -587,7 +591,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
-	if !fr.TreeInData && g.HashOffset == 0 {
+	if rawOffset, _ := strconv.ParseUint(o.hashOffset, 10, 64); !fr.TreeInData && rawOffset == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
 	}
