@@ -274,17 +274,6 @@ var acceptedRules = []rule{
 // class, "21-new" for a class this test found.
 var knownDivergences = []rule{
 	{
-		name: "verify with a superblock refuses options the superblock overrides", item: "21 (superblock-overridden options on verify)",
-		covers: all,
-		reason: "veritysetup takes the parameters from the superblock and does not check --salt, --hash, block sizes, " +
-			"--format or --data-blocks given with them; the front checks them first and refuses",
-		match: func(r *result) bool {
-			return r.verb() == "verify" && !r.c.has("--no-superblock") && r.ours.code != 0 &&
-				r.ours.gist != r.real.gist && regexp.MustCompile(`^(Invalid salt string|Hash algorithm .* not supported|`+
-				`Unsupported VERITY (block size|hash type)|invalid numeric value|Block sizes must match for FEC)`).MatchString(r.ours.gist)
-		},
-	},
-	{
 		name: "a root hash both on the line and in --root-hash-file", item: "21 (--root-hash-file)",
 		covers: all,
 		reason: "veritysetup verifies against the argument but still reads and checks the file (refusing a malformed " +
@@ -420,16 +409,6 @@ var knownDivergences = []rule{
 		reason: "veritysetup verifies first and says 'Block sizes must match for FEC.' only when it tries to repair; " +
 			"the front refuses at once in its own words",
 		match: func(r *result) bool { return r.ours.says(`error correction needs equal data and hash block sizes`) },
-	},
-	{
-		name: "--salt= (empty)", item: "21 (--salt= empty)",
-		covers: all,
-		reason: "veritysetup takes an empty --salt as no salt given (checked late, after the algorithm); the front " +
-			"refuses it at once",
-		match: func(r *result) bool {
-			s, ok := r.c.opt("--salt")
-			return ok && s == "" && r.ours.gist == "Invalid salt string specified."
-		},
 	},
 	{
 		name: "several mistakes: another is reported first", item: "21 (check order)",

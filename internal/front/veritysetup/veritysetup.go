@@ -306,14 +306,46 @@ func (o *options) action(ctx context.Context, args []string, stdout, stderr io.W
 	return o.dumpAction(args[0], stdout)
 }
 
-// number parses a numeric option as popt does: a bad one is a usage
-// error.
+// number parses a numeric option as veritysetup does (strtoull, base
+// 10: leading spaces, a sign, a negative number wrapping around, nothing
+// after the digits): a bad one is a usage error.
 func number(text string) (uint64, error) {
-	n, err := strconv.ParseUint(text, 10, 64)
-	if err != nil {
+	n, ok := strtoull(text)
+	if !ok {
 		return 0, usageFail("invalid numeric value")
 	}
 	return n, nil
+}
+
+// number32 is number for the options veritysetup keeps in 32 bits.
+func number32(text string) (uint64, error) {
+	n, err := number(text)
+	if err == nil && n > 1<<32-1 {
+		return 0, usageFail("invalid numeric value")
+	}
+	return n, err
+}
+
+func strtoull(text string) (uint64, bool) {
+	s := strings.TrimLeft(text, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// numberOr0 is a number checked already.
+func numberOr0(text string) uint64 {
+	n, _ := strtoull(text)
+	return n
 }
 
 // treeHooks are checks veritysetup makes between tree's own, in its order:
@@ -328,21 +360,41 @@ type treeHooks struct {
 // salt, hash type, block sizes, offsets, the hooks' checks, hash
 // algorithm), with its messages, and returns them as the library takes
 // them. hashPath names HASH in the UUID message.
-func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, error) {
+//
+// With fromSuperblock (verify of a tree with a superblock) the options the
+// superblock gives are not checked: veritysetup ignores them.
+func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
 	var t verity.TreeOptions
 	nums := map[string]uint64{}
-	for _, n := range []struct{ name, text string }{{"format", o.format}, {"data-block-size", o.dataBlockSize},
-		{"hash-block-size", o.hashBlockSize}, {"data-blocks", o.dataBlocks}, {"hash-offset", o.hashOffset},
-		{"fec-offset", o.fecOffset}, {"fec-roots", o.fecRoots}} {
-		v, err := number(n.text)
+	for _, n := range []struct {
+		name, text string
+		bits32     bool
+	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
+		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
+		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
+		parse := number
+		if n.bits32 {
+			parse = number32
+		}
+		v, err := parse(n.text)
 		if err != nil {
 			return t, err
 		}
 		nums[n.name] = v
 	}
 	var err error
+	if fromSuperblock {
+		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
+		if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
+			return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
+		}
+		if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+			return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
+		}
+		return t, nil
+	}
 	if o.fs.Changed("salt") {
-		if o.salt == "-" {
+		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
 			t.Salt = []byte{}
 		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
 			return t, fail(exitEINVAL, "Invalid salt string specified.")
@@ -439,7 +491,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 			if o.fecDevice == "" || skip {
 				return nil
 			}
-			fecOffset, _ := strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
+			fecOffset := numberOr0(o.fecOffset) // checked by tree
 			alg, _ := hashes.Lookup(t.Hash)
 			tree := hashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
 			if identical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
@@ -532,8 +584,8 @@ func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, e
 	if o.fecDevice == "" {
 		return 0, 0, nil
 	}
-	offset, _ = strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
-	r, _ := strconv.ParseUint(o.fecRoots, 10, 64)
+	offset = numberOr0(o.fecOffset) // checked by tree
+	r := numberOr0(o.fecRoots)
 	if r < fec.MinRoots || r > fec.MaxRoots {
 		return 0, 0, fail(exitEINVAL, "Invalid number of parity bytes.")
 	}
@@ -556,7 +608,7 @@ func checkDevice(path string) error {
 }
 
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	t, err := o.tree(hashPath, o.overlapHooks(dataPath, hashPath, true))
+	t, err := o.tree(hashPath, o.overlapHooks(dataPath, hashPath, true), false)
 	if err != nil {
 		return err
 	}
@@ -591,7 +643,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
-	if rawOffset, _ := strconv.ParseUint(o.hashOffset, 10, 64); !fr.TreeInData && rawOffset == 0 {
+	if !fr.TreeInData && numberOr0(o.hashOffset) == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
 	}
@@ -678,7 +730,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if rootText == "" && o.rootHashFile == "" {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
 	if err != nil {
 		return err
 	}
