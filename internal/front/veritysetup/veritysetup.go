@@ -9,11 +9,13 @@ package veritysetup
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -422,6 +424,11 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
 	}
 	t.NoSuperblock = o.noSuperblock
+	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
+		// veritysetup counts the data area's size in a signed 64-bit
+		// offset (a negative --data-blocks wraps around to a huge one).
+		return t, fail(exitEINVAL, "Device offset overflow.")
+	}
 	if hooks.afterOffsets != nil {
 		if err := hooks.afterOffsets(&t); err != nil {
 			return t, err
@@ -769,15 +776,20 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		}
 	}
 	var root []byte
-	if rootText != "" {
-		root, err = verity.ParseRootHash("root hash", rootText)
-	} else {
-		if _, serr := os.Stat(o.rootHashFile); serr != nil {
-			// veritysetup 2.6.1 says so but exits 0 without verifying
-			// anything: a script would take that for success.
-			return fail(exitENODEV, "Cannot read root hash file %s.", o.rootHashFile)
+	if o.rootHashFile != "" {
+		// veritysetup takes the file's root hash, even with one on the
+		// line.
+		digestSize := 0
+		if g != nil {
+			digestSize = g.DigestSize
+		} else if a, lerr := hashes.Lookup(t.Hash); lerr == nil {
+			digestSize = a.Size()
 		}
-		root, err = verity.ReadRootHashFile(ctx, o.rootHashFile)
+		if root, err = readRootHashFile(o.rootHashFile, digestSize); err != nil {
+			return err
+		}
+	} else {
+		root, err = verity.ParseRootHash("root hash", rootText)
 	}
 	if err != nil || g != nil && len(root) != g.DigestSize {
 		return fail(exitEINVAL, "Invalid root hash string specified.")
@@ -843,6 +855,28 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 // msgRootFailed is veritysetup's message for a tree that matches itself
 // but not the root hash given.
 const msgRootFailed = "Verification of root hash failed."
+
+// readRootHashFile reads a root hash from path as veritysetup does: the
+// first 2*digestSize characters are its digits, and whatever follows
+// them (a newline, sha256sum's file name) is ignored.
+func readRootHashFile(path string, digestSize int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		// veritysetup 2.6.1 says so but exits 0 without verifying
+		// anything: a script would take that for success.
+		return nil, fail(exitENODEV, "Cannot read root hash file %s.", path)
+	}
+	defer f.Close()
+	digits := make([]byte, 2*digestSize)
+	if _, err := io.ReadFull(f, digits); err != nil || digestSize == 0 {
+		return nil, fail(exitEINVAL, "Invalid root hash file %s.", path)
+	}
+	root, err := hex.DecodeString(string(digits))
+	if err != nil {
+		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
+	}
+	return root, nil
+}
 
 // belowTop verifies everything under the top block against the top
 // block as it is (the root hash it stands for is its own digest), and
