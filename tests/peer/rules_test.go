@@ -316,13 +316,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "a character device (/dev/null) as a device", item: "21 (/dev/null)",
-		covers: all,
-		reason: "veritysetup says 'Device /dev/null is not compatible.' (exit 4) or uses it; the front refuses in its " +
-			"own words with exit 1",
-		match: func(r *result) bool { return slicesHas(r.args, "/dev/null") },
-	},
-	{
 		name: "a salt over 256 bytes", item: "21-new",
 		covers: []string{"gist"},
 		reason: "veritysetup fails without a word (exit 1) on a salt longer than 256 bytes; the front says " +
@@ -330,15 +323,6 @@ var knownDivergences = []rule{
 		match: func(r *result) bool {
 			s, _ := r.c.opt("--salt")
 			return len(s) > 512 && r.real.gist == "" && r.real.code == r.ours.code
-		},
-	},
-	{
-		name: "no warning for block sizes over the page size", item: "21-new",
-		covers: []string{"gist"},
-		reason: "veritysetup warns 'Kernel cannot activate device if data block size exceeds page size (4096).'; the " +
-			"front does not",
-		match: func(r *result) bool {
-			return r.real.says(`^WARNING: Kernel cannot activate`) && r.real.code == r.ours.code
 		},
 	},
 	{
@@ -507,16 +491,6 @@ var knownDivergences = []rule{
 		match: func(r *result) bool {
 			e := r.lineGeometry()
 			return e.dataBlocks == 1 && r.verb() == "format" && r.real.code == 0 && r.ours.code == 0 && r.c.has("--fec-device")
-		},
-	},
-	{
-		name: "a UUID in capitals printed in lower case", item: "21-new",
-		covers: []string{"stdout"},
-		reason: "format prints --uuid as given (capitals kept); the front prints it in lower case (the superblock's " +
-			"bytes are the same)",
-		match: func(r *result) bool {
-			u, _ := r.c.opt("--uuid")
-			return u != strings.ToLower(u) && strings.EqualFold(r.real.stdout, r.ours.stdout)
 		},
 	},
 	{

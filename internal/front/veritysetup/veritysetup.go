@@ -608,7 +608,9 @@ func checkDevice(path string) error {
 	switch {
 	case err != nil:
 		return fail(exitENODEV, "Device %s does not exist or access denied.", path)
-	case info.IsDir():
+	case !info.Mode().IsRegular() && info.Mode()&fs.ModeDevice == 0 || info.Mode()&fs.ModeCharDevice != 0:
+		// Only a regular file or a block device is one (a directory,
+		// /dev/null and a FIFO are not).
 		return fail(exitENODEV, "Device %s is not compatible.", path)
 	}
 	return nil
@@ -623,8 +625,10 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return err
 	}
-	if info, err := os.Stat(hashPath); err == nil && info.IsDir() {
-		return fail(exitENODEV, "Device %s is not compatible.", hashPath)
+	if _, err := os.Stat(hashPath); err == nil {
+		if err := checkDevice(hashPath); err != nil {
+			return err
+		}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if dir, err := os.Stat(filepath.Dir(hashPath)); err != nil || !dir.IsDir() {
 			return fail(exitEINVAL, "Cannot create hash image %s for writing.", hashPath)
@@ -642,6 +646,10 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if o.verbose || o.debug {
 		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
 	}
+	if t.DataBlockSize > 4096 {
+		// veritysetup's words, with its page size on the machines it runs on.
+		fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
+	}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
 		return formatError(err)
@@ -649,6 +657,9 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	g := fr.Geometry
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
+	if o.fs.Changed("uuid") && !o.noSuperblock {
+		h.UUID = o.uuid // and the UUID as given (capitals kept)
+	}
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
 	if !fr.TreeInData && numberOr0(o.hashOffset) == 0 {
 		// veritysetup prints the size only for a hash device of its own.
