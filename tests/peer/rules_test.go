@@ -189,7 +189,7 @@ var acceptedRules = []rule{
 		reason: "veritysetup 2.6.1 says 'Cannot read root hash file' but exits 0 without verifying anything, which a " +
 			"script takes for success; the front exits 4 (wrong device or file specified)",
 		match: func(r *result) bool {
-			return r.verb() == "verify" && !r.rootArg() && r.real.code == 0 && r.real.gist == r.ours.gist &&
+			return r.verb() == "verify" && r.real.code == 0 && r.real.gist == r.ours.gist &&
 				strings.HasPrefix(r.ours.gist, "Cannot read root hash file") && r.ours.code == 4
 		},
 	},
@@ -408,6 +408,11 @@ var knownDivergences = []rule{
 				for _, v := range []string{"1125899906842624", "1099511627776", "18446744073709551615"} {
 					huge = huge || strings.HasSuffix(a, v)
 				}
+			}
+			for _, name := range []string{"--hash-offset", "--fec-offset", "--data-blocks"} {
+				// a negative number, which strtoull wraps around to a huge one
+				v, _ := r.c.opt(name)
+				huge = huge || strings.HasPrefix(strings.TrimSpace(v), "-") && strings.Trim(v, " -0") != ""
 			}
 			return huge && (r.ours.code != 0 || r.real.code != 0)
 		},

@@ -417,6 +417,11 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
+	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
+		// A negative --hash-offset wraps around past veritysetup's
+		// signed offsets.
+		return t, fail(exitEINVAL, "Device offset overflow.")
+	}
 	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
 		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
