@@ -335,14 +335,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "--uuid with --no-superblock", item: "21 (check order)",
-		covers: all,
-		reason: "veritysetup ignores --uuid (even a malformed one) when no superblock is written; the front checks it",
-		match: func(r *result) bool {
-			return r.c.has("--no-superblock") && r.c.has("--uuid") && r.ours.gist == "Wrong VERITY UUID format provided on device "+r.c.geo.hashName()+"."
-		},
-	},
-	{
 		name: "Hash device size with FEC in HASH", item: "21-new",
 		covers: []string{"stdout"},
 		reason: "with FEC in HASH veritysetup prints the hash area's size as 'Hash device size'; the front the size " +

@@ -453,14 +453,12 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		// block the offset falls in (VERITY_hash_offset_block).
 		t.HashOffset -= t.HashOffset % uint64(t.HashBlockSize)
 	}
-	if o.fs.Changed("uuid") {
+	if o.fs.Changed("uuid") && !o.noSuperblock { // veritysetup ignores it without superblock
 		u, err := cli.ParseUUID(o.uuid)
 		if err != nil {
 			return t, fail(exitEINVAL, "Wrong VERITY UUID format provided on device %s.", hashPath)
 		}
-		if !o.noSuperblock {
-			t.UUID = &u
-		}
+		t.UUID = &u
 	}
 	return t, nil
 }
