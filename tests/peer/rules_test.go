@@ -520,24 +520,6 @@ var vsMessage = regexp.MustCompile(`^(Invalid salt string specified|Hash algorit
 	`Device offset overflow|Header detected but device .* is too small|Hash area overflow|Invalid root hash string specified|` +
 	`Option --.* is not allowed with .* action)\.$`)
 
-// rootArg reports whether the line gives a root hash argument to verify.
-func (r *result) rootArg() bool {
-	c := r.c
-	n := 0
-	for i := 0; i < len(c.args); i++ {
-		a := c.args[i]
-		if strings.HasPrefix(a, "-") {
-			if !strings.Contains(a, "=") && a != "--no-superblock" && a != "-v" && a != "--verbose" && a != "--debug" &&
-				!strings.HasPrefix(a, "--ignore") && !strings.HasPrefix(a, "--check") {
-				i++ // its value
-			}
-			continue
-		}
-		n++
-	}
-	return n >= 4 // verify DATA HASH ROOT
-}
-
 func slicesHas(xs []string, x string) bool {
 	for _, y := range xs {
 		if x == y {
