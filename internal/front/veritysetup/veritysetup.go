@@ -356,6 +356,8 @@ func numberOr0(text string) uint64 {
 // hash algorithm is (the overlaps of the FEC area). Either may be nil.
 type treeHooks struct {
 	afterOffsets, afterHash func(t *verity.TreeOptions) error
+	// afterBlockSizes, when not nil, is told the block sizes once checked.
+	afterBlockSizes func(t *verity.TreeOptions)
 }
 
 // tree checks the tree options as veritysetup does (crypt_format's order:
@@ -415,6 +417,9 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		}
 	}
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
+	if hooks.afterBlockSizes != nil {
+		hooks.afterBlockSizes(&t)
+	}
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
 	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
@@ -620,7 +625,15 @@ func checkDevice(path string) error {
 }
 
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	t, err := o.tree(hashPath, o.overlapHooks(dataPath, hashPath, true), false)
+	hooks := o.overlapHooks(dataPath, hashPath, true)
+	hooks.afterBlockSizes = func(t *verity.TreeOptions) {
+		if t.DataBlockSize > 4096 {
+			// veritysetup's words, with its page size on the machines it
+			// runs on, before its other checks.
+			fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
+		}
+	}
+	t, err := o.tree(hashPath, hooks, false)
 	if err != nil {
 		return err
 	}
@@ -648,10 +661,6 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
 	if o.verbose || o.debug {
 		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
-	}
-	if t.DataBlockSize > 4096 {
-		// veritysetup's words, with its page size on the machines it runs on.
-		fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
 	}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
