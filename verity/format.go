@@ -333,7 +333,12 @@ func (l *Layout) write(ctx context.Context, src *Source, out *formatOutputs, gap
 		// veritysetup's HASH ends where the last block it writes ends: an
 		// empty tree (one data block) without superblock writes nothing,
 		// and HASH keeps its size whatever the hash offset.
-		err = hashOut.extend(g.HashEnd())
+		end := g.HashEnd()
+		if g.HashBlocks == 0 {
+			err = superblockOnlyEnd(hashOut, g, gap)
+		} else {
+			err = hashOut.extend(end)
+		}
 	}
 	var fecInfo *FECInfo
 	if err == nil && fl != nil {

@@ -76,3 +76,30 @@ func restoreSuperblockGap(o *output, g *merkle.Geometry, gap []byte) error {
 	}
 	return nil
 }
+
+// superblockOnlyEnd sets the length of a HASH that holds only a
+// superblock (a tree of one data block) as veritysetup leaves it: it
+// writes the superblock in a block of the hash block size, at most its
+// page size, so that HASH ends there, or where it ended before if
+// further. The build wrote zeros up to the tree's offset; gap is what
+// was there before it.
+func superblockOnlyEnd(o *output, g *merkle.Geometry, gap []byte) error {
+	b := min(uint64(g.HashBlockSize), veritysetupPageSize)
+	end := g.HashOffset - g.HashOffset%b + b
+	if len(gap) > 0 {
+		end = max(end, g.HashOffset+merkle.SuperblockSize+uint64(len(gap)))
+	}
+	size, err := o.size()
+	if err != nil {
+		return errorf(KindIO, "", "%s: %w", o.path, unwrapPath(err))
+	}
+	if size == g.TreeOffset() && end < size {
+		return o.truncate(end)
+	}
+	return o.extend(end)
+}
+
+// veritysetupPageSize is the block size veritysetup writes a regular
+// file's superblock in (its page size, 4096 on the machines it runs on),
+// when the hash block size is larger.
+const veritysetupPageSize = 4096

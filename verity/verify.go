@@ -510,7 +510,10 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 	if inPlace && g.DataSize() > g.HashOffset {
 		return nil, paramErrorf("HashOffset", "", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
 	}
-	if g.HashEnd() > uint64(hashSize) {
+	// A tree of one data block has no hash block (the root hash is the
+	// block's digest): HASH needs to hold nothing past the superblock,
+	// which veritysetup writes in a block of at most 4096 bytes.
+	if g.Levels > 0 && g.HashEnd() > uint64(hashSize) {
 		hint := ""
 		if !g.Superblock {
 			// Smaller hash blocks, or another algorithm, make a smaller

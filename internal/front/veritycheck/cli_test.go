@@ -64,6 +64,20 @@ func (m *cliMaster) copyTo(t *testing.T, dir string) {
 	}
 }
 
+// Tree flags that agree with HASH's superblock are accepted: a script may
+// give veritysetup's options to both tools.
+func TestCLITreeFlagsAgreeingWithSuperblock(t *testing.T) {
+	vsPath(t)
+	m := cliMakeMaster(t)
+	dir := t.TempDir()
+	m.copyTo(t, dir)
+	r := vcRun("--root-hash="+m.root, "-h", "SHA256", "--format=1", "--data-block-size=4096", "--hash-block-size=4096",
+		"--data-blocks=16", filepath.Join(dir, "data.img"))
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0: %v", r.code, r)
+	}
+}
+
 func TestCLIBadInput(t *testing.T) {
 	vsPath(t)
 	m := cliMakeMaster(t)
@@ -142,12 +156,14 @@ func TestCLIBadInput(t *testing.T) {
 			[]string{"bad verity superblock: data blocks (at byte 72)", "zero"}},
 		{"no superblock without --salt", nil, []string{root, "--no-superblock", "{D}/data.img", "{D}/nosb.verity"},
 			[]string{"--no-superblock needs --salt"}},
-		{"tree flag without --no-superblock", nil, []string{root, "--hash=sha256", "{D}/data.img"},
-			[]string{"--hash given, but the parameters come from HASH's superblock"}},
-		{"salt without --no-superblock", nil, []string{root, "--salt=00112233", "{D}/data.img"},
-			[]string{"--salt given, but the parameters come from HASH's superblock"}},
-		{"data blocks without --no-superblock", nil, []string{root, "--data-blocks=3", "{D}/data.img"},
-			[]string{"--data-blocks given, but the parameters come from HASH's superblock"}},
+		{"tree flag conflicting with the superblock", nil, []string{root, "--hash=sha512", "{D}/data.img"},
+			[]string{"--hash sha512 given, but HASH's superblock says sha256"}},
+		{"salt conflicting with the superblock", nil, []string{root, "--salt=ffeeddcc", "{D}/data.img"},
+			[]string{"--salt ffeeddcc given, but HASH's superblock says"}},
+		{"data blocks conflicting with the superblock", nil, []string{root, "--data-blocks=3", "{D}/data.img"},
+			[]string{"--data-blocks 3 given, but HASH's superblock says 16"}},
+		{"bad tree flag with a superblock", nil, []string{root, "--format=7", "{D}/data.img"},
+			[]string{"--format 7 is not 0 or 1"}},
 		{"HASH is DATA without --hash-offset", nil, []string{"--root-hash=" + m.inplaceRoot, "{D}/inplace.img", "{D}/inplace.img"},
 			[]string{"HASH is DATA ({D}/inplace.img) and no --hash-offset says where the tree is"}},
 		{"unaligned --hash-offset", nil,

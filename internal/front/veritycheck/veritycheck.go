@@ -4,6 +4,7 @@
 package veritycheck
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -303,6 +305,61 @@ func isDigestHex(s string) bool {
 // treeFlagNames are the flags that give the parameters a superblock holds.
 var treeFlagNames = []string{"hash", "salt", "uuid", "format", "data-block-size", "hash-block-size", "data-blocks"}
 
+// givenTreeFlags reports whether a flag giving a superblock's parameter
+// is on the line.
+func givenTreeFlags(o *options) bool {
+	for _, name := range treeFlagNames {
+		if o.tree.Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// agreesWithSuperblock checks the tree flags given against HASH's
+// superblock: a value that agrees is accepted, one that conflicts is
+// refused. A superblock that cannot be read is left for Verify to report.
+func agreesWithSuperblock(o *options, hashPath string) error {
+	g, err := verity.ReadSuperblock(hashPath, o.tree.HashOffset)
+	if err != nil {
+		return nil
+	}
+	p, err := o.tree.Params()
+	if err != nil {
+		return err
+	}
+	conflict := func(name, given, sb string) error {
+		return cli.Errorf("leave --"+name+" out (the superblock gives it), or add --no-superblock to give all parameters yourself",
+			"--%s %s given, but HASH's superblock says %s", name, given, sb)
+	}
+	t := o.tree
+	switch {
+	case t.Changed("hash") && p.Hash.Name() != g.Hash.Name():
+		return conflict("hash", t.Hash, g.Hash.Name())
+	case t.Changed("salt") && !bytes.Equal(p.Salt, g.Salt):
+		return conflict("salt", t.Salt, saltText(g.Salt))
+	case t.Changed("uuid") && p.UUID != g.UUID:
+		return conflict("uuid", t.UUID, cli.FormatUUID(g.UUID))
+	case t.Changed("format") && p.Format != g.Format:
+		return conflict("format", strconv.Itoa(p.Format), strconv.Itoa(g.Format))
+	case t.Changed("data-block-size") && p.DataBlockSize != g.DataBlockSize:
+		return conflict("data-block-size", strconv.Itoa(p.DataBlockSize), strconv.Itoa(g.DataBlockSize))
+	case t.Changed("hash-block-size") && p.HashBlockSize != g.HashBlockSize:
+		return conflict("hash-block-size", strconv.Itoa(p.HashBlockSize), strconv.Itoa(g.HashBlockSize))
+	case t.Changed("data-blocks") && p.DataBlocks != g.DataBlocks:
+		return conflict("data-blocks", strconv.FormatUint(p.DataBlocks, 10), strconv.FormatUint(g.DataBlocks, 10))
+	}
+	return nil
+}
+
+// saltText is a salt as --salt takes it.
+func saltText(salt []byte) string {
+	if len(salt) == 0 {
+		return "-"
+	}
+	return hex.EncodeToString(salt)
+}
+
 func dump(o *options, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return cli.Errorf("usage: veritycheck --dump HASH", "--dump takes one argument, HASH; got %d", len(args))
@@ -433,12 +490,12 @@ func verifyOptions(o *options) (*verity.VerifyOptions, error) {
 		}
 		vo.Hash, vo.LegacyFormat, vo.Salt = p.Hash.Name(), p.Format == 0, p.Salt
 		vo.DataBlockSize, vo.HashBlockSize, vo.DataBlocks = p.DataBlockSize, p.HashBlockSize, p.DataBlocks
-	} else {
-		for _, name := range treeFlagNames {
-			if o.tree.Changed(name) {
-				return nil, cli.Errorf("leave --"+name+" out, or add --no-superblock to give all parameters yourself",
-					"--%s given, but the parameters come from HASH's superblock", name)
-			}
+	} else if givenTreeFlags(o) {
+		// Given with a superblock, they must agree with it (a script may
+		// give the same values to veritysetup and to veritycheck):
+		// checked once the superblock is read (agreesWithSuperblock).
+		if _, err := o.tree.Params(); err != nil {
+			return nil, err
 		}
 	}
 	_, err := vo.Check()
@@ -493,6 +550,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		var code int
 		if o.sigReport, code, err = checkSignature(o, sigFile, trusted, root, stdout); err != nil {
 			return code, err
+		}
+	}
+	if !o.tree.NoSuperblock && givenTreeFlags(o) {
+		if err := agreesWithSuperblock(o, hashPath); err != nil {
+			return cli.ExitError, err
 		}
 	}
 	finish := reportTo(vo, stderr, showProgress)

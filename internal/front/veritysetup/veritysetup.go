@@ -9,11 +9,13 @@ package veritysetup
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -326,14 +328,46 @@ func (o *options) action(ctx context.Context, args []string, stdout, stderr io.W
 	return o.dumpAction(args[0], stdout)
 }
 
-// number parses a numeric option as popt does: a bad one is a usage
-// error.
+// number parses a numeric option as veritysetup does (strtoull, base
+// 10: leading spaces, a sign, a negative number wrapping around, nothing
+// after the digits): a bad one is a usage error.
 func number(text string) (uint64, error) {
-	n, err := strconv.ParseUint(text, 10, 64)
-	if err != nil {
+	n, ok := strtoull(text)
+	if !ok {
 		return 0, usageFail("invalid numeric value")
 	}
 	return n, nil
+}
+
+// number32 is number for the options veritysetup keeps in 32 bits.
+func number32(text string) (uint64, error) {
+	n, err := number(text)
+	if err == nil && n > 1<<32-1 {
+		return 0, usageFail("invalid numeric value")
+	}
+	return n, err
+}
+
+func strtoull(text string) (uint64, bool) {
+	s := strings.TrimLeft(text, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// numberOr0 is a number checked already.
+func numberOr0(text string) uint64 {
+	n, _ := strtoull(text)
+	return n
 }
 
 // treeHooks are checks veritysetup makes between tree's own, in its order:
@@ -342,27 +376,49 @@ func number(text string) (uint64, error) {
 // hash algorithm is (the overlaps of the FEC area). Either may be nil.
 type treeHooks struct {
 	afterOffsets, afterHash func(t *verity.TreeOptions) error
+	// afterBlockSizes, when not nil, is told the block sizes once checked.
+	afterBlockSizes func(t *verity.TreeOptions)
 }
 
 // tree checks the tree options as veritysetup does (crypt_format's order:
 // salt, hash type, block sizes, offsets, the hooks' checks, hash
 // algorithm), with its messages, and returns them as the library takes
 // them. hashPath names HASH in the UUID message.
-func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, error) {
+//
+// With fromSuperblock (verify of a tree with a superblock) the options the
+// superblock gives are not checked: veritysetup ignores them.
+func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
 	var t verity.TreeOptions
 	nums := map[string]uint64{}
-	for _, n := range []struct{ name, text string }{{"format", o.format}, {"data-block-size", o.dataBlockSize},
-		{"hash-block-size", o.hashBlockSize}, {"data-blocks", o.dataBlocks}, {"hash-offset", o.hashOffset},
-		{"fec-offset", o.fecOffset}, {"fec-roots", o.fecRoots}} {
-		v, err := number(n.text)
+	for _, n := range []struct {
+		name, text string
+		bits32     bool
+	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
+		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
+		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
+		parse := number
+		if n.bits32 {
+			parse = number32
+		}
+		v, err := parse(n.text)
 		if err != nil {
 			return t, err
 		}
 		nums[n.name] = v
 	}
 	var err error
+	if fromSuperblock {
+		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
+		if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
+			return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
+		}
+		if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+			return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
+		}
+		return t, nil
+	}
 	if o.fs.Changed("salt") {
-		if o.salt == "-" {
+		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
 			t.Salt = []byte{}
 		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
 			return t, fail(exitEINVAL, "Invalid salt string specified.")
@@ -381,16 +437,28 @@ func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, er
 		}
 	}
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
+	if hooks.afterBlockSizes != nil {
+		hooks.afterBlockSizes(&t)
+	}
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil ||
-		o.noSuperblock && t.HashOffset%uint64(t.HashBlockSize) != 0 {
+	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
+		// A negative --hash-offset wraps around past veritysetup's
+		// signed offsets.
+		return t, fail(exitEINVAL, "Device offset overflow.")
+	}
+	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
 		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
 	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
 		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
 	}
 	t.NoSuperblock = o.noSuperblock
+	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
+		// veritysetup counts the data area's size in a signed 64-bit
+		// offset (a negative --data-blocks wraps around to a huge one).
+		return t, fail(exitEINVAL, "Device offset overflow.")
+	}
 	if hooks.afterOffsets != nil {
 		if err := hooks.afterOffsets(&t); err != nil {
 			return t, err
@@ -405,14 +473,17 @@ func (o *options) tree(hashPath string, hooks treeHooks) (verity.TreeOptions, er
 			return t, err
 		}
 	}
-	if o.fs.Changed("uuid") {
+	if o.noSuperblock {
+		// Without superblock veritysetup starts the tree at the hash
+		// block the offset falls in (VERITY_hash_offset_block).
+		t.HashOffset -= t.HashOffset % uint64(t.HashBlockSize)
+	}
+	if o.fs.Changed("uuid") && !o.noSuperblock { // veritysetup ignores it without superblock
 		u, err := cli.ParseUUID(o.uuid)
 		if err != nil {
 			return t, fail(exitEINVAL, "Wrong VERITY UUID format provided on device %s.", hashPath)
 		}
-		if !o.noSuperblock {
-			t.UUID = &u
-		}
+		t.UUID = &u
 	}
 	return t, nil
 }
@@ -455,7 +526,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 			if o.fecDevice == "" || skip {
 				return nil
 			}
-			fecOffset, _ := strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
+			fecOffset := numberOr0(o.fecOffset) // checked by tree
 			alg, _ := hashes.Lookup(t.Hash)
 			tree := hashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
 			if identical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
@@ -548,8 +619,8 @@ func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, e
 	if o.fecDevice == "" {
 		return 0, 0, nil
 	}
-	offset, _ = strconv.ParseUint(o.fecOffset, 10, 64) // checked by tree
-	r, _ := strconv.ParseUint(o.fecRoots, 10, 64)
+	offset = numberOr0(o.fecOffset) // checked by tree
+	r := numberOr0(o.fecRoots)
 	if r < fec.MinRoots || r > fec.MaxRoots {
 		return 0, 0, fail(exitEINVAL, "Invalid number of parity bytes.")
 	}
@@ -565,14 +636,24 @@ func checkDevice(path string) error {
 	switch {
 	case err != nil:
 		return fail(exitENODEV, "Device %s does not exist or access denied.", path)
-	case info.IsDir():
+	case !info.Mode().IsRegular() && info.Mode()&fs.ModeDevice == 0 || info.Mode()&fs.ModeCharDevice != 0:
+		// Only a regular file or a block device is one (a directory,
+		// /dev/null and a FIFO are not).
 		return fail(exitENODEV, "Device %s is not compatible.", path)
 	}
 	return nil
 }
 
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	t, err := o.tree(hashPath, o.overlapHooks(dataPath, hashPath, true))
+	hooks := o.overlapHooks(dataPath, hashPath, true)
+	hooks.afterBlockSizes = func(t *verity.TreeOptions) {
+		if t.DataBlockSize > 4096 {
+			// veritysetup's words, with its page size on the machines it
+			// runs on, before its other checks.
+			fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
+		}
+	}
+	t, err := o.tree(hashPath, hooks, false)
 	if err != nil {
 		return err
 	}
@@ -580,8 +661,10 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return err
 	}
-	if info, err := os.Stat(hashPath); err == nil && info.IsDir() {
-		return fail(exitENODEV, "Device %s is not compatible.", hashPath)
+	if _, err := os.Stat(hashPath); err == nil {
+		if err := checkDevice(hashPath); err != nil {
+			return err
+		}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if dir, err := os.Stat(filepath.Dir(hashPath)); err != nil || !dir.IsDir() {
 			return fail(exitEINVAL, "Cannot create hash image %s for writing.", hashPath)
@@ -606,8 +689,11 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	g := fr.Geometry
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
+	if o.fs.Changed("uuid") && !o.noSuperblock {
+		h.UUID = o.uuid // and the UUID as given (capitals kept)
+	}
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
-	if !fr.TreeInData && g.HashOffset == 0 {
+	if !fr.TreeInData && numberOr0(o.hashOffset) == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
 	}
@@ -694,7 +780,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if rootText == "" && o.rootHashFile == "" {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
 	if err != nil {
 		return err
 	}
@@ -733,15 +819,20 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		}
 	}
 	var root []byte
-	if rootText != "" {
-		root, err = verity.ParseRootHash("root hash", rootText)
-	} else {
-		if _, serr := os.Stat(o.rootHashFile); serr != nil {
-			// veritysetup 2.6.1 says so but exits 0 without verifying
-			// anything: a script would take that for success.
-			return fail(exitENODEV, "Cannot read root hash file %s.", o.rootHashFile)
+	if o.rootHashFile != "" {
+		// veritysetup takes the file's root hash, even with one on the
+		// line.
+		digestSize := 0
+		if g != nil {
+			digestSize = g.DigestSize
+		} else if a, lerr := hashes.Lookup(t.Hash); lerr == nil {
+			digestSize = a.Size()
 		}
-		root, err = verity.ReadRootHashFile(ctx, o.rootHashFile)
+		if root, err = readRootHashFile(o.rootHashFile, digestSize); err != nil {
+			return err
+		}
+	} else {
+		root, err = verity.ParseRootHash("root hash", rootText)
 	}
 	if err != nil || g != nil && len(root) != g.DigestSize {
 		return fail(exitEINVAL, "Invalid root hash string specified.")
@@ -796,7 +887,38 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return err
 	}
 	fmt.Fprintf(stderr, "Found %d repairable errors with FEC device.\n", n)
+	if len(lines) > 0 && lines[0] == msgRootFailed {
+		// The repair is counted, but nothing proves that the repaired
+		// data is what the root hash stands for: veritysetup fails.
+		return &failure{code: exitEPERM}
+	}
 	return nil
+}
+
+// msgRootFailed is veritysetup's message for a tree that matches itself
+// but not the root hash given.
+const msgRootFailed = "Verification of root hash failed."
+
+// readRootHashFile reads a root hash from path as veritysetup does: the
+// first 2*digestSize characters are its digits, and whatever follows
+// them (a newline, sha256sum's file name) is ignored.
+func readRootHashFile(path string, digestSize int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		// veritysetup 2.6.1 says so but exits 0 without verifying
+		// anything: a script would take that for success.
+		return nil, fail(exitENODEV, "Cannot read root hash file %s.", path)
+	}
+	defer f.Close()
+	digits := make([]byte, 2*digestSize)
+	if _, err := io.ReadFull(f, digits); err != nil || digestSize == 0 {
+		return nil, fail(exitEINVAL, "Invalid root hash file %s.", path)
+	}
+	root, err := hex.DecodeString(string(digits))
+	if err != nil {
+		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
+	}
+	return root, nil
 }
 
 // belowTop verifies everything under the top block against the top
@@ -823,7 +945,7 @@ func belowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry
 	}
 	defer res.Close()
 	if first.definite == nil && first.changed == nil {
-		return []string{"Verification of root hash failed."}, exitEINVAL, nil
+		return []string{msgRootFailed}, exitEINVAL, nil
 	}
 	return first.report(ctx, dataPath, hashPath, res.Report, nil)
 }
@@ -937,12 +1059,12 @@ func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, re
 	}
 	if f.definite == nil && f.changed == nil {
 		if rep.RootMismatch {
-			return []string{"Verification of root hash failed."}, exitEINVAL, nil
+			return []string{msgRootFailed}, exitEINVAL, nil
 		}
 		return nil, exitOK, nil
 	}
 	if g.Levels == 0 && rep.RootMismatch {
-		return []string{"Verification of root hash failed."}, exitEINVAL, nil
+		return []string{msgRootFailed}, exitEINVAL, nil
 	}
 	failedAt := func(off uint64) []string {
 		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
