@@ -110,7 +110,7 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 	if rootText == "" && o.rootHashFile == "" {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath))
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
 	if err != nil {
 		return err
 	}
