@@ -64,6 +64,16 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
+// Role is the part a file plays in an operation, as messages name it.
+type Role string
+
+// The roles of the files the verbs take.
+const (
+	RoleData Role = "DATA"
+	RoleHash Role = "HASH"
+	RoleFEC  Role = "FEC device"
+)
+
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
 var (
 	ErrParam   = errors.New("verity: invalid parameter")
@@ -109,6 +119,11 @@ type Error struct {
 	// Field is the option a KindParam error is about, e.g. "FECOffset";
 	// "" when it is about several or none.
 	Field string
+	// Role and Path name the file the error is about, when it is about
+	// opening, locking or checking the type of one (RoleHash and the path
+	// given for it, say); "" otherwise.
+	Role Role
+	Path string
 	// Err is the message (and cause).
 	Err error
 	// Hint, if not "", says what to do instead, one suggestion per line,
