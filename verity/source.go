@@ -93,6 +93,12 @@ func NewSource(r io.ReaderAt, size int64) *Source {
 
 // sparseError is the user's message for an error of the sparse reader.
 func sparseError(role, path string, err error) error {
+	e := sparseErrorText(role, path, err)
+	e.Role, e.Path = Role(role), path
+	return e
+}
+
+func sparseErrorText(role, path string, err error) *Error {
 	msg := err.Error()
 	var se *sparse.Error
 	if errors.As(err, &se) { // its place and reason, without the package's prefix
