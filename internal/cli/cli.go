@@ -49,7 +49,7 @@ func WithHint(err error, hint string) error {
 
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
-	fmt.Fprintf(w, "%s: error: %v\n", prog, err)
+	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Say(err.Error()))
 	if hint := errorHint(err); hint != "" {
 		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
@@ -63,10 +63,10 @@ func Report(w io.Writer, prog string, err error) {
 func errorHint(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Hint
+		return Flags.Say(e.Hint)
 	}
 	if h := verity.HintOf(err); h != "" {
-		return h
+		return Flags.Say(h)
 	}
 	return safefile.HintOf(err)
 }
@@ -79,7 +79,7 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: err.Error(), Hint: errorHint(err)}
+	}{Error: Flags.Say(err.Error()), Hint: errorHint(err)}
 	WriteJSON(w, out) // stdout is all there is to report a failure of
 }
 

@@ -631,8 +631,20 @@ func fromLibrary(err error) *failure {
 	case errors.As(err, &e) && e.Kind == verity.KindCorrupt:
 		code = exitEPERM
 	}
-	return &failure{code: code, lines: []string{err.Error() + "."}}
+	return &failure{code: code, lines: []string{flags.Say(err.Error()) + "."}}
 }
+
+// flags is how veritysetup spells the library's options.
+var flags = cli.NewSpelling(
+	"TreeOptions.DataBlockSize", "--data-block-size",
+	"TreeOptions.HashBlockSize", "--hash-block-size",
+	"FormatOptions.FECRoots", "--fec-roots",
+	"VerifyOptions.FECRoots", "--fec-roots",
+	"FormatOptions.FECOffset", "--fec-offset",
+	"VerifyOptions.FECOffset", "--fec-offset",
+	"FormatOptions.FECDevice", "--fec-device",
+	"VerifyOptions.FECDevice", "--fec-device",
+)
 
 func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	offset, err := number(o.hashOffset)
