@@ -151,7 +151,7 @@ func hashDigest(ctx context.Context, path string, d *HashDescriptor) ([]byte, er
 	}
 	defer src.Close()
 	if d.ImageSize > uint64(src.Size()) {
-		return nil, inputErr("", "%s: hash descriptor: image size %d is beyond the file's %d bytes", path, d.ImageSize, src.Size())
+		return nil, prefixErr(path, inputErr("", "hash descriptor: image size %d is beyond the file's %d bytes", d.ImageSize, src.Size()))
 	}
 	hh := h.New()
 	hh.Write(d.Salt)
@@ -160,7 +160,7 @@ func hashDigest(ctx context.Context, path string, d *HashDescriptor) ([]byte, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, ioErr("%s: %v", path, err)
+		return nil, prefixErr(path, ioErr("%v", err))
 	}
 	return hh.Sum(nil), nil
 }

@@ -419,7 +419,7 @@ func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		return nil, ioErr("hashing: %v", err)
+		return nil, keepPath(ioErr("hashing: %v", err), err)
 	}
 	return root, nil
 }

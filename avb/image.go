@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,15 +79,48 @@ func ReadImage(path string) (*Image, error) {
 	return img, nil
 }
 
-// prefixErr names the file in a *verity.Error's message.
+// prefixErr names the file in a *verity.Error's message, and in its Path.
 func prefixErr(path string, err error) error {
 	var ve *verity.Error
 	if errors.As(err, &ve) {
 		c := *ve
-		c.Err = wrapPath{path, ve.Err}
+		c.Err, c.Path = wrapPath{path, ve.Err}, path
 		return &c
 	}
 	return err
+}
+
+// prefixName names a file in a *verity.Error's message as what (e.g. "key
+// PATH"), leaving its Path as it is.
+func prefixName(what string, err error) error {
+	var ve *verity.Error
+	if errors.As(err, &ve) {
+		c := *ve
+		c.Err = wrapPath{what, ve.Err}
+		return &c
+	}
+	return err
+}
+
+// keepPath gives e (a *verity.Error quoting cause) the Path of the
+// *verity.Error in cause's chain, if any: it still names that file.
+func keepPath(e, cause error) error {
+	var ve, out *verity.Error
+	if errors.As(cause, &ve) && ve.Path != "" && errors.As(e, &out) {
+		out.Path = ve.Path
+	}
+	return e
+}
+
+// namesFile says whether err is about path and names it already: a
+// *verity.Error whose Path it is, or the standard library's error about it.
+func namesFile(err error, path string) bool {
+	var ve *verity.Error
+	if errors.As(err, &ve) && ve.Path == path {
+		return true
+	}
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == path
 }
 
 type wrapPath struct {

@@ -195,7 +195,7 @@ func LoadPrivateKey(ctx context.Context, path string) (*rsa.PrivateKey, error) {
 	}
 	k, err := ParsePrivateKeyPEM(b)
 	if err != nil {
-		return nil, prefixErr("key "+path, err)
+		return nil, prefixName("key "+path, err)
 	}
 	return k, nil
 }
@@ -210,7 +210,7 @@ func LoadPublicKey(ctx context.Context, path string) (*rsa.PublicKey, error) {
 	}
 	k, err := ParsePublicKeyPEM(b)
 	if err != nil {
-		return nil, prefixErr("key "+path, err)
+		return nil, prefixName("key "+path, err)
 	}
 	return k, nil
 }

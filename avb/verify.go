@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
@@ -215,7 +214,7 @@ func CheckPartitionDescriptors(ctx context.Context, path string, img *Image, job
 	var out []DescriptorCheck
 	add := func(i int, d Descriptor, c DescriptorCheck, err error) error {
 		if err != nil {
-			if !strings.Contains(err.Error(), path) {
+			if !namesFile(err, path) {
 				err = prefixErr(path, err)
 			}
 			return err

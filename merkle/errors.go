@@ -60,7 +60,26 @@ type CorruptionError struct {
 	Offset uint64
 	// Reason says what failed, e.g. "digest mismatch".
 	Reason string
+	// Fault is what failed, for a caller to act on without reading
+	// Reason: FaultDigest (the zero value) or FaultPadding.
+	Fault Fault
+	// PaddingAt is, for FaultPadding, the byte of the block where its
+	// first non-zero padding byte is.
+	PaddingAt int
 }
+
+// Fault says what is wrong with a block a CorruptionError names.
+type Fault uint8
+
+const (
+	// FaultDigest: the block's digest is not what its parent (or the root
+	// hash) holds, or, in the superblock area, a byte differs from what it
+	// must be.
+	FaultDigest Fault = iota
+	// FaultPadding: a hash block holds a non-zero byte where its digests
+	// leave padding (the kernel requires zeros there), at PaddingAt.
+	FaultPadding
+)
 
 func (e *CorruptionError) Error() string {
 	switch e.Level {

@@ -252,9 +252,9 @@ func (v *verifier) checkTree(ctx context.Context) error {
 					return err
 				}
 				got := digests[k*uint64(g.DigestSlot) : k*uint64(g.DigestSlot)+uint64(g.DigestSize)]
-				reason := ""
-				if pad := v.firstBadPadding(level, idx, block); pad >= 0 {
-					reason = fmt.Sprintf("non-zero padding at byte %d of the block", pad)
+				reason, fault, pad := "", FaultDigest, v.firstBadPadding(level, idx, block)
+				if pad >= 0 {
+					reason, fault = fmt.Sprintf("non-zero padding at byte %d of the block", pad), FaultPadding
 				} else if !bytes.Equal(got, want) {
 					reason = "digest mismatch"
 					if parents == nil {
@@ -267,7 +267,8 @@ func (v *verifier) checkTree(ctx context.Context) error {
 					}
 					untrusted.set(idx)
 					v.rep.CorruptHashBlocks++
-					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason})
+					v.rep.add(v.max, v.onProblem, &CorruptionError{Level: level, Index: idx, Offset: g.BlockOffset(level, idx), Reason: reason,
+						Fault: fault, PaddingAt: max(pad, 0)})
 				}
 			}
 			i += n

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/veritytree/veritytree/hashes"
 )
 
 // builtTree is a random image and its tree, in memory.
@@ -225,6 +227,35 @@ func TestVerifyOnProblem(t *testing.T) {
 	for i := 3; i < len(seen); i++ {
 		if seen[i-1].Level == DataLevel && seen[i].Index <= seen[i-1].Index {
 			t.Fatalf("data problems out of order: %v then %v", seen[i-1], seen[i])
+		}
+	}
+}
+
+// A hash block's bad padding is told from a digest mismatch by Fault, and
+// its place by PaddingAt, without reading Reason.
+func TestVerifyFaultPadding(t *testing.T) {
+	for _, pad := range []bool{true, false} {
+		bt := buildRandom(t, rand.New(rand.NewPCG(5, 6)), Params{Hash: hashes.SHA256, Format: 1,
+			DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 3})
+		const at = 3*32 + 5 // past the three digests of the only hash block
+		want := CorruptionError{Level: DataLevel, Index: 1, Offset: 4096, Fault: FaultDigest}
+		if pad {
+			bt.hash.b[bt.g.BlockOffset(0, 0)+at] = 1
+			want = CorruptionError{Level: 0, Offset: bt.g.BlockOffset(0, 0), Fault: FaultPadding, PaddingAt: at}
+		} else {
+			bt.data.b[4096] ^= 1
+		}
+		rep, err := Verify(context.Background(), bt.g, bt.data, bt.hash, bt.root, &VerifyOptions{Jobs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Problems) != 1 {
+			t.Fatalf("padding %v: %d problems, want 1: %v", pad, len(rep.Problems), rep.Problems)
+		}
+		got := *rep.Problems[0]
+		got.Reason = ""
+		if got != want {
+			t.Errorf("padding %v: got %+v, want %+v", pad, got, want)
 		}
 	}
 }

@@ -64,6 +64,16 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
+// Role is the part a file plays in an operation, as messages name it.
+type Role string
+
+// The roles of the files the verbs take.
+const (
+	RoleData Role = "DATA"
+	RoleHash Role = "HASH"
+	RoleFEC  Role = "FEC device"
+)
+
 // Sentinels for errors.Is: every *Error of a kind matches its sentinel.
 var (
 	ErrParam   = errors.New("verity: invalid parameter")
@@ -101,14 +111,24 @@ func (k Kind) sentinel() error {
 
 // Error is the error of every operation of this package.
 //
-// Messages name options the way veritysetup and veritygen spell them as
-// flags (--fec-offset for FormatOptions.FECOffset): that is how users,
-// scripts and the rest of the ecosystem write them. Field has the Go name.
+// Messages and hints name an option by its Go field, qualified by its
+// struct ("FormatOptions.FECRoots 30 is not from 2 to 24"), so that a
+// command line can say it as its flag; Field has the bare name. Messages
+// still written before this rule name some options as veritygen's flags
+// (issue 20 item 3 moves them one class at a time).
 type Error struct {
 	Kind Kind
 	// Field is the option a KindParam error is about, e.g. "FECOffset";
 	// "" when it is about several or none.
 	Field string
+	// Requires, for a KindParam error saying that Field is only taken
+	// with another option, is that option's Go name ("Append").
+	Requires string
+	// Role and Path name the file the error is about, when it is about
+	// opening, locking or checking the type of one (RoleHash and the path
+	// given for it, say); "" otherwise.
+	Role Role
+	Path string
 	// Err is the message (and cause).
 	Err error
 	// Hint, if not "", says what to do instead, one suggestion per line,

@@ -13,7 +13,7 @@ import (
 // FEC offset for FEC inside the hash device (as veritysetup computes it).
 func FECParams(g *merkle.Geometry, roots int, hashEnd uint64) (fec.Params, error) {
 	if g.DataBlockSize != g.HashBlockSize {
-		return fec.Params{}, paramErrorf("FECRoots", "use the same --data-block-size and --hash-block-size",
+		return fec.Params{}, paramErrorf("FECRoots", "use the same TreeOptions.DataBlockSize and TreeOptions.HashBlockSize",
 			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
 	}
 	p := fec.Params{Roots: roots, BlockSize: g.DataBlockSize,

@@ -97,10 +97,10 @@ func TestDescribeFECErrors(t *testing.T) {
 		field, msg     string
 		notExist, hint bool
 	}{
-		{"roots out of range", f.fecPath, 0, 30, KindParam, "FECRoots", "--fec-roots 30 is not from 2 to 24", false, true},
-		{"offset not a block", f.fecPath, 100, 2, KindParam, "FECOffset", "--fec-offset 100 is not a multiple of the block size 4096", false, true},
+		{"roots out of range", f.fecPath, 0, 30, KindParam, "FECRoots", "VerifyOptions.FECRoots 30 is not from 2 to 24", false, true},
+		{"offset not a block", f.fecPath, 100, 2, KindParam, "FECOffset", "VerifyOptions.FECOffset 100 is not a multiple of the block size 4096", false, true},
 		{"in HASH, inside the tree", f.hashPath, 4096, 2, KindParam, "FECOffset", "inside the tree", false, true},
-		{"more roots than made with", f.fecPath, 0, 4, KindInput, "", "wrong --fec-roots or --fec-offset", false, true},
+		{"more roots than made with", f.fecPath, 0, 4, KindInput, "", "wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset", false, true},
 		{"missing", missing, 0, 2, KindInput, "", "FEC device " + missing + " does not exist", true, false},
 	} {
 		_, err := DescribeFEC(f.g, f.dataPath, f.hashPath, c.fecPath, c.offset, c.roots)

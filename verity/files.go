@@ -60,8 +60,10 @@ func (g *shrinkGuard) ReadAt(p []byte, off int64) (int, error) {
 			// read is all there is to tell.
 			now = off + int64(n)
 		}
-		return n, errorf(KindInput, "", "%s %s shrank to %d bytes while being read (it was %d bytes): is another program writing it?",
+		e := errorf(KindInput, "", "%s %s shrank to %d bytes while being read (it was %d bytes): is another program writing it?",
 			g.role, g.path, now, g.size)
+		e.Role, e.Path = Role(g.role), g.path
+		return n, e
 	}
 	return n, err
 }

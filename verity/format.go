@@ -140,11 +140,13 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 		}
 	} else {
 		for _, c := range []struct {
-			field, flag string
-			set         bool
-		}{{"AppendFEC", "fec", o.AppendFEC}, {"OriginalSize", "data-size", o.OriginalSize != nil}} {
+			field string
+			set   bool
+		}{{"AppendFEC", o.AppendFEC}, {"OriginalSize", o.OriginalSize != nil}} {
 			if c.set {
-				return p, paramErrorf(c.field, "e.g. veritygen --append --"+c.flag+" ... DATA", "--%s needs --append", c.flag)
+				e := paramErrorf(c.field, "", "FormatOptions.%s needs FormatOptions.Append", c.field)
+				e.Requires = "Append"
+				return p, e
 			}
 		}
 	}
@@ -152,7 +154,10 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 		return p, err
 	}
 	if o.FECDevice == "" && !o.AppendFEC && o.FECOffset != 0 {
-		return p, paramErrorf("FECOffset", "e.g. --fec-device=HASH.fec (or --append --fec to append it to DATA)", "--fec-offset needs --fec-device")
+		e := paramErrorf("FECOffset", "e.g. FormatOptions.FECDevice=HASH.fec (or FormatOptions.Append FormatOptions.AppendFEC to append it to DATA)",
+			"FormatOptions.FECOffset needs FormatOptions.FECDevice")
+		e.Requires = "FECDevice"
+		return p, e
 	}
 	return p, nil
 }

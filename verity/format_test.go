@@ -312,14 +312,14 @@ func TestFormatFECPlacement(t *testing.T) {
 		return Format(context.Background(), data, hash, opts)
 	}
 	_, err := run(hash, 4096)
-	e := fmtWantError(t, err, KindParam, "FECOffset", "--fec-offset 4096 would overwrite the tree, which ends at byte 8192 of HASH")
-	if e.Hint != "put it past the tree: --fec-offset=8192" {
+	e := fmtWantError(t, err, KindParam, "FECOffset", "FormatOptions.FECOffset 4096 would overwrite the tree, which ends at byte 8192 of HASH")
+	if e.Hint != "put it past the tree: FormatOptions.FECOffset=8192" {
 		t.Errorf("hint %q", e.Hint)
 	}
 	_, err = run(data, 65536)
-	fmtWantError(t, err, KindParam, "FECOffset", "--fec-offset 65536 would overwrite the data, which ends at byte 131072 of DATA")
+	fmtWantError(t, err, KindParam, "FECOffset", "FormatOptions.FECOffset 65536 would overwrite the data, which ends at byte 131072 of DATA")
 	_, err = run(filepath.Join(dir, "x.fec"), 100)
-	fmtWantError(t, err, KindParam, "FECOffset", "--fec-offset 100 is not a multiple of the block size 4096")
+	fmtWantError(t, err, KindParam, "FECOffset", "FormatOptions.FECOffset 100 is not a multiple of the block size 4096")
 	if _, err := os.Stat(hash); err == nil {
 		t.Fatal("HASH was written by a refused run")
 	}
@@ -355,7 +355,7 @@ func TestFormatFECPlacement(t *testing.T) {
 	opts := fixedOptions()
 	opts.FECDevice, opts.FECRoots = filepath.Join(dir, "x.fec"), 30
 	_, err = Format(context.Background(), data, hash, opts)
-	fmtWantError(t, err, KindParam, "FECRoots", "--fec-roots 30 is not from 2 to 24")
+	fmtWantError(t, err, KindParam, "FECRoots", "FormatOptions.FECRoots 30 is not from 2 to 24")
 }
 
 // TestFormatRefusesForeignOutputs: a hash file or FEC file that is not
@@ -417,8 +417,8 @@ func TestFormatParamErrors(t *testing.T) {
 		{"FEC with unequal blocks", func(o *FormatOptions) { o.FECDevice, o.HashBlockSize = data+".fec", 1024 }, "", "FECRoots", "equal data and hash block sizes"},
 		{"append with a hash file", func(o *FormatOptions) { o.Append = true }, data + ".verity", "Append", "--append writes the tree into DATA"},
 		{"append with a hash offset", func(o *FormatOptions) { o.Append, o.HashOffset = true, 4096 }, "", "HashOffset", "--hash-offset cannot be used with --append"},
-		{"FEC append without append", func(o *FormatOptions) { o.AppendFEC = true }, "", "AppendFEC", "--fec needs --append"},
-		{"FEC offset without FEC", func(o *FormatOptions) { o.FECOffset = 4096 }, "", "FECOffset", "--fec-offset needs --fec-device"},
+		{"FEC append without append", func(o *FormatOptions) { o.AppendFEC = true }, "", "AppendFEC", "FormatOptions.AppendFEC needs FormatOptions.Append"},
+		{"FEC offset without FEC", func(o *FormatOptions) { o.FECOffset = 4096 }, "", "FECOffset", "FormatOptions.FECOffset needs FormatOptions.FECDevice"},
 		{"root hash file is HASH", func(o *FormatOptions) { o.RootHashFile = data + ".verity" }, "", "RootHashFile", "is HASH: the root hash would replace the tree"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -487,16 +487,18 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	}
 	if roots < fec.MinRoots || roots > fec.MaxRoots {
 		return nil, paramErrorf("FECRoots", "2 (the default) corrects one lost byte in 253, 24 one in ten",
-			"--fec-roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+			"FormatOptions.FECRoots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
 	}
 	bs := uint64(g.DataBlockSize)
 	if g.DataBlockSize != g.HashBlockSize {
-		return nil, paramErrorf("FECRoots", "use the same --data-block-size and --hash-block-size",
+		return nil, paramErrorf("FECRoots", "use the same TreeOptions.DataBlockSize and TreeOptions.HashBlockSize",
 			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
 	}
 	if opts.AppendFEC {
 		if !opts.Append {
-			return nil, paramErrorf("AppendFEC", "e.g. veritygen --append --fec ... DATA", "--fec needs --append")
+			e := paramErrorf("AppendFEC", "", "FormatOptions.AppendFEC needs FormatOptions.Append")
+			e.Requires = "Append"
+			return nil, e
 		}
 		// avbtool's layout: the parity right after the tree, covering the
 		// image and the tree.
@@ -509,17 +511,17 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	}
 	// Checked first: rounding a huge offset up would wrap.
 	if opts.FECOffset > maxFileOffset-bs+1 {
-		return nil, fecOffsetTooLarge(opts.FECOffset)
+		return nil, fecOffsetTooLarge("FormatOptions", opts.FECOffset)
 	}
 	if opts.FECOffset%bs != 0 {
-		return nil, paramErrorf("FECOffset", fmt.Sprintf("round it up: --fec-offset=%d", roundUp(opts.FECOffset, bs)),
-			"--fec-offset %d is not a multiple of the block size %d", opts.FECOffset, bs)
+		return nil, paramErrorf("FECOffset", fmt.Sprintf("round it up: FormatOptions.FECOffset=%d", roundUp(opts.FECOffset, bs)),
+			"FormatOptions.FECOffset %d is not a multiple of the block size %d", opts.FECOffset, bs)
 	}
 	pl := &FECLayout{Path: opts.FECDevice, Roots: roots, Offset: opts.FECOffset}
 	info, err := os.Stat(opts.FECDevice)
 	if err == nil {
 		if info.IsDir() {
-			return nil, errorf(KindInput, "", "--fec-device %s is a directory", opts.FECDevice)
+			return nil, errorf(KindInput, "", "FormatOptions.FECDevice %s is a directory", opts.FECDevice)
 		}
 		// The parity is written at an offset: a FIFO cannot take it.
 		if err := checkImageType("FEC device", opts.FECDevice, info.Mode(), "written"); err != nil {
@@ -533,14 +535,14 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	case sameAsHash:
 		pl.InHash = true
 		if pl.Offset < g.HashEnd() {
-			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: --fec-offset=%d", g.HashEnd()),
-				"--fec-offset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
+			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: FormatOptions.FECOffset=%d", g.HashEnd()),
+				"FormatOptions.FECOffset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
 		}
 	case err == nil && sameDevice(info, dataInfo):
 		pl.InData = true
 		if pl.Offset < g.DataSize() {
-			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: --fec-offset=%d", roundUp(g.DataSize(), bs)),
-				"--fec-offset %d would overwrite the data, which ends at byte %d of DATA", pl.Offset, g.DataSize())
+			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: FormatOptions.FECOffset=%d", roundUp(g.DataSize(), bs)),
+				"FormatOptions.FECOffset %d would overwrite the data, which ends at byte %d of DATA", pl.Offset, g.DataSize())
 		}
 	}
 	if flag := sameAsSmallOutput(opts, opts.FECDevice); flag != "" {
@@ -555,7 +557,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	}
 	fp, err := FECParams(g, pl.Roots, hashEnd)
 	if err != nil || pl.Offset+fp.ParitySize() > maxFileOffset {
-		return nil, fecOffsetTooLarge(pl.Offset)
+		return nil, fecOffsetTooLarge("FormatOptions", pl.Offset)
 	}
 	pl.Params = fp
 	return pl, nil

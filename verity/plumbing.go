@@ -29,25 +29,34 @@ func fileErr(err error) error {
 	return &Error{Kind: k, Err: e.Err, Hint: e.Hint}
 }
 
+// fileErrAbout is fileErr for an error about the file path of role.
+func fileErrAbout(err error, role, path string) error {
+	if e, ok := fileErr(err).(*Error); ok {
+		e.Role, e.Path = Role(role), path
+		return e
+	}
+	return err
+}
+
 func openImage(role, path string) (*os.File, int64, error) {
 	f, size, err := safefile.OpenImage(role, path)
-	return f, size, fileErr(err)
+	return f, size, fileErrAbout(err, role, path)
 }
 
 func checkImageType(role, path string, mode fs.FileMode, use string) error {
-	return fileErr(safefile.CheckImageType(role, path, mode, use))
+	return fileErrAbout(safefile.CheckImageType(role, path, mode, use), role, path)
 }
 
 func lockShared(f *os.File, role, path string) error {
-	return fileErr(safefile.LockShared(f, role, path))
+	return fileErrAbout(safefile.LockShared(f, role, path), role, path)
 }
 
 func lockExclusive(f *os.File, role, path string) error {
-	return fileErr(safefile.LockExclusive(f, role, path))
+	return fileErrAbout(safefile.LockExclusive(f, role, path), role, path)
 }
 
 func checkNotLocked(role, path string) error {
-	return fileErr(safefile.CheckNotLocked(role, path))
+	return fileErrAbout(safefile.CheckNotLocked(role, path), role, path)
 }
 
 func fileSize(f *os.File) (int64, error) { return safefile.FileSize(f) }

@@ -58,8 +58,10 @@ func (sp *problemSpool) add(p *merkle.CorruptionError) {
 		os.Remove(f.Name()) // the open file stays usable, and goes away with it
 		sp.file, sp.w = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	var rec [4 * binary.MaxVarintLen64]byte
+	var rec [6 * binary.MaxVarintLen64]byte
 	n := binary.PutVarint(rec[:], int64(p.Level))
+	n += binary.PutUvarint(rec[n:], uint64(p.Fault))
+	n += binary.PutUvarint(rec[n:], uint64(p.PaddingAt))
 	n += binary.PutUvarint(rec[n:], p.Index)
 	n += binary.PutUvarint(rec[n:], p.Offset)
 	n += binary.PutUvarint(rec[n:], uint64(len(p.Reason)))
@@ -96,7 +98,15 @@ func (sp *problemSpool) reader() (func() (*merkle.CorruptionError, error), error
 			return nil, nil
 		}
 		p := &merkle.CorruptionError{Level: merkle.Level(level)}
-		var n uint64
+		var n, fault, pad uint64
+		if err == nil {
+			fault, err = binary.ReadUvarint(r)
+			p.Fault = merkle.Fault(fault)
+		}
+		if err == nil {
+			pad, err = binary.ReadUvarint(r)
+			p.PaddingAt = int(pad)
+		}
 		if err == nil {
 			p.Index, err = binary.ReadUvarint(r)
 		}

@@ -310,7 +310,7 @@ func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt,
 		roots = fec.DefaultRoots
 	}
 	if roots < fec.MinRoots || roots > fec.MaxRoots {
-		return nil, nil, paramErrorf("Roots", "", "--fec-roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+		return nil, nil, paramErrorf("Roots", "", "RepairOptions.Roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
 	}
 	if parity.Parity == nil {
 		return nil, nil, paramErrorf("Parity", "", "no parity to repair from")

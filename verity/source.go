@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
@@ -94,7 +93,20 @@ func NewSource(r io.ReaderAt, size int64) *Source {
 
 // sparseError is the user's message for an error of the sparse reader.
 func sparseError(role, path string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "sparse: ")
+	e := sparseErrorText(role, path, err)
+	e.Role, e.Path = Role(role), path
+	return e
+}
+
+func sparseErrorText(role, path string, err error) *Error {
+	msg := err.Error()
+	var se *sparse.Error
+	if errors.As(err, &se) { // its place and reason, without the package's prefix
+		msg = fmt.Sprintf("chunk %d (byte %d): %s", se.Chunk, se.Offset, se.Reason)
+		if se.Chunk == sparse.HeaderChunk {
+			msg = fmt.Sprintf("header (byte %d): %s", se.Offset, se.Reason)
+		}
+	}
 	switch {
 	case errors.Is(err, sparse.ErrFormat):
 		return errorf(KindInput, "if "+role+" is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",

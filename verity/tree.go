@@ -154,10 +154,10 @@ func checkHashOffset(offset uint64, hbs int) error {
 }
 
 // fecOffsetTooLarge is the error for an FEC offset past which the parity
-// would not fit in a file.
-func fecOffsetTooLarge(offset uint64) error {
+// would not fit in a file; opts names the options' struct.
+func fecOffsetTooLarge(opts string, offset uint64) error {
 	return paramErrorf("FECOffset", "give the byte offset of the parity in the FEC device",
-		"--fec-offset %d is too large: the parity would end past byte %d, the end of the largest possible file", offset, uint64(maxFileOffset))
+		"%s.FECOffset %d is too large: the parity would end past byte %d, the end of the largest possible file", opts, offset, uint64(maxFileOffset))
 }
 
 func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }

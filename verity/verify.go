@@ -391,17 +391,19 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 	var p merkle.Params
 	if o.FECDevice == "" {
 		for _, f := range []struct {
-			field, flag string
-			set         bool
-		}{{"FECRoots", "fec-roots", o.FECRoots != 0}, {"FECOffset", "fec-offset", o.FECOffset != 0}, {"Repair", "repair", o.Repair}} {
+			field string
+			set   bool
+		}{{"FECRoots", o.FECRoots != 0}, {"FECOffset", o.FECOffset != 0}, {"Repair", o.Repair}} {
 			if !f.set {
 				continue
 			}
-			hint := "e.g. --fec-device=HASH.fec, the file given to veritygen or veritysetup format as --fec-device"
-			if f.flag == "repair" {
-				hint = "--repair rebuilds blocks from error-correction parity: give it with --fec-device (and --fec-roots, --fec-offset as when it was made)"
+			hint := "" // where the parity comes from is the command line's to say
+			if f.field == "Repair" {
+				hint = "VerifyOptions.Repair rebuilds blocks from error-correction parity: give it with VerifyOptions.FECDevice (and VerifyOptions.FECRoots, VerifyOptions.FECOffset as when it was made)"
 			}
-			return p, paramErrorf(f.field, hint, "--%s needs --fec-device", f.flag)
+			e := paramErrorf(f.field, hint, "VerifyOptions.%s needs VerifyOptions.FECDevice", f.field)
+			e.Requires = "FECDevice"
+			return p, e
 		}
 	}
 	if o.NoSuperblock {
@@ -439,12 +441,12 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 	if o.FECDevice != "" {
 		roots := o.fecRoots()
 		if roots < fec.MinRoots || roots > fec.MaxRoots {
-			return p, paramErrorf("FECRoots", "give the --fec-roots the parity was made with (veritysetup's default is 2)",
-				"--fec-roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+			return p, paramErrorf("FECRoots", "give the VerifyOptions.FECRoots the parity was made with (veritysetup's default is 2)",
+				"VerifyOptions.FECRoots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
 		}
 		// At least one block of parity must fit before the end of a file.
 		if o.FECOffset > maxFileOffset-merkle.MinBlockSize+1 {
-			return p, fecOffsetTooLarge(o.FECOffset)
+			return p, fecOffsetTooLarge("VerifyOptions", o.FECOffset)
 		}
 	}
 	return p, nil
@@ -544,7 +546,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	}
 	bs := uint64(g.DataBlockSize)
 	if o.FECOffset%bs != 0 {
-		return nil, paramErrorf("FECOffset", "give the --fec-offset the parity was written at", "--fec-offset %d is not a multiple of the block size %d", o.FECOffset, bs)
+		return nil, paramErrorf("FECOffset", "give the VerifyOptions.FECOffset the parity was written at", "VerifyOptions.FECOffset %d is not a multiple of the block size %d", o.FECOffset, bs)
 	}
 	f, size, err := openImage("FEC device", o.FECDevice)
 	if err != nil {
@@ -571,14 +573,14 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	case sameDevice(info, hashInfo):
 		hashEnd, s.inHash = s.offset, true
 		if s.offset < g.HashEnd() {
-			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the --fec-offset it was written at",
-				"--fec-offset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
+			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the VerifyOptions.FECOffset it was written at",
+				"VerifyOptions.FECOffset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
 		}
 	case sameDevice(info, dataInfo):
 		s.inData = true
 		if s.offset < g.DataSize() {
-			return fail(paramErrorf("FECOffset", "the parity follows the data: give the --fec-offset it was written at",
-				"--fec-offset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
+			return fail(paramErrorf("FECOffset", "the parity follows the data: give the VerifyOptions.FECOffset it was written at",
+				"VerifyOptions.FECOffset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
 		}
 	}
 	p, err := FECParams(g, s.roots, hashEnd)
@@ -586,14 +588,14 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	// In HASH, the parity covers HASH up to the offset: too large an
 	// offset is too large a message.
 	case err != nil && hashEnd == s.offset, err == nil && s.offset+p.ParitySize() > maxFileOffset:
-		return fail(fecOffsetTooLarge(s.offset))
+		return fail(fecOffsetTooLarge("VerifyOptions", s.offset))
 	case err != nil:
 		return fail(err)
 	}
 	s.p = p
 	if end := s.offset + p.ParitySize(); end > uint64(size) {
-		return fail(errorf(KindInput, "give the --fec-roots and --fec-offset the parity was made with",
-			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong --fec-roots or --fec-offset, or a truncated file?",
+		return fail(errorf(KindInput, "give the VerifyOptions.FECRoots and VerifyOptions.FECOffset the parity was made with",
+			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset, or a truncated file?",
 			s.path, size, p.Blocks, s.roots, p.ParitySize(), s.offset, end))
 	}
 	s.parity = io.NewSectionReader(r, int64(s.offset), int64(p.ParitySize()))

@@ -131,10 +131,10 @@ func TestVerifyChecksOptionsFirst(t *testing.T) {
 		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true, Salt: []byte{1}, HashOffset: 18446744073709551104}}, "HashOffset", "at most 9223372036854771200"},
 		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, "Salt", "--no-superblock needs --salt"},
 		{VerifyOptions{TreeOptions: TreeOptions{Hash: "sha1"}}, "Hash", "--hash given, but the parameters come from HASH's superblock"},
-		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 18446744073709547520}, "FECOffset", "--fec-offset 18446744073709547520 is too large"},
-		{VerifyOptions{FECDevice: f.hashPath, FECRoots: 30}, "FECRoots", "--fec-roots 30 is not from 2 to 24"},
-		{VerifyOptions{Repair: true}, "Repair", "--repair needs --fec-device"},
-		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 100}, "FECOffset", "--fec-offset 100 is not a multiple of the block size 4096"},
+		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 18446744073709547520}, "FECOffset", "VerifyOptions.FECOffset 18446744073709547520 is too large"},
+		{VerifyOptions{FECDevice: f.hashPath, FECRoots: 30}, "FECRoots", "VerifyOptions.FECRoots 30 is not from 2 to 24"},
+		{VerifyOptions{Repair: true}, "Repair", "VerifyOptions.Repair needs VerifyOptions.FECDevice"},
+		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 100}, "FECOffset", "VerifyOptions.FECOffset 100 is not a multiple of the block size 4096"},
 		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 4096}, "FECOffset", "is inside the tree"},
 	} {
 		res, err := Verify(context.Background(), f.dataPath, f.hashPath, f.root, &c.opts)

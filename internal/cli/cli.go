@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"os"
 	"regexp"
 	"strings"
 
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -47,7 +49,7 @@ func WithHint(err error, hint string) error {
 
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
-	fmt.Fprintf(w, "%s: error: %v\n", prog, err)
+	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Say(err.Error()))
 	if hint := errorHint(err); hint != "" {
 		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
@@ -61,10 +63,10 @@ func Report(w io.Writer, prog string, err error) {
 func errorHint(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Hint
+		return Flags.Say(e.Hint)
 	}
 	if h := verity.HintOf(err); h != "" {
-		return h
+		return Flags.Say(h)
 	}
 	return safefile.HintOf(err)
 }
@@ -77,7 +79,7 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: err.Error(), Hint: errorHint(err)}
+	}{Error: Flags.Say(err.Error()), Hint: errorHint(err)}
 	WriteJSON(w, out) // stdout is all there is to report a failure of
 }
 
@@ -149,10 +151,9 @@ func IsTerminal(f *os.File) bool {
 	return isTerminal(int(f.Fd()))
 }
 
-// pflagNumber matches pflag's error for a number flag's value it cannot
-// parse, which it says "must be an integer" also when the value is one,
-// too large for the flag.
-var pflagNumber = regexp.MustCompile(`^invalid argument "([^"]*)" for "([^"]*)" flag: must be (?:an integer|a non-negative integer)$`)
+// integerFlags are pflag's integer flag types, and whether each is signed.
+var integerFlags = map[string]bool{"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint": false, "uint8": false, "uint16": false, "uint32": false, "uint64": false}
 
 // integerSyntax matches what strconv.ParseInt/ParseUint with base 0 take.
 var integerSyntax = regexp.MustCompile(`^[+-]?(?:0[xX][0-9a-fA-F_]+|0[oO]?[0-7_]+|0[bB][01_]+|[0-9_]+)$`)
@@ -161,12 +162,18 @@ var integerSyntax = regexp.MustCompile(`^[+-]?(?:0[xX][0-9a-fA-F_]+|0[oO]?[0-7_]
 // out of range for its flag, is said to be so (pflag says "must be an
 // integer"); other errors are returned as they are.
 func FlagError(err error) error {
-	m := pflagNumber.FindStringSubmatch(err.Error())
-	if m == nil || !integerSyntax.MatchString(m[1]) {
+	var ie *pflag.InvalidValueError
+	if !errors.As(err, &ie) {
 		return err
 	}
-	if strings.HasPrefix(m[1], "-") && strings.HasSuffix(err.Error(), "non-negative integer") {
-		return err
+	f, v := ie.GetFlag(), ie.GetValue()
+	signed, isInt := integerFlags[f.Value.Type()]
+	if !isInt || !integerSyntax.MatchString(v) || !signed && strings.HasPrefix(v, "-") {
+		return err // not a number, or a negative one for a count: pflag's words say it
 	}
-	return &Error{Err: fmt.Errorf("%s %s is out of range", m[2], m[1])}
+	name := "--" + f.Name // as pflag names the flag
+	if f.Shorthand != "" && f.ShorthandDeprecated == "" {
+		name = "-" + f.Shorthand + ", " + name
+	}
+	return &Error{Err: fmt.Errorf("%s %s is out of range", name, v)}
 }

@@ -513,9 +513,12 @@ func descriptorType(d avb.Descriptor) string {
 	return "hashtree"
 }
 
-// prefixPath names the image in an error that does not name it yet.
+// prefixPath names the image in an error that does not name it yet (its
+// Path says whether it does).
 func prefixPath(path string, err error) error {
-	if strings.Contains(err.Error(), path) {
+	var ve *verity.Error
+	var pe *fs.PathError
+	if errors.As(err, &ve) && ve.Path == path || errors.As(err, &pe) && pe.Path == path {
 		return err
 	}
 	return fmt.Errorf("%s: %w", path, err)

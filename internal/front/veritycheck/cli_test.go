@@ -347,3 +347,29 @@ func TestCLIProblemLines(t *testing.T) {
 		t.Errorf("stderr %q, want %q", r.stderr, wantErr)
 	}
 }
+
+// A missing HASH that was not named gets the hint to name it (the error's
+// Role says it is about HASH); a missing DATA, or a HASH named, does not.
+func TestCLIMissingHashHint(t *testing.T) {
+	m := cliMakeMaster(t)
+	dir := t.TempDir()
+	m.copyTo(t, dir)
+	data := filepath.Join(dir, "data.img")
+	if err := os.Remove(data + ".verity"); err != nil {
+		t.Fatal(err)
+	}
+	const hint = "veritycheck: hint: name the hash file: veritycheck [flags] DATA HASH\n"
+	for _, tc := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"--root-hash=" + m.root, data}, true},
+		{[]string{"--root-hash=" + m.root, data, filepath.Join(dir, "nothere")}, false},
+		{[]string{"--root-hash=" + m.root, filepath.Join(dir, "nothere")}, false},
+	} {
+		r := vcRun(tc.args...)
+		if r.code != 2 || strings.Contains(r.stderr, hint) != tc.hint {
+			t.Errorf("hint wanted: %v; got:\n%v", tc.hint, r)
+		}
+	}
+}

@@ -562,8 +562,13 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	finish()
 	if err != nil {
 		// The error about HASH, when it was not named and is missing.
-		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && strings.HasPrefix(err.Error(), "HASH ") {
+		var ve *verity.Error
+		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && errors.As(err, &ve) && ve.Role == verity.RoleHash {
 			err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
+		}
+		// Where the parity comes from, in the words of the commands that write it.
+		if errors.As(err, &ve) && ve.Kind == verity.KindParam && ve.Requires == "FECDevice" && ve.Hint == "" {
+			err = cli.WithHint(err, "e.g. --fec-device=HASH.fec, the file given to veritygen or veritysetup format as --fec-device")
 		}
 		return cli.ExitError, err
 	}

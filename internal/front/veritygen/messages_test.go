@@ -85,6 +85,11 @@ func TestMessagesInOurWords(t *testing.T) {
 			"--data-block-size 99999999999999999999 is out of range", "see veritygen --help"},
 		{"--data-block-size not a number", "", []string{"--data-block-size=4k", "x.img"}, 2,
 			`invalid argument "4k" for "--data-block-size" flag: must be an integer`, "see veritygen --help"},
+		// A negative count is not "out of range": pflag's words say what it must be.
+		{"--data-blocks negative", "", []string{"--data-blocks=-1", "x.img"}, 2,
+			`invalid argument "-1" for "--data-blocks" flag: must be a non-negative integer`, "see veritygen --help"},
+		{"--data-blocks past 2^64", "", []string{"--data-blocks=0x1ffffffffffffffff", "x.img"}, 2,
+			"--data-blocks 0x1ffffffffffffffff is out of range", "see veritygen --help"},
 		{"partition size 2^63-1, native", "", []string{"--append", "--avb", "--partition-size=9223372036854775807", "x.img"}, 2,
 			"partition size 9223372036854775807 is too large", "at most 4611686018427387904 (2^62)"},
 	} {

@@ -477,7 +477,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	bar.Finish()
 	if err != nil {
-		return nil, err
+		return nil, formatHint(err)
 	}
 	l, g := fr.Layout, fr.Geometry
 	res := &result{
@@ -634,4 +634,14 @@ func hintOf(err error) string {
 		return e.Hint
 	}
 	return verity.HintOf(err)
+}
+
+// formatHint adds veritygen's hint to a library error that says an option
+// is only taken with --append: how the command line goes.
+func formatHint(err error) error {
+	var e *verity.Error
+	if errors.As(err, &e) && e.Kind == verity.KindParam && e.Requires == "Append" && e.Hint == "" {
+		return cli.WithHint(err, "e.g. veritygen --append "+cli.Flags.Say("FormatOptions."+e.Field)+" ... DATA")
+	}
+	return err
 }

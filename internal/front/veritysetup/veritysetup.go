@@ -737,8 +737,20 @@ func fromLibrary(err error) *failure {
 	case errors.As(err, &e) && e.Kind == verity.KindCorrupt:
 		code = exitEPERM
 	}
-	return &failure{code: code, lines: []string{err.Error() + "."}}
+	return &failure{code: code, lines: []string{flags.Say(err.Error()) + "."}}
 }
+
+// flags is how veritysetup spells the library's options.
+var flags = cli.NewSpelling(
+	"TreeOptions.DataBlockSize", "--data-block-size",
+	"TreeOptions.HashBlockSize", "--hash-block-size",
+	"FormatOptions.FECRoots", "--fec-roots",
+	"VerifyOptions.FECRoots", "--fec-roots",
+	"FormatOptions.FECOffset", "--fec-offset",
+	"VerifyOptions.FECOffset", "--fec-offset",
+	"FormatOptions.FECDevice", "--fec-device",
+	"VerifyOptions.FECDevice", "--fec-device",
+)
 
 func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	offset, err := number(o.hashOffset)
@@ -1033,7 +1045,7 @@ func (f *firstProblem) see(p *merkle.CorruptionError) {
 	if p.Level == merkle.HeaderLevel || f.g == nil {
 		return // veritysetup does not check the superblock's reserved bytes
 	}
-	if _, pad := padding(p); p.Level.IsTree() && !pad {
+	if p.Level.IsTree() && p.Fault != merkle.FaultPadding {
 		if c := f.changed; c == nil || p.Level < c.Level || p.Level == c.Level && p.Index < c.Index {
 			f.changed = p
 		}
@@ -1097,20 +1109,11 @@ func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, re
 		}
 	}
 	p := f.definite
-	if at, ok := padding(p); ok {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+spareStart(g, p.Level, p.Index, at)),
+	if p.Fault == merkle.FaultPadding {
+		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+spareStart(g, p.Level, p.Index, p.PaddingAt)),
 			"Verification of data area failed."}, exitEPERM, nil
 	}
 	return failedAt(p.Offset), exitEPERM, nil
-}
-
-// padding returns the byte of the block where a padding problem is.
-func padding(p *merkle.CorruptionError) (int, bool) {
-	var at int
-	if _, err := fmt.Sscanf(p.Reason, "non-zero padding at byte %d of the block", &at); err != nil {
-		return 0, false
-	}
-	return at, true
 }
 
 // spareStart returns where the spare area holding byte at of hash block
