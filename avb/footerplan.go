@@ -1,7 +1,6 @@
 package avb
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 
@@ -88,8 +87,7 @@ func (pl *FooterPlan) open(imagePath string) error {
 	// is touched, and written once the blob is made.
 	if o.OutputVBMeta != "" {
 		var err error
-		pl.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
-			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
+		pl.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image", isVBMetaImage, false)
 		if err != nil {
 			return err
 		}

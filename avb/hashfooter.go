@@ -1,7 +1,6 @@
 package avb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -184,8 +183,7 @@ func (pl *HashFooterPlan) open(imagePath string) error {
 	o := pl.o
 	if o.OutputVBMeta != "" {
 		var err error
-		pl.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image",
-			func(head []byte) bool { return bytes.HasPrefix(head, vbmetaMagic) }, false)
+		pl.vbOut, err = openOutputFile(o.OutputVBMeta, "output vbmeta image", "a vbmeta image", isVBMetaImage, false)
 		if err != nil {
 			return err
 		}
