@@ -373,11 +373,10 @@ func numberOr0(text string) uint64 {
 // treeHooks are checks veritysetup makes between tree's own, in its order:
 // afterOffsets once the block sizes and offsets are checked (the data
 // device, then the overlap of the data and hash areas), afterHash once the
-// hash algorithm is (the overlaps of the FEC area). Either may be nil.
+// hash algorithm is (the overlaps of the FEC area), beforeUUID after those
+// (format's page-size warning and FEC parameters). Any may be nil.
 type treeHooks struct {
-	afterOffsets, afterHash func(t *verity.TreeOptions) error
-	// afterBlockSizes, when not nil, is told the block sizes once checked.
-	afterBlockSizes func(t *verity.TreeOptions)
+	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
 // tree checks the tree options as veritysetup does (crypt_format's order:
@@ -437,9 +436,6 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		}
 	}
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
-	if hooks.afterBlockSizes != nil {
-		hooks.afterBlockSizes(&t)
-	}
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
 	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
@@ -468,8 +464,11 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
-	if hooks.afterHash != nil {
-		if err := hooks.afterHash(&t); err != nil {
+	for _, hook := range []func(*verity.TreeOptions) error{hooks.afterHash, hooks.beforeUUID} {
+		if hook == nil {
+			continue
+		}
+		if err := hook(&t); err != nil {
 			return t, err
 		}
 	}
@@ -621,11 +620,11 @@ func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, e
 	}
 	offset = numberOr0(o.fecOffset) // checked by tree
 	r := numberOr0(o.fecRoots)
-	if r < fec.MinRoots || r > fec.MaxRoots {
-		return 0, 0, fail(exitEINVAL, "Invalid number of parity bytes.")
-	}
 	if t.DataBlockSize != t.HashBlockSize {
 		return 0, 0, fail(exitEINVAL, "Block sizes must match for FEC.")
+	}
+	if r < fec.MinRoots || r > fec.MaxRoots {
+		return 0, 0, fail(exitEINVAL, "Invalid number of parity bytes.")
 	}
 	return offset, int(r), nil
 }
@@ -646,18 +645,23 @@ func checkDevice(path string) error {
 
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
 	hooks := o.overlapHooks(dataPath, hashPath, true)
-	hooks.afterBlockSizes = func(t *verity.TreeOptions) {
+	var fecOffset uint64
+	var fecRoots int
+	hooks.beforeUUID = func(t *verity.TreeOptions) (err error) {
 		if t.DataBlockSize > 4096 {
 			// veritysetup's words, with its page size on the machines it
-			// runs on, before its other checks.
+			// runs on, once the areas are checked.
 			fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
 		}
-	}
-	t, err := o.tree(hashPath, hooks, false)
-	if err != nil {
+		fecOffset, fecRoots, err = o.fecOptions(t)
+		if f, ok := err.(*failure); ok {
+			// format prints these twice: where it checks them and
+			// where its caller fails.
+			f.lines = append(f.lines, f.lines...)
+		}
 		return err
 	}
-	fecOffset, fecRoots, err := o.fecOptions(&t)
+	t, err := o.tree(hashPath, hooks, false)
 	if err != nil {
 		return err
 	}
