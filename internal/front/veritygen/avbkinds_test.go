@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 // not avbtool's with dashes.
 var nativeNames = map[string]string{
 	"algorithm": "avb-algorithm", "key": "avb-key", "hash_algorithm": "hash", "flags": "vbmeta-flags",
-	"internal_release_string": "release-string", "generate_dm_verity_cmdline_from_hashtree": "setup-rootfs-from-kernel",
+	"internal_release_string": "release-string", "block_size": "data-block-size", "generate_dm_verity_cmdline_from_hashtree": "setup-rootfs-from-kernel",
 }
 
 // fromAvbtoolArgs turns an avbtool add_hash_footer or make_vbmeta_image command
@@ -35,6 +36,12 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 		out = []string{"--append", "--avb=hash"}
 	case "make_vbmeta_image":
 		out = []string{"--avb=vbmeta"}
+	case "add_hashtree_footer":
+		// avbtool's defaults where veritygen's differ: sha1, FEC.
+		out = []string{"--append", "--avb", "--hash=sha1"}
+		if !slices.Contains(args, "--do_not_generate_fec") {
+			out = append(out, "--fec")
+		}
 	default:
 		return nil, "", false
 	}
@@ -46,8 +53,10 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 		switch name {
 		case "print_required_libavb_version", "calc_max_image_size":
 			return nil, "", false
+		case "do_not_generate_fec":
+			continue
 		case "dynamic_partition_size", "do_not_append_vbmeta_image", "use_persistent_digest", "do_not_use_ab",
-			"set_hashtree_disabled_flag":
+			"set_hashtree_disabled_flag", "check_at_most_once", "setup_as_rootfs_from_kernel", "no_hashtree":
 			out = append(out, "--"+strings.ReplaceAll(name, "_", "-"))
 			continue
 		}
@@ -74,8 +83,9 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 }
 
 // TestNativeAVBMatchesAvbtool replays avbtool 1.3.0's recorded
-// add_hash_footer and make_vbmeta_image runs (avb/testdata/vectors2)
-// through --avb=hash and --avb=vbmeta with the same options, veritygen's
+// add_hash_footer, make_vbmeta_image and add_hashtree_footer runs
+// (avb/testdata/vectors2) through --avb=hash, --avb=vbmeta and --avb with
+// the same options, veritygen's
 // spelling: the same exit (0 or not) and, when avbtool succeeded, every
 // file byte for byte.
 func TestNativeAVBMatchesAvbtool(t *testing.T) {
@@ -116,8 +126,8 @@ func TestNativeAVBMatchesAvbtool(t *testing.T) {
 	}
 	// The vectors hold dozens of each: a change that made fromAvbtoolArgs skip
 	// them all must fail.
-	for _, verb := range []string{"add_hash_footer", "make_vbmeta_image"} {
-		if ran[verb] < 20 {
+	for verb, least := range map[string]int{"add_hash_footer": 20, "make_vbmeta_image": 20, "add_hashtree_footer": 5} {
+		if ran[verb] < least {
 			t.Errorf("only %d %s cases replayed", ran[verb], verb)
 		}
 	}
