@@ -56,7 +56,9 @@ real avbtool.
 
 // avbFlags are the flags of --avb.
 type avbFlags struct {
-	on                                   bool
+	// mode is --avb's value: "hashtree" (--avb alone), "hash" or
+	// "vbmeta"; "" without --avb.
+	mode                                 string
 	partitionSize                        uint64
 	partitionName                        string
 	algorithm, key                       string
@@ -69,16 +71,21 @@ type avbFlags struct {
 	outputVBMeta                         string
 	doNotAppendVBMeta, calcMaxImageSize  bool
 	fs                                   *pflag.FlagSet
+	common                               vbmetaFlags
 }
 
 // avbOnlyFlags need --avb.
 var avbOnlyFlags = []string{"partition-size", "partition-name", "avb-algorithm", "avb-key", "prop", "prop-from-file",
 	"rollback-index", "rollback-index-location", "do-not-use-ab", "use-persistent-digest", "no-hashtree",
-	"setup-as-rootfs-from-kernel", "setup-rootfs-from-kernel", "kernel-cmdline", "output-vbmeta-image", "do-not-append-vbmeta-image", "calc-max-image-size"}
+	"setup-as-rootfs-from-kernel", "setup-rootfs-from-kernel", "kernel-cmdline", "output-vbmeta-image", "do-not-append-vbmeta-image", "calc-max-image-size",
+	"dynamic-partition-size", "chain-partition", "chain-partition-do-not-use-ab", "include-descriptors-from-image",
+	"public-key-metadata", "signing-helper", "signing-helper-with-files", "vbmeta-flags", "set-hashtree-disabled-flag",
+	"release-string", "append-to-release-string", "padding-size"}
 
 func (a *avbFlags) register(fs *pflag.FlagSet) {
 	a.fs = fs
-	fs.BoolVar(&a.on, "avb", false, "with --append: add vbmeta and footer")
+	fs.StringVar(&a.mode, "avb", "", "`KIND` hashtree (alone), hash, vbmeta")
+	fs.Lookup("avb").NoOptDefVal = "hashtree"
 	fs.Uint64Var(&a.partitionSize, "partition-size", 0, "`BYTES` partition size; 0: just enough")
 	fs.StringVar(&a.partitionName, "partition-name", "", "`NAME` the partition's name")
 	fs.StringVar(&a.algorithm, "avb-algorithm", "NONE", "`ALG` NONE, SHA256_RSA4096...")
@@ -92,16 +99,17 @@ func (a *avbFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.noHashtree, "no-hashtree", false, "append no tree")
 	fs.BoolVar(&a.setupAsRootfs, "setup-as-rootfs-from-kernel", false, "mount DATA as / (cmdline)")
 	fs.StringVar(&a.setupRootfsFrom, "setup-rootfs-from-kernel", "", "`IMAGE` the same for another partition")
-	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "`CMDLINE` add a kernel command line (repeatable)")
+	fs.StringArrayVar(&a.kernelCmdlines, "kernel-cmdline", nil, "`CMDLINE` add a kernel command line")
 	fs.StringVar(&a.outputVBMeta, "output-vbmeta-image", "", "also write the vbmeta to `FILE`")
 	fs.BoolVar(&a.doNotAppendVBMeta, "do-not-append-vbmeta-image", false, "append no vbmeta and footer")
 	fs.BoolVar(&a.calcMaxImageSize, "calc-max-image-size", false, "print the largest image that fits")
+	a.common.register(fs)
 }
 
 // wanted reports whether the command line is an --avb one (or names a flag
 // of --avb, which then needs it).
 func (a *avbFlags) wanted() bool {
-	if a.on {
+	if a.mode != "" {
 		return true
 	}
 	for _, name := range avbOnlyFlags {
@@ -115,25 +123,35 @@ func (a *avbFlags) wanted() bool {
 // runAVB runs the --avb command line: o holds the parsed flags, pos the
 // positional arguments.
 func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty io.Writer) int {
-	fail := func(err error) int {
-		cli.Report(stderr, prog, err)
-		if o.json {
-			cli.ReportJSON(stdout, err)
-		}
-		return cli.ExitError
-	}
+	fail := avbFailer(o, stdout, stderr)
 	a := &o.avb
 	if err := o.sign.notWithAVB(); err != nil {
 		return fail(err)
 	}
-	if !a.on {
+	if err := o.notForAVB(); err != nil {
+		return fail(err)
+	}
+	if a.mode == "" {
 		for _, name := range avbOnlyFlags {
 			if a.fs.Changed(name) {
 				return fail(cli.Errorf("e.g. veritygen --append --avb --"+name+" ... DATA", "--%s needs --avb", name))
 			}
 		}
 	}
-	hfo, err := o.avbOptions(ctx)
+	switch a.mode {
+	case "hashtree":
+	case "hash":
+		return runAVBHash(ctx, o, pos, stdout, stderr)
+	case "vbmeta":
+		return runVBMeta(ctx, o, pos, stdout, stderr)
+	default:
+		return fail(cli.Errorf("--avb (or --avb=hashtree) for system images, --avb=hash for boot images, --avb=vbmeta for vbmeta.img",
+			"--avb=%s: not a kind of AVB image veritygen makes", a.mode))
+	}
+	if err := a.common.onlyFor("hashtree"); err != nil {
+		return fail(err)
+	}
+	hfo, err := o.avbOptions()
 	if err != nil {
 		return fail(err)
 	}
@@ -146,11 +164,7 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		if err != nil {
 			return fail(err)
 		}
-		if o.json {
-			fmt.Fprintf(stdout, "{\n  \"max_image_size\": %d\n}\n", n)
-		} else {
-			fmt.Fprintf(stdout, "%d\n", n)
-		}
+		printMaxImageSize(stdout, o.json, n)
 		return cli.ExitOK
 	}
 	if !o.appendTree {
@@ -163,11 +177,13 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	if err := checkNoPlainAppend(data, hfo); err != nil {
 		return fail(err)
 	}
-	if hfo.Algorithm != "NONE" && a.key != "" {
-		if hfo.Key, err = avb.LoadPrivateKey(ctx, a.key); err != nil {
-			return fail(err)
-		}
+	c, err := o.vbmetaCommon(ctx)
+	if err != nil {
+		return fail(err)
 	}
+	hfo.Key, hfo.Signer, hfo.Properties, hfo.ChainPartitions = c.Key, c.Signer, c.Properties, c.ChainPartitions
+	hfo.IncludeDescriptorsFrom, hfo.PublicKeyMetadata, hfo.Flags = c.IncludeDescriptorsFrom, c.PublicKeyMetadata, c.Flags
+	hfo.ReleaseString, hfo.AppendToReleaseString = c.ReleaseString, c.AppendToReleaseString
 	showProgress := false
 	if f, ok := tty.(*os.File); ok && !o.noProgress && !o.json {
 		showProgress = cli.IsTerminal(f)
@@ -189,30 +205,26 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		return fail(err)
 	}
 	res.CheckCommand = res.checkCommand(data, a.key, a.noHashtree)
-	out := &reportWriter{w: stdout}
-	if o.json {
-		cli.WriteJSON(out, res) // its error is out.err
-	} else {
-		res.print(out)
-	}
-	if out.err != nil {
-		return fail(reportFailed(data, res.RootHash, out.err))
-	}
-	return cli.ExitOK
+	return writeAVBReport(o, stdout, stderr, data, res.RootHash, res, res.print)
 }
 
-// avbOptions checks the flags against --avb and turns them into the
-// library's options (without the key, read later); the wait for a
-// --prop-from-file FIFO's writer ends with ctx.
-func (o *options) avbOptions(ctx context.Context) (*avb.HashtreeFooterOptions, error) {
-	a := &o.avb
+// notForAVB refuses the flags of veritygen's trees that no --avb kind
+// takes.
+func (o *options) notForAVB() error {
 	for _, name := range []string{"data-size", "force", "raw", "root-hash-file", "uuid", "hash-offset", "data-blocks",
 		"fec-device", "fec-offset", "boot-params", "data-device", "hash-device", "fec-device-name", "dm-name",
 		"ignore-zero-blocks", "ignore-corruption", "restart-on-corruption", "panic-on-corruption"} {
 		if o.changed(name) {
-			return nil, cli.Errorf(avbHint(name), "--%s does not apply to --avb", name)
+			return cli.Errorf(avbHint(name), "--%s does not apply to --avb", name)
 		}
 	}
+	return nil
+}
+
+// avbOptions checks the tree flags against --avb and turns them into the
+// library's options (without the vbmeta's inputs, read later).
+func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
+	a := &o.avb
 	if o.tree.Format != 1 {
 		return nil, cli.Errorf("leave --format out: AVB trees are of type 1", "--format=%d: --avb writes type 1 trees", o.tree.Format)
 	}
@@ -231,8 +243,8 @@ func (o *options) avbOptions(ctx context.Context) (*avb.HashtreeFooterOptions, e
 		_, err = o.tree.Params()
 		return nil, err
 	}
-	if a.key != "" && a.algorithm == "NONE" {
-		return nil, cli.Errorf("e.g. --avb-algorithm=SHA256_RSA4096", "--avb-key without --avb-algorithm: the vbmeta would not be signed")
+	if err := a.keyWithoutAlgorithm(); err != nil {
+		return nil, err
 	}
 	if _, err := avb.AlgorithmByName(a.algorithm); err != nil {
 		return nil, err
@@ -249,29 +261,11 @@ func (o *options) avbOptions(ctx context.Context) (*avb.HashtreeFooterOptions, e
 		return nil, cli.Errorf("add --output-vbmeta-image=FILE", "--do-not-append-vbmeta-image without --output-vbmeta-image: the vbmeta would be lost")
 	}
 	if o.changed("salt") {
-		if o.tree.Salt == "-" {
-			hfo.Salt = []byte{}
-		} else {
-			s, err := cli.ParseHex("--salt", o.tree.Salt)
-			if err != nil {
-				return nil, cli.Errorf("e.g. --salt=5eedf00d (hex), or --salt=- for none", "%v", err)
-			}
-			hfo.Salt = s
-		}
-	}
-	for _, p := range a.props {
-		pr, err := avb.ParseProperty(p)
+		s, err := o.avbSalt()
 		if err != nil {
 			return nil, err
 		}
-		hfo.Properties = append(hfo.Properties, pr)
-	}
-	for _, p := range a.propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		hfo.Properties = append(hfo.Properties, pr)
+		hfo.Salt = s
 	}
 	return hfo, nil
 }

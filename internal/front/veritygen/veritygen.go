@@ -199,13 +199,20 @@ var helpGroups = []cli.HelpGroup{
 	{Title: "Root hash signature", Flags: []string{"root-hash-signature", "root-hash-signature-json", "sign-key", "sign-cert", "sign-digest", "sign-embed-cert"}},
 	{Title: "Boot parameters (the kernel table; in --json always)", Flags: []string{"boot-params", "data-device", "hash-device", "fec-device-name", "dm-name",
 		"ignore-zero-blocks", "check-at-most-once", "ignore-corruption", "restart-on-corruption", "panic-on-corruption"}},
-	{Title: "Android Verified Boot (with --append --avb; see below)", Flags: append([]string{"avb"}, avbOnlyFlags...)},
+	{Title: "Android Verified Boot (--avb, --avb=hash, --avb=vbmeta; see below)", Flags: []string{"avb", "partition-size",
+		"dynamic-partition-size", "partition-name", "avb-algorithm", "avb-key", "signing-helper", "signing-helper-with-files",
+		"output-vbmeta-image", "do-not-append-vbmeta-image", "calc-max-image-size", "padding-size", "no-hashtree",
+		"use-persistent-digest", "do-not-use-ab"}},
+	{Title: "AVB descriptors and header", Flags: []string{"prop", "prop-from-file", "kernel-cmdline", "setup-as-rootfs-from-kernel",
+		"setup-rootfs-from-kernel", "chain-partition", "chain-partition-do-not-use-ab", "include-descriptors-from-image",
+		"rollback-index", "rollback-index-location", "public-key-metadata", "vbmeta-flags", "set-hashtree-disabled-flag",
+		"release-string", "append-to-release-string"}},
 }
 
 // helpText is --help: the usage, the flags in groups, the hash
 // algorithms, examples, then the details.
 func helpText(fs *pflag.FlagSet) string {
-	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + avbUsage + exitCodes
+	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + avbUsage + avbKindsUsage + exitCodes
 }
 
 // flagSet registers veritygen's flags into o; help is --help.
