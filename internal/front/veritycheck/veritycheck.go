@@ -275,6 +275,10 @@ func (o *options) nativeArgs(args, pos []string) ([]string, error) {
 		}
 	}
 	if len(pos) == 3 && !o.dump {
+		if !isDigestHex(pos[2]) && isDigestHex(pos[0]) {
+			return nil, cli.Errorf("the root hash comes last, as in veritysetup verify: "+cli.CommandLine(prog, reorderRootFirst(args, pos[0])),
+				"expected DATA HASH ROOT, got the root hash first")
+		}
 		if !isDigestHex(pos[2]) {
 			return nil, cli.Errorf(fmt.Sprintf("a third argument is the root hash, as in veritysetup: hex of 20, 32 or 64 bytes, which %q is not; a file of it: --root-hash-file=%s", pos[2], pos[2]),
 				"expected DATA and optionally HASH, got 3 arguments")
@@ -552,6 +556,11 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return code, err
 		}
 	}
+	if len(args) == 2 && !o.tree.NoSuperblock && !o.tree.Changed("hash-offset") {
+		if err := notSwapped(dataPath, hashPath, o.rootPositional); err != nil {
+			return cli.ExitError, err
+		}
+	}
 	if !o.tree.NoSuperblock && givenTreeFlags(o) {
 		if err := agreesWithSuperblock(o, hashPath); err != nil {
 			return cli.ExitError, err
@@ -713,13 +722,62 @@ func printProblem(w io.Writer, g *merkle.Geometry, rp *verity.RepairPlan, pr *me
 func rootSummary(res *verity.VerifyResult) error {
 	d := res.RootDiagnosis
 	if d == nil {
-		return summary(res.Report)
+		return cli.WithHint(summary(res.Report), anotherImage(res))
 	}
 	if d.Match != nil && len(d.Changed) > 0 {
 		return cli.Errorf(d.Hint, "verification failed: the tree was not made with the parameters given: its top block matches the root hash with %s",
 			strings.Join(d.Changed, " "))
 	}
 	return cli.WithHint(summary(res.Report), d.Hint)
+}
+
+// anotherImage is the hint for a check in which (nearly) every data block
+// fails its digest while the tree above them is sound: corruption rarely
+// spares the tree, so HASH is likely another image's tree, or DATA another
+// image; "" for any other outcome.
+func anotherImage(res *verity.VerifyResult) string {
+	rep, blocks := res.Report, res.Geometry.DataBlocks
+	if rep.RootMismatch || rep.CorruptHashBlocks+rep.CorruptHeaderBytes+rep.UncheckedDataBlocks > 0 ||
+		rep.CorruptDataBlocks < 16 || rep.CorruptDataBlocks < blocks-blocks/10 {
+		return ""
+	}
+	return fmt.Sprintf("%d of the %d data blocks fail while the tree above them is sound: HASH looks like the tree of another image "+
+		"(or DATA is not the image the tree was made of); check the files before any --repair", rep.CorruptDataBlocks, blocks)
+}
+
+// notSwapped refuses DATA and HASH given the other way round: HASH without
+// a superblock where DATA starts with one.
+func notSwapped(dataPath, hashPath string, rootPositional bool) error {
+	if dataPath == hashPath {
+		return nil
+	}
+	if _, err := os.Stat(hashPath); err != nil {
+		return nil // the check says what is missing
+	}
+	if _, err := verity.ReadSuperblock(hashPath, 0); err == nil {
+		return nil
+	}
+	if _, err := verity.ReadSuperblock(dataPath, 0); err != nil {
+		return nil
+	}
+	root := ""
+	if rootPositional {
+		root = " ROOT"
+	}
+	return cli.Errorf(fmt.Sprintf("DATA comes first, then HASH: %s [flags] %s%s", prog, cli.CommandLine("", []string{hashPath, dataPath})[1:], root),
+		"DATA %s starts with a verity superblock and HASH %s has none: DATA and HASH swapped?", dataPath, hashPath)
+}
+
+// reorderRootFirst is args with the root hash given first moved to the
+// end, where veritysetup verify (and veritycheck) take it.
+func reorderRootFirst(args []string, root string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if a != root {
+			out = append(out, a)
+		}
+	}
+	return append(out, root)
 }
 
 // summary is the one-line error for a failed check.
