@@ -120,11 +120,13 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 	}
 	// veritysetup asks device-mapper whether the name is free before it
 	// attaches anything.
-	if err := checkMapper(exitEINVAL); err != nil {
+	c, err := openMapper(exitEINVAL)
+	if err != nil {
 		f := err.(*failure)
 		f.lines = append(f.lines, fmt.Sprintf("Cannot use device %s, name is invalid or still in use.", name))
 		return f
 	}
+	c.Close()
 	d, err := verity.Activate(ctx, name, dataPath, hashPath, a.root, ao)
 	if err != nil {
 		return activateError(err, name, o.verbose || o.debug)
@@ -150,19 +152,18 @@ type control interface {
 	Close() error
 }
 
-// checkMapper fails, with libcryptsetup's words and the exit code given,
-// where device-mapper does not answer: a user who is not root, or no
-// dm_mod.
-func checkMapper(code int) error {
+// openMapper opens device-mapper, or fails, with libcryptsetup's words
+// and the exit code given, where it does not answer: a user who is not
+// root, or no dm_mod.
+func openMapper(code int) (control, error) {
 	c, err := openControl()
 	if err != nil {
 		if nonRoot() {
-			return fail(code, "Cannot initialize device-mapper, running as non-root user.")
+			return nil, fail(code, "Cannot initialize device-mapper, running as non-root user.")
 		}
-		return fail(code, "Cannot initialize device-mapper. Is dm_mod kernel module loaded?")
+		return nil, fail(code, "Cannot initialize device-mapper. Is dm_mod kernel module loaded?")
 	}
-	c.Close()
-	return nil
+	return c, nil
 }
 
 // maxSignatureFile bounds what is read of a signature file: PKCS#7
@@ -276,9 +277,11 @@ func lookup(arg string, code int) (name string, info *dm.Info, targets []dm.Targ
 			return "", nil, nil, false, dm.ErrNoDevice
 		}
 	}
-	if err := checkMapper(code); err != nil {
+	c, err := openMapper(code)
+	if err != nil {
 		return "", nil, nil, false, err
 	}
+	defer c.Close()
 	name = arg
 	if isPath {
 		if name = dmNodeName(arg); name == "" {
@@ -286,11 +289,6 @@ func lookup(arg string, code int) (name string, info *dm.Info, targets []dm.Targ
 			return "", nil, nil, false, fail(code, "Device %s not found", filepath.Base(arg))
 		}
 	}
-	c, err := openControl()
-	if err != nil {
-		return "", nil, nil, false, err
-	}
-	defer c.Close()
 	info, targets, err = c.Table(name)
 	if err != nil {
 		return "", nil, nil, false, err
