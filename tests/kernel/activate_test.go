@@ -52,7 +52,7 @@ var guestPrograms = []guestProgram{
 	{"internal/front/veritysetup", "^TestKernelFront", []string{"TestKernelFrontOpenFile", "TestKernelFrontBlockDevice",
 		"TestKernelFrontWrongRoot", "TestKernelFrontCorruption", "TestKernelFrontFEC", "TestKernelFrontHashOffset",
 		"TestKernelFrontDeferred", "TestKernelFrontSignature", "TestKernelFrontOpenTiming", "TestKernelFrontOtherDevices",
-		"TestKernelFrontCancelDeferred", "TestKernelFrontNotRoot"}},
+		"TestKernelFrontCancelDeferred", "TestKernelFrontNotRoot", "TestKernelFrontFlags"}},
 	// veritycheck --kernel.
 	{"internal/front/veritycheck", "^TestKernelCheck$", []string{"TestKernelCheck"}},
 }

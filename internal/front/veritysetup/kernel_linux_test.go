@@ -722,3 +722,39 @@ func TestKernelFrontNotRoot(t *testing.T) {
 		t.Errorf("%v attached", l)
 	}
 }
+
+// TestKernelFrontFlags: open's table flags, as status shows them: the
+// whole device read (intact: restart and panic never fire), status the
+// same from both tools; the old create NAME DATA HASH ROOT once.
+func TestKernelFrontFlags(t *testing.T) {
+	g := requireGuest(t)
+	im := newImage(t, 32, nil, "")
+	cleanup(t, g, "vt-fflags")
+	for _, flags := range [][]string{
+		{"--ignore-zero-blocks", "--check-at-most-once", "--use-tasklets"},
+		{"--restart-on-corruption", "--check-at-most-once"},
+		{"--panic-on-corruption", "--ignore-zero-blocks"},
+		{"create"},
+	} {
+		var status [2]result
+		for i, tool := range []string{g.ours, g.real} {
+			args := append(append([]string{"open"}, flags...), im.data, "vt-fflags", im.hash, im.root)
+			if flags[0] == "create" {
+				args = []string{"create", "vt-fflags", im.data, im.hash, im.root}
+			}
+			if r := runTool(t, tool, args...); r.code != 0 {
+				t.Fatalf("%s %v: %v", tool, args, r)
+			}
+			if sum, err := readMapped("vt-fflags"); err != nil || sum != im.sum() {
+				t.Errorf("%s %v: reading the device: %v", tool, flags, err)
+			}
+			status[i] = runTool(t, tool, "status", "vt-fflags")
+			if r := runTool(t, tool, "close", "vt-fflags"); r.code != 0 {
+				t.Errorf("%s close: %v", tool, r)
+			}
+		}
+		sameAs(t, fmt.Sprint(flags), status[0], status[1], true)
+		_, tail, _ := strings.Cut(status[1].stdout, "  root hash:")
+		t.Logf("%v: veritysetup's status ends %q", flags, tail)
+	}
+}
