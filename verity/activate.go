@@ -90,6 +90,10 @@ type DeactivateOptions struct {
 	Deferred bool
 	// CancelDeferred cancels a deferred removal instead: the device stays.
 	CancelDeferred bool
+	// AnyTable removes the device whatever its table, as veritysetup
+	// close removes a linear device too; without it, a device that is
+	// not dm-verity is refused.
+	AnyTable bool
 	// NoUdev removes /dev/mapper/NAME here even when udev runs.
 	NoUdev bool
 }

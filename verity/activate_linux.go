@@ -497,7 +497,7 @@ func Deactivate(ctx context.Context, name string, opts *DeactivateOptions) (*Dea
 		return nil, deviceError(err)
 	}
 	t, err := verityTarget(name, targets)
-	if err != nil {
+	if err != nil && !opts.AnyTable {
 		return nil, err
 	}
 	if opts.CancelDeferred {
@@ -506,7 +506,10 @@ func Deactivate(ctx context.Context, name string, opts *DeactivateOptions) (*Dea
 		}
 		return &DeactivateResult{}, nil
 	}
-	loops := autoclearLoops(t)
+	var loops []string
+	if t != nil {
+		loops = autoclearLoops(t)
+	}
 	deferred, err := ctl.Remove(ctx, name, &dm.RemoveOptions{Deferred: opts.Deferred})
 	if errors.Is(err, dm.ErrNoDevice) {
 		return nil, notActive(name, err)

@@ -530,7 +530,10 @@ func TestDeactivateFake(t *testing.T) {
 	if _, err := Status(ctx, "lin"); !strings.Contains(fmt.Sprint(err), "not a dm-verity device") {
 		t.Errorf("status of a linear device: %v", err)
 	}
-	delete(fm.devs, "lin")
+	// AnyTable removes it, as veritysetup close does.
+	if res, err := Deactivate(ctx, "lin", &DeactivateOptions{AnyTable: true}); err != nil || res.Deferred || fm.devs["lin"] != nil {
+		t.Errorf("a linear device with AnyTable: %+v, %v", res, err)
+	}
 
 	fm.Create("held", "CRYPT-VERITY-held")
 	d := fm.devs["held"]

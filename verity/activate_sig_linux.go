@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -20,13 +21,23 @@ func signatureKeyDescription(g *merkle.Geometry, name string) string {
 	return fmt.Sprintf("cryptsetup:%x-%x-%x-%x-%x-%s", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16], name)
 }
 
+// addKey is add_key(2); tests put a failing one in its place.
+var addKey = unix.AddKey
+
 // addSignatureKey adds the signature to the calling thread's keyring as a
 // "user" key, as veritysetup does; the caller has locked its OS thread.
+// Its error is a KindSystem one about RootHashSignature, wrapping
+// add_key's errno (ENOSYS: a kernel without keyrings).
 func addSignatureKey(description string, sig []byte) (int, error) {
-	id, err := unix.AddKey("user", description, sig, unix.KEY_SPEC_THREAD_KEYRING)
+	id, err := addKey("user", description, sig, unix.KEY_SPEC_THREAD_KEYRING)
 	if err != nil {
-		return 0, errorf(KindSystem, "the kernel needs its keyring (CONFIG_KEYS) for root hash signatures",
-			"adding the root hash signature to the kernel's keyring: %v", err)
+		hint := ""
+		if errors.Is(err, unix.ENOSYS) {
+			hint = "the kernel needs its keyring (CONFIG_KEYS) for root hash signatures"
+		}
+		e := causedErrorf(KindSystem, err, "adding the root hash signature to the kernel's keyring: %v", err)
+		e.Field, e.Hint = "RootHashSignature", hint
+		return 0, e
 	}
 	return id, nil
 }

@@ -3,6 +3,7 @@ package verity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -68,5 +69,27 @@ func TestActivateSignatureKey(t *testing.T) {
 	}
 	if _, err := unix.KeyctlString(unix.KEYCTL_DESCRIBE, key); err == nil {
 		t.Errorf("key %d is still usable after the activation", key)
+	}
+}
+
+// TestActivateNoKeyring: a kernel without keyrings (add_key: ENOSYS) is a
+// KindSystem error about RootHashSignature wrapping ENOSYS, with nothing
+// left behind.
+func TestActivateNoKeyring(t *testing.T) {
+	requireLoops(t)
+	fx := newFixture(t, 16, 4096, 2, 3)
+	fm := newFakeMapper()
+	fm.use(t)
+	saved := addKey
+	t.Cleanup(func() { addKey = saved })
+	addKey = func(string, string, []byte, int) (int, error) { return 0, unix.ENOSYS }
+	defer noLoopsLeft(t, fx.dataPath, fx.hashPath)
+	_, err := Activate(context.Background(), "vt-nokeys", fx.dataPath, fx.hashPath, fx.root, &ActivateOptions{RootHashSignature: []byte("sig")})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindSystem || e.Field != "RootHashSignature" || !errors.Is(err, unix.ENOSYS) || !strings.Contains(e.Hint, "CONFIG_KEYS") {
+		t.Errorf("Activate without keyrings: %v (%+v)", err, e)
+	}
+	if len(fm.devs) != 0 {
+		t.Errorf("devices left: %v", fm.devs)
 	}
 }

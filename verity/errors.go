@@ -118,8 +118,9 @@ func (k Kind) sentinel() error {
 // (issue 20 item 3 moves them one class at a time).
 type Error struct {
 	Kind Kind
-	// Field is the option a KindParam error is about, e.g. "FECOffset";
-	// "" when it is about several or none.
+	// Field is the option a KindParam error is about, e.g. "FECOffset"
+	// (or the KindSystem error of a RootHashSignature the kernel's keyring
+	// did not take); "" when it is about several or none.
 	Field string
 	// Requires, for a KindParam error saying that Field is only taken
 	// with another option, is that option's Go name ("Append").

@@ -46,12 +46,13 @@ var guestPrograms = []guestProgram{
 	{"verity", "^(TestKernel|TestActivate|TestDeactivate)", []string{"TestKernelActivateFile", "TestKernelActivateBlockDevice",
 		"TestKernelWrongRoot", "TestKernelCorruption", "TestKernelFEC", "TestKernelHashOffsetNoSuperblock", "TestKernelActivateTwice",
 		"TestKernelDeferred", "TestKernelUndo", "TestKernelSignatureKeyMissing", "TestKernelVeritysetup", "TestKernelLoopsAsVeritysetup", "TestKernelOpenTiming", "TestActivateFake",
-		"TestActivateUndo", "TestActivateOneLoopPerFile", "TestDeactivateFake", "TestActivateSignatureKey"}},
+		"TestActivateUndo", "TestActivateOneLoopPerFile", "TestDeactivateFake", "TestActivateSignatureKey", "TestActivateNoKeyring"}},
 	// The veritysetup front (our binary, /opt/vt/veritysetup) side by side
 	// with veritysetup 2.6.1.
 	{"internal/front/veritysetup", "^TestKernelFront", []string{"TestKernelFrontOpenFile", "TestKernelFrontBlockDevice",
 		"TestKernelFrontWrongRoot", "TestKernelFrontCorruption", "TestKernelFrontFEC", "TestKernelFrontHashOffset",
-		"TestKernelFrontDeferred", "TestKernelFrontSignature", "TestKernelFrontOpenTiming"}},
+		"TestKernelFrontDeferred", "TestKernelFrontSignature", "TestKernelFrontOpenTiming", "TestKernelFrontOtherDevices",
+		"TestKernelFrontCancelDeferred", "TestKernelFrontNotRoot", "TestKernelFrontFlags"}},
 	// veritycheck --kernel.
 	{"internal/front/veritycheck", "^TestKernelCheck$", []string{"TestKernelCheck"}},
 }

@@ -30,6 +30,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/veritytree/veritytree/dm"
 	"github.com/veritytree/veritytree/loop"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -174,7 +177,7 @@ func TestKernelFrontOpenFile(t *testing.T) {
 	g := requireGuest(t)
 	im := newImage(t, 512, nil, "")
 	cleanup(t, g, "vt-front")
-	var status [2]result
+	var status, byPath [2]result
 	for i, tool := range []string{g.ours, g.real} {
 		if r := runTool(t, tool, "open", im.data, "vt-front", im.hash, im.root); r.code != 0 {
 			t.Fatalf("%s open: %v", tool, r)
@@ -183,6 +186,7 @@ func TestKernelFrontOpenFile(t *testing.T) {
 			t.Errorf("%s: reading the device: %v (sha256 %s, want %s)", tool, err, sum, im.sum())
 		}
 		status[i] = runTool(t, tool, "status", "vt-front")
+		byPath[i] = runTool(t, tool, "status", "/dev/mapper/vt-front")
 		// A second open of the name: refused, no loop left for it.
 		before := loopsOn(im.data, im.hash)
 		again := runTool(t, tool, "open", im.data, "vt-front", im.hash, im.root)
@@ -204,6 +208,10 @@ func TestKernelFrontOpenFile(t *testing.T) {
 	}
 	sameAs(t, "status", status[0], status[1], true)
 	t.Logf("status (the same from both):\n%s", status[0].stdout)
+	sameAs(t, "status /dev/mapper/NAME", byPath[0], byPath[1], true)
+	if byPath[0].stdout != status[0].stdout {
+		t.Errorf("status /dev/mapper/vt-front:\n%s", byPath[0].stdout)
+	}
 	sameAs(t, "status of an inactive name", runTool(t, g.ours, "status", "vt-front"), runTool(t, g.real, "status", "vt-front"), true)
 	sameAs(t, "close of an inactive name", runTool(t, g.ours, "close", "vt-front"), runTool(t, g.real, "close", "vt-front"), true)
 }
@@ -313,6 +321,7 @@ func TestKernelFrontFEC(t *testing.T) {
 	im.spoil(t, 10*4096+7, []byte{1, 2, 3, 4, 5})
 	cleanup(t, g, "vt-ffec")
 	var status [2]result
+	var withFEC [2][2]result
 	for i, tool := range []string{g.ours, g.real} {
 		if r := runTool(t, tool, "open", "--fec-device="+im.fec, "--fec-roots=2", im.data, "vt-ffec", im.hash, im.root); r.code != 0 {
 			t.Fatalf("%s open: %v", tool, r)
@@ -321,6 +330,18 @@ func TestKernelFrontFEC(t *testing.T) {
 			t.Errorf("%s: reading with FEC: %v (sha256 %s, want the original %s)", tool, err, sum, im.sum())
 		}
 		status[i] = runTool(t, tool, "status", "vt-ffec")
+		// veritysetup prints the FEC loop's file only when --fec-device
+		// names the loop device: status of a device opened with
+		// --fec-device, given the file, then its loop.
+		fecLoop := ""
+		for _, l := range strings.Split(status[i].stdout, "\n") {
+			if v, ok := strings.CutPrefix(l, "  FEC device:  "); ok {
+				fecLoop = v
+			}
+		}
+		for j, opt := range []string{"--fec-device=" + im.fec, "--fec-device=" + fecLoop} {
+			withFEC[j][i] = runTool(t, tool, "status", opt, "vt-ffec")
+		}
 		runTool(t, tool, "close", "vt-ffec")
 		if l := loopsOn(im.data, im.hash, im.fec); len(l) > 0 {
 			t.Errorf("%s: %v still attached after close", tool, l)
@@ -329,6 +350,11 @@ func TestKernelFrontFEC(t *testing.T) {
 	sameAs(t, "status with FEC", status[0], status[1], true)
 	if !strings.Contains(status[0].stdout, "  FEC roots:   2\n") {
 		t.Errorf("status:\n%s", status[0].stdout)
+	}
+	sameAs(t, "status --fec-device=FILE", withFEC[0][0], withFEC[0][1], true)
+	sameAs(t, "status --fec-device=LOOP", withFEC[1][0], withFEC[1][1], true)
+	if !strings.Contains(withFEC[1][0].stdout, "  FEC loop:    "+im.fec+"\n") || strings.Contains(withFEC[0][0].stdout, "FEC loop") {
+		t.Errorf("status --fec-device=FILE:\n%s\nstatus --fec-device=LOOP:\n%s", withFEC[0][0].stdout, withFEC[1][0].stdout)
 	}
 }
 
@@ -491,4 +517,244 @@ func TestKernelFrontOpenTiming(t *testing.T) {
 	}
 	t.Logf("TIMING front: open to the first block read, %d rounds alternating: our veritysetup median %v %v; veritysetup 2.6.1 median %v %v",
 		rounds, median(times[0]), times[0], median(times[1]), times[1])
+}
+
+// runToolAs is runTool as another user than root.
+func runToolAs(t *testing.T, uid uint32, tool string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tool, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	var x *exec.ExitError
+	switch {
+	case errors.As(err, &x):
+		r.code = x.ExitCode()
+	case err != nil:
+		t.Fatalf("%s as uid %d: %v", tool, uid, err)
+	}
+	return r
+}
+
+// makeDevice makes a device-mapper device with the targets ("" for none),
+// as dmsetup create would, and its node.
+func makeDevice(t *testing.T, name, uuid string, targets []dm.Target) {
+	t.Helper()
+	c, err := dm.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create(name, uuid); err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	if err := c.Load(name, targets, &dm.LoadOptions{ReadOnly: true}); err != nil {
+		t.Fatalf("loading %s: %v", name, err)
+	}
+	if _, err := c.Resume(context.Background(), name); err != nil {
+		t.Fatalf("resuming %s: %v", name, err)
+	}
+}
+
+// deviceExists reports whether device-mapper has a device of that name.
+func deviceExists(t *testing.T, name string) bool {
+	t.Helper()
+	c, err := dm.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Info(name)
+	if err != nil && !errors.Is(err, dm.ErrNoDevice) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// removeDevice removes the device if it is there.
+func removeDevice(t *testing.T, name string) {
+	c, err := dm.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Remove(context.Background(), name, nil)
+}
+
+// TestKernelFrontOtherDevices: status and close of device-mapper devices
+// that are not dm-verity ones (made as dmsetup makes them): linear, with
+// and without a UUID of cryptsetup's, error, striped (a target libcryptsetup
+// does not know), linear then striped, none with no table; by name and by
+// node path; and paths that are no device-mapper device's node. The same
+// output and exit codes from both tools, and close leaves the device
+// there or not as veritysetup does.
+func TestKernelFrontOtherDevices(t *testing.T) {
+	g := requireGuest(t)
+	f := strings.Split(os.Getenv("VERITYTREE_GUEST_BLOCK"), ",")
+	if len(f) != 4 {
+		t.Fatalf("VERITYTREE_GUEST_BLOCK=%q", os.Getenv("VERITYTREE_GUEST_BLOCK"))
+	}
+	part := f[0]
+	regular := filepath.Join(t.TempDir(), "plain.img")
+	os.WriteFile(regular, make([]byte, 4096), 0o644)
+	// Each tool run costs the loaded guest up to a second: the paths are
+	// tried on two devices only.
+	for _, c := range []struct {
+		name, uuid string
+		targets    []dm.Target
+		paths      bool
+	}{
+		{"vt-olin", "", []dm.Target{{Length: 8, Type: "linear", Params: part + " 0"}}, true},
+		{"vt-oplain", "CRYPT-PLAIN-vt-oplain", []dm.Target{{Length: 8, Type: "linear", Params: part + " 0"}}, false},
+		{"vt-oerror", "", []dm.Target{{Length: 8, Type: "error"}}, false},
+		{"vt-ostriped", "", []dm.Target{{Length: 8, Type: "striped", Params: "1 8 " + part + " 0"}}, true},
+		{"vt-omixed", "", []dm.Target{{Length: 8, Type: "linear", Params: part + " 0"}, {Start: 8, Length: 8, Type: "striped", Params: "1 8 " + part + " 8"}}, false},
+		{"vt-onotable", "", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Cleanup(func() { removeDevice(t, c.name) })
+			makeDevice(t, c.name, c.uuid, c.targets)
+			node := "/dev/mapper/" + c.name
+			var st unix.Stat_t
+			args, closeArgs := [][]string{{"status", c.name}}, []string{c.name}
+			if c.paths {
+				args, closeArgs = append(args, []string{"status", node}), append(closeArgs, node)
+				if unix.Stat(node, &st) == nil {
+					args = append(args, []string{"status", fmt.Sprintf("/dev/dm-%d", unix.Minor(st.Rdev))})
+				}
+			}
+			for _, a := range args {
+				ours, theirs := runTool(t, g.ours, a...), runTool(t, g.real, a...)
+				sameAs(t, strings.Join(a, " "), ours, theirs, true)
+				t.Logf("%v: %v", a, theirs)
+			}
+			// close, by name then by node: each tool on a device of its own
+			// making.
+			for _, arg := range closeArgs {
+				var closes [2]result
+				var left [2]bool
+				for i, tool := range []string{g.ours, g.real} {
+					if !deviceExists(t, c.name) {
+						makeDevice(t, c.name, c.uuid, c.targets)
+					}
+					closes[i] = runTool(t, tool, "close", arg)
+					left[i] = deviceExists(t, c.name)
+				}
+				sameAs(t, "close "+arg, closes[0], closes[1], true)
+				if left[0] != left[1] {
+					t.Errorf("close %s: the device is there after ours: %v, after veritysetup's: %v", arg, left[0], left[1])
+				}
+				t.Logf("close %s: %v, the device left: %v", arg, closes[1], left[1])
+			}
+		})
+	}
+	// Paths that are not device-mapper nodes.
+	for _, a := range [][]string{{"status", part}, {"status", regular}, {"close", part}, {"close", regular}} {
+		sameAs(t, strings.Join(a, " "), runTool(t, g.ours, a...), runTool(t, g.real, a...), true)
+	}
+}
+
+// TestKernelFrontCancelDeferred: close --deferred of a held device, then
+// close --cancel-deferred: the device stays after its last close; and
+// --cancel-deferred of a device with no removal pending, and of a name no
+// device has.
+func TestKernelFrontCancelDeferred(t *testing.T) {
+	g := requireGuest(t)
+	im := newImage(t, 16, nil, "")
+	cleanup(t, g, "vt-fcancel")
+	var deferred, cancelled, again, statusAfter [2]result
+	for i, tool := range []string{g.ours, g.real} {
+		if r := runTool(t, tool, "open", im.data, "vt-fcancel", im.hash, im.root); r.code != 0 {
+			t.Fatalf("%s open: %v", tool, r)
+		}
+		held, err := os.Open("/dev/mapper/vt-fcancel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deferred[i] = runTool(t, tool, "close", "--deferred", "vt-fcancel")
+		cancelled[i] = runTool(t, tool, "close", "--cancel-deferred", "vt-fcancel")
+		held.Close()
+		// The removal was cancelled: the device is still there after its
+		// last close (removal at the last close is synchronous).
+		statusAfter[i] = runTool(t, tool, "status", "vt-fcancel")
+		again[i] = runTool(t, tool, "close", "--cancel-deferred", "vt-fcancel")
+		if r := runTool(t, tool, "close", "vt-fcancel"); r.code != 0 {
+			t.Errorf("%s: close after the cancelled removal: %v", tool, r)
+		}
+	}
+	sameAs(t, "close --deferred", deferred[0], deferred[1], true)
+	sameAs(t, "close --cancel-deferred", cancelled[0], cancelled[1], true)
+	sameAs(t, "status after the last close", statusAfter[0], statusAfter[1], true)
+	sameAs(t, "close --cancel-deferred with none pending", again[0], again[1], true)
+	if cancelled[0].code != 0 || statusAfter[0].code != 0 || !strings.HasPrefix(statusAfter[0].stdout, "/dev/mapper/vt-fcancel is active.\n") {
+		t.Errorf("cancel: %v; status after the last close: %v", cancelled[0], statusAfter[0])
+	}
+	sameAs(t, "close --cancel-deferred of no device", runTool(t, g.ours, "close", "--cancel-deferred", "vt-fcancel"),
+		runTool(t, g.real, "close", "--cancel-deferred", "vt-fcancel"), true)
+}
+
+// TestKernelFrontNotRoot: open, status and close as a user who is not
+// root: device-mapper does not answer, and both tools say so alike.
+func TestKernelFrontNotRoot(t *testing.T) {
+	g := requireGuest(t)
+	im := newImage(t, 16, nil, "")
+	// t.TempDir's directories are root's alone.
+	for _, p := range []string{filepath.Dir(im.dir), im.dir, im.data, im.hash} {
+		os.Chmod(p, 0o755)
+	}
+	const nobody = 65534
+	for _, a := range [][]string{{"open", im.data, "vt-fuser", im.hash, im.root}, {"status", "vt-fuser"}, {"close", "vt-fuser"},
+		{"status", "/dev/mapper/vt-fuser"}} {
+		ours, theirs := runToolAs(t, nobody, g.ours, a...), runToolAs(t, nobody, g.real, a...)
+		sameAs(t, strings.Join(a, " "), ours, theirs, true)
+		t.Logf("veritysetup's %v as uid %d: %v", a[0], nobody, theirs)
+	}
+	if deviceExists(t, "vt-fuser") {
+		t.Error("a device was made")
+		removeDevice(t, "vt-fuser")
+	}
+	if l := loopsOn(im.data, im.hash); len(l) > 0 {
+		t.Errorf("%v attached", l)
+	}
+}
+
+// TestKernelFrontFlags: open's table flags, as status shows them: the
+// whole device read (intact: restart and panic never fire), status the
+// same from both tools; the old create NAME DATA HASH ROOT once.
+func TestKernelFrontFlags(t *testing.T) {
+	g := requireGuest(t)
+	im := newImage(t, 32, nil, "")
+	cleanup(t, g, "vt-fflags")
+	for _, flags := range [][]string{
+		{"--ignore-zero-blocks", "--check-at-most-once", "--use-tasklets"},
+		{"--restart-on-corruption", "--check-at-most-once"},
+		{"--panic-on-corruption", "--ignore-zero-blocks"},
+		{"create"},
+	} {
+		var status [2]result
+		for i, tool := range []string{g.ours, g.real} {
+			args := append(append([]string{"open"}, flags...), im.data, "vt-fflags", im.hash, im.root)
+			if flags[0] == "create" {
+				args = []string{"create", "vt-fflags", im.data, im.hash, im.root}
+			}
+			if r := runTool(t, tool, args...); r.code != 0 {
+				t.Fatalf("%s %v: %v", tool, args, r)
+			}
+			if sum, err := readMapped("vt-fflags"); err != nil || sum != im.sum() {
+				t.Errorf("%s %v: reading the device: %v", tool, flags, err)
+			}
+			status[i] = runTool(t, tool, "status", "vt-fflags")
+			if r := runTool(t, tool, "close", "vt-fflags"); r.code != 0 {
+				t.Errorf("%s close: %v", tool, r)
+			}
+		}
+		sameAs(t, fmt.Sprint(flags), status[0], status[1], true)
+		_, tail, _ := strings.Cut(status[1].stdout, "  root hash:")
+		t.Logf("%v: veritysetup's status ends %q", flags, tail)
+	}
 }

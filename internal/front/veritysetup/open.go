@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -104,62 +105,29 @@ func (o *options) activateOptions(t verity.TreeOptions, fecOffset uint64, fecRoo
 	return ao
 }
 
-// openAction is veritysetup's open: its checks in its order (those of
-// verify, which shares them), then Activate.
+// openAction is veritysetup's open: verify's checks (_activate runs
+// both), the signature file, device-mapper's answer, then Activate.
 func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, rootText string, stderr io.Writer) error {
-	if rootText == "" && o.rootHashFile == "" {
-		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
-	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
+	a, err := o.activation(dataPath, hashPath, rootText)
 	if err != nil {
 		return err
 	}
-	fecOffset, fecRoots, err := o.fecOptions(&t)
-	if err != nil {
-		return err
-	}
-	if o.fecDevice != "" {
-		if err := checkDevice(o.fecDevice); err != nil {
-			f := err.(*failure)
-			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
-			return f
-		}
-	}
-	for _, p := range []string{hashPath, dataPath} {
-		if err := checkDevice(p); err != nil {
-			return err
-		}
-	}
-	tree := verity.TreeOptions{HashOffset: t.HashOffset}
-	digestSize := 0
-	if o.noSuperblock {
-		if t.Salt == nil {
-			return fail(exitEINVAL, "Invalid salt string specified.")
-		}
-		tree = t
-		tree.UUID = nil
-	} else {
-		g, err := verity.ReadSuperblock(hashPath, t.HashOffset)
-		if err != nil {
-			return superblockError(err, hashPath)
-		}
-		digestSize = g.DigestSize
-	}
-	root, err := o.rootHash(ctx, rootText)
-	var f *failure
-	if errors.As(err, &f) {
-		return err
-	}
-	if err != nil || digestSize != 0 && len(root) != digestSize {
-		return fail(exitEINVAL, "Invalid root hash string specified.")
-	}
-	ao := o.activateOptions(tree, fecOffset, fecRoots)
+	ao := o.activateOptions(a.tree, a.fecOffset, a.fecRoots)
 	if sigPath, _ := o.fs.GetString("root-hash-signature"); o.fs.Changed("root-hash-signature") {
 		if ao.RootHashSignature, err = readSignature(sigPath); err != nil {
 			return err
 		}
 	}
-	d, err := verity.Activate(ctx, name, dataPath, hashPath, root, ao)
+	// veritysetup asks device-mapper whether the name is free before it
+	// attaches anything.
+	c, err := openMapper(exitEINVAL)
+	if err != nil {
+		f := err.(*failure)
+		f.lines = append(f.lines, fmt.Sprintf("Cannot use device %s, name is invalid or still in use.", name))
+		return f
+	}
+	c.Close()
+	d, err := verity.Activate(ctx, name, dataPath, hashPath, a.root, ao)
 	if err != nil {
 		return activateError(err, name, o.verbose || o.debug)
 	}
@@ -170,17 +138,32 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 	return nil
 }
 
-// rootHash is the root hash given, or read from --root-hash-file.
-func (o *options) rootHash(ctx context.Context, rootText string) ([]byte, error) {
-	if rootText != "" && o.rootHashFile == "" {
-		return verity.ParseRootHash("root hash", rootText)
+// nonRoot reports whether the process runs as another user than root
+// (getuid or geteuid not 0), as libcryptsetup asks.
+var nonRoot = func() bool { return os.Getuid() != 0 || os.Geteuid() != 0 }
+
+// openControl opens device-mapper's control device; tests put a fake in
+// its place.
+var openControl = func() (control, error) { return dm.Open(&dm.Options{Udev: dm.UdevOff}) }
+
+// control is what status and close ask device-mapper directly.
+type control interface {
+	Table(name string) (*dm.Info, []dm.Target, error)
+	Close() error
+}
+
+// openMapper opens device-mapper, or fails, with libcryptsetup's words
+// and the exit code given, where it does not answer: a user who is not
+// root, or no dm_mod.
+func openMapper(code int) (control, error) {
+	c, err := openControl()
+	if err != nil {
+		if nonRoot() {
+			return nil, fail(code, "Cannot initialize device-mapper, running as non-root user.")
+		}
+		return nil, fail(code, "Cannot initialize device-mapper. Is dm_mod kernel module loaded?")
 	}
-	if _, err := os.Stat(o.rootHashFile); err != nil {
-		// veritysetup 2.6.1 says so and exits 0, opening nothing: a
-		// script would take that for success.
-		return nil, fail(exitENODEV, "Cannot read root hash file %s.", o.rootHashFile)
-	}
-	return verity.ReadRootHashFile(ctx, o.rootHashFile)
+	return c, nil
 }
 
 // maxSignatureFile bounds what is read of a signature file: PKCS#7
@@ -227,10 +210,33 @@ func activateError(err error, name string, verbose bool) error {
 			lines = append(lines, "The kernel says: "+de.Kernel)
 		}
 		return &failure{code: exitENODEV, lines: lines}
+	case errors.As(err, &e) && e.Kind == verity.KindSystem && e.Field == "RootHashSignature":
+		if errors.Is(err, syscall.ENOSYS) {
+			return fail(exitEINVAL, "Kernel keyring missing: required for passing signature to kernel.")
+		}
+		var n syscall.Errno
+		errors.As(err, &n)
+		return fail(errnoCode(n), "Failed to load key in kernel keyring.")
 	case errors.As(err, &e) && e.Kind == verity.KindRefused:
 		return &failure{code: exitEBUSY, lines: []string{err.Error() + "."}}
 	}
 	return err
+}
+
+// errnoCode is veritysetup's exit code for a failure of errno n
+// (translate_errno).
+func errnoCode(n syscall.Errno) int {
+	switch n {
+	case syscall.EEXIST, syscall.EBUSY:
+		return exitEBUSY
+	case syscall.ENOTBLK, syscall.ENODEV:
+		return exitENODEV
+	case syscall.ENOMEM:
+		return exitENOMEM
+	case syscall.EPERM:
+		return exitEPERM
+	}
+	return exitEINVAL
 }
 
 // capitalize gives strerror's capital to Go's lower-case errno text.
@@ -241,40 +247,156 @@ func capitalize(s string) string {
 	return string(s[0]-'a'+'A') + s[1:]
 }
 
-// closeAction is veritysetup's close (and remove).
-func (o *options) closeAction(ctx context.Context, name string, stdout io.Writer) error {
-	opts := &verity.DeactivateOptions{Deferred: o.flag("deferred"), CancelDeferred: o.flag("cancel-deferred")}
+// knownTargets are the targets whose devices libcryptsetup's status
+// takes for its own (dm_status_dmi): a device whose first target is
+// another is not one it can say anything of.
+var knownTargets = []string{"crypt", "verity", "integrity", "linear", "zero", "error"}
+
+// queryable reports whether libcryptsetup can take all of a device's
+// table apart (dm_query_device): it knows all of its targets.
+func queryable(targets []dm.Target) bool {
+	for _, t := range targets {
+		if !slices.Contains(knownTargets, t.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup is what libcryptsetup finds of the device arg names (a name,
+// or a path to its node), in its order: a path that is not there is no
+// device (ErrNoDevice, without asking device-mapper), then device-mapper
+// must answer (code is the exit code when it does not), then a path
+// must be a device-mapper device's node. known is false for a device
+// whose live table libcryptsetup does not take for one of its own (none,
+// or a first target it does not know).
+func lookup(arg string, code int) (name string, info *dm.Info, targets []dm.Target, known bool, err error) {
+	isPath := strings.Contains(arg, "/")
+	if isPath {
+		if _, err := os.Stat(arg); err != nil {
+			return "", nil, nil, false, dm.ErrNoDevice
+		}
+	}
+	c, err := openMapper(code)
+	if err != nil {
+		return "", nil, nil, false, err
+	}
+	defer c.Close()
+	name = arg
+	if isPath {
+		if name = dmNodeName(arg); name == "" {
+			// libdevmapper's words, from its scan of /dev/mapper.
+			return "", nil, nil, false, fail(code, "Device %s not found", filepath.Base(arg))
+		}
+	}
+	info, targets, err = c.Table(name)
+	if err != nil {
+		return "", nil, nil, false, err
+	}
+	known = len(targets) > 0 && targets[0].Start == 0 && slices.Contains(knownTargets, targets[0].Type)
+	return name, info, targets, known, nil
+}
+
+// dmNodeName is the name of the device-mapper device whose node path
+// is, "" if it is none's.
+func dmNodeName(path string) string {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/dm/name", unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(string(b), "\n")
+}
+
+// closeAction is veritysetup's close (and remove): of any device
+// libcryptsetup knows (a linear one too), by name or node.
+func (o *options) closeAction(ctx context.Context, arg string, stdout io.Writer) error {
+	name, _, targets, known, err := lookup(arg, exitENODEV)
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		return f
+	case errors.Is(err, dm.ErrNoDevice):
+		return fail(exitENODEV, "Device %s is not active.", arg)
+	case err != nil:
+		return err
+	case !known:
+		// crypt_init_by_name fails without a word.
+		return &failure{code: exitENODEV}
+	case !queryable(targets), targets[0].Type == "verity" && len(targets) > 1:
+		// Neither can it take the table apart.
+		return &failure{code: exitEINVAL}
+	}
+	opts := &verity.DeactivateOptions{Deferred: o.flag("deferred"), CancelDeferred: o.flag("cancel-deferred"), AnyTable: true}
 	res, err := verity.Deactivate(ctx, name, opts)
 	switch {
 	case errors.Is(err, dm.ErrNoDevice):
-		return fail(exitENODEV, "Device %s is not active.", name)
+		return fail(exitENODEV, "Device %s is not active.", arg)
 	case err != nil && errors.Is(err, dm.ErrBusy):
-		return fail(exitEBUSY, "Device %s is still in use.", name)
+		return fail(exitEBUSY, "Device %s is still in use.", arg)
 	case err != nil && opts.CancelDeferred:
-		return fail(exitEINVAL, "Could not cancel deferred remove from device %s.", name)
+		return fail(exitEINVAL, "Could not cancel deferred remove from device %s.", arg)
 	case err != nil:
 		return err
 	}
 	if res.Deferred {
-		fmt.Fprintf(stdout, "Device %s is still active and scheduled for deferred removal.\n", name)
+		fmt.Fprintf(stdout, "Device %s is still active and scheduled for deferred removal.\n", arg)
 	}
 	return nil
 }
 
-// statusAction is veritysetup's status: NAME, or a path to the device.
+// statusAction is veritysetup's status: NAME, or a path to the device's
+// node, shown as given.
 func (o *options) statusAction(ctx context.Context, arg string, stdout io.Writer) error {
-	name, shown := statusName(arg)
-	var s *verity.DeviceStatus
-	err := error(nil)
-	if name == "" {
-		err = dm.ErrNoDevice
-	} else {
-		s, err = verity.Status(ctx, name)
+	shown := arg
+	if !strings.Contains(arg, "/") {
+		shown = dm.NodePath(arg)
 	}
-	if errors.Is(err, dm.ErrNoDevice) {
+	name, info, targets, known, err := lookup(arg, exitEINVAL)
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		return f
+	case errors.Is(err, dm.ErrNoDevice):
+		if _, serr := os.Stat(arg); serr != nil || !strings.Contains(arg, "/") {
+			// A path that is not there is shown as a name.
+			shown = dm.NodePath(arg)
+		}
 		fmt.Fprintf(stdout, "%s is inactive.\n", shown)
 		return &failure{code: exitENODEV}
+	case err != nil:
+		return err
+	case !known:
+		return &failure{code: exitEINVAL} // crypt_status: invalid, without a word
 	}
+	inUse := ""
+	if info.OpenCount > 0 {
+		inUse = " and is in use"
+	}
+	active := fmt.Sprintf("%s is active%s.\n", shown, inUse)
+	switch {
+	case !queryable(targets):
+		// libcryptsetup cannot take the table apart (ENOTSUP), which
+		// veritysetup's status takes for success.
+		fmt.Fprint(stdout, active)
+		return nil
+	case targets[0].Type == "verity" && len(targets) > 1:
+		fmt.Fprint(stdout, active)
+		return &failure{code: exitEINVAL}
+	}
+	typ := deviceType(info.UUID)
+	if typ != "VERITY" || targets[0].Type != "verity" {
+		if typ == "" {
+			typ = "n/a"
+		}
+		// veritysetup prints the rest of verity devices only.
+		fmt.Fprintf(stdout, "%s  type:        %s\n", active, typ)
+		return &failure{code: exitEINVAL}
+	}
+	s, err := verity.Status(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -282,29 +404,6 @@ func (o *options) statusAction(ctx context.Context, arg string, stdout io.Writer
 		return &failure{code: code}
 	}
 	return nil
-}
-
-// statusName is the device-mapper name status asks about, and how its
-// lines name the device: an existing path is shown as given (a node of a
-// device-mapper device: its name; another path: no device, ""), a name
-// as /dev/mapper/NAME. A path that does not exist is taken as a name, as
-// veritysetup takes it.
-func statusName(arg string) (name, shown string) {
-	if !strings.Contains(arg, "/") {
-		return arg, dm.NodePath(arg)
-	}
-	var st unix.Stat_t
-	if unix.Stat(arg, &st) != nil {
-		return "", dm.NodePath(arg)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return "", arg
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/dm/name", unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))))
-	if err != nil {
-		return "", arg
-	}
-	return strings.TrimRight(string(b), "\n"), arg
 }
 
 // loopMajor is the loop driver's block major.

@@ -9,7 +9,6 @@ package veritysetup
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/veritytree/veritytree/internal/safefile"
@@ -793,66 +792,13 @@ func superblockError(err error, hashPath string) error {
 }
 
 func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText string, stderr io.Writer) error {
-	if rootText == "" && o.rootHashFile == "" {
-		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
-	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
+	a, err := o.activation(dataPath, hashPath, rootText)
 	if err != nil {
 		return err
 	}
-	fecOffset, fecRoots, err := o.fecOptions(&t)
-	if err != nil {
-		return err
-	}
-	if o.fecDevice != "" {
-		if err := checkDevice(o.fecDevice); err != nil {
-			f := err.(*failure)
-			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
-			return f
-		}
-	}
-	// veritysetup opens HASH first.
-	for _, p := range []string{hashPath, dataPath} {
-		if err := checkDevice(p); err != nil {
-			return err
-		}
-	}
-	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true,
-		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, MaxProblems: 1}
-	var g *merkle.Geometry
-	if o.noSuperblock {
-		if t.Salt == nil {
-			// The tree's salt is recorded nowhere: it must be given.
-			return fail(exitEINVAL, "Invalid salt string specified.")
-		}
-		vo.TreeOptions = t
-		vo.UUID = nil
-	} else {
-		// With a superblock, veritysetup takes the parameters from it and
-		// ignores the options that give them.
-		if g, err = verity.ReadSuperblock(hashPath, t.HashOffset); err != nil {
-			return superblockError(err, hashPath)
-		}
-	}
-	var root []byte
-	if o.rootHashFile != "" {
-		// veritysetup takes the file's root hash, even with one on the
-		// line.
-		digestSize := 0
-		if g != nil {
-			digestSize = g.DigestSize
-		} else if a, lerr := hashes.Lookup(t.Hash); lerr == nil {
-			digestSize = a.Size()
-		}
-		if root, err = readRootHashFile(o.rootHashFile, digestSize); err != nil {
-			return err
-		}
-	} else {
-		root, err = verity.ParseRootHash("root hash", rootText)
-	}
-	if err != nil || g != nil && len(root) != g.DigestSize {
-		return fail(exitEINVAL, "Invalid root hash string specified.")
-	}
+	vo := &verity.VerifyOptions{TreeOptions: a.tree, Raw: true,
+		FECDevice: o.fecDevice, FECOffset: a.fecOffset, FECRoots: a.fecRoots, MaxProblems: 1}
+	g, root := a.g, a.root
 	first := firstProblem{g: g}
 	vo.OnProblem = first.see
 	if g == nil {
@@ -914,28 +860,6 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 // msgRootFailed is veritysetup's message for a tree that matches itself
 // but not the root hash given.
 const msgRootFailed = "Verification of root hash failed."
-
-// readRootHashFile reads a root hash from path as veritysetup does: the
-// first 2*digestSize characters are its digits, and whatever follows
-// them (a newline, sha256sum's file name) is ignored.
-func readRootHashFile(path string, digestSize int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		// veritysetup 2.6.1 says so but exits 0 without verifying
-		// anything: a script would take that for success.
-		return nil, fail(exitENODEV, "Cannot read root hash file %s.", path)
-	}
-	defer f.Close()
-	digits := make([]byte, 2*digestSize)
-	if _, err := io.ReadFull(f, digits); err != nil || digestSize == 0 {
-		return nil, fail(exitEINVAL, "Invalid root hash file %s.", path)
-	}
-	root, err := hex.DecodeString(string(digits))
-	if err != nil {
-		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
-	}
-	return root, nil
-}
 
 // belowTop verifies everything under the top block against the top
 // block as it is (the root hash it stands for is its own digest), and
