@@ -200,7 +200,7 @@ func openActivation(p merkle.Params, o *ActivateOptions, dataPath, hashPath stri
 	}
 	inPlace := os.SameFile(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
-		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
+		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with TreeOptions.HashOffset", "HASH is DATA (%s) and no TreeOptions.HashOffset says where the tree is", hashPath))
 	}
 	if files.g, err = geometryFor(p, src, hashFile, hashPath, hashSize, inPlace, root); err != nil {
 		return fail(err)
@@ -456,7 +456,7 @@ func deviceError(err error) error {
 	case errors.Is(err, dm.ErrExist):
 		kind, hint = KindRefused, "close it first (veritysetup close NAME), or choose another name"
 	case errors.Is(err, dm.ErrBusy):
-		kind, hint = KindRefused, "close or unmount what uses it, or remove it deferred (--deferred)"
+		kind, hint = KindRefused, "close or unmount what uses it, or remove it deferred (DeactivateOptions.Deferred)"
 	case errors.Is(err, dm.ErrNoDevice):
 		kind = KindInput
 	case errors.Is(err, dm.ErrNoKey):

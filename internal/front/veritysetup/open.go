@@ -228,7 +228,7 @@ func activateError(err error, name string, verbose bool) error {
 		}
 		return &failure{code: exitENODEV, lines: lines}
 	case errors.As(err, &e) && e.Kind == verity.KindRefused:
-		return &failure{code: exitEBUSY, lines: []string{err.Error() + "."}}
+		return &failure{code: exitEBUSY, lines: []string{flags.Say(err.Error()) + "."}}
 	}
 	return err
 }

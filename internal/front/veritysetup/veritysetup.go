@@ -744,17 +744,9 @@ func fromLibrary(err error) *failure {
 	return &failure{code: code, lines: []string{flags.Say(err.Error()) + "."}}
 }
 
-// flags is how veritysetup spells the library's options.
-var flags = cli.NewSpelling(
-	"TreeOptions.DataBlockSize", "--data-block-size",
-	"TreeOptions.HashBlockSize", "--hash-block-size",
-	"FormatOptions.FECRoots", "--fec-roots",
-	"VerifyOptions.FECRoots", "--fec-roots",
-	"FormatOptions.FECOffset", "--fec-offset",
-	"VerifyOptions.FECOffset", "--fec-offset",
-	"FormatOptions.FECDevice", "--fec-device",
-	"VerifyOptions.FECDevice", "--fec-device",
-)
+// flags is how veritysetup spells the library's options: as veritygen
+// and veritycheck spell the ones it shares with them.
+var flags = cli.NewSpelling(cli.SharedFlags...)
 
 func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	offset, err := number(o.hashOffset)
