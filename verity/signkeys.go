@@ -3,9 +3,9 @@ package verity
 import (
 	"context"
 	"crypto"
-	"errors"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 
