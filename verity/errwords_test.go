@@ -216,6 +216,8 @@ func TestErrorsSpeakGo(t *testing.T) {
 		{"no file", &RootHashSigning{Signer: signer, Certificate: c}, "", "RootHashSigning.SignatureFile or RootHashSigning.JSONFile"},
 		{"one file for both", &RootHashSigning{Signer: signer, Certificate: c, SignatureFile: sig, JSONFile: sig}, "", "RootHashSigning.SignatureFile and RootHashSigning.JSONFile"},
 		{"the root hash file", &RootHashSigning{Signer: signer, Certificate: c, SignatureFile: sig}, sig, "is also FormatOptions.RootHashFile"},
+		{"a foreign signature file", &RootHashSigning{Signer: signer, Certificate: c, SignatureFile: file("foreign.p7s", randomBytes(100, 7))}, "",
+			"add FormatOptions.Force"},
 	} {
 		speaksGo(t, s.name, format(f.dataPath, out, &FormatOptions{Sign: s.sign, RootHashFile: s.root}), s.want)
 	}
