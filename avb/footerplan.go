@@ -73,7 +73,7 @@ func (o *HashtreeFooterOptions) checkNotSetupFromItself(imagePath string) error 
 	a, errA := os.Stat(imagePath)
 	b, errB := os.Stat(o.SetupRootfsFromKernel)
 	if errA == nil && errB == nil && os.SameFile(a, b) {
-		return paramErr("SetupRootfsFromKernel", "leave it out and set the image up as root with the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
+		return paramErr("SetupRootfsFromKernel", "leave it out and set the image up as root with HashtreeFooterOptions.SetupAsRootfsFromKernel",
 			"the image to set up as root (%s) is the image the footer is added to", o.SetupRootfsFromKernel)
 	}
 	return nil

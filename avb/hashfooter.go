@@ -142,7 +142,7 @@ func PlanHashFooter(imagePath string, o *HashFooterOptions) (*HashFooterPlan, er
 func (o *HashFooterOptions) prepare() (*prepared, error) {
 	if !o.DynamicPartitionSize {
 		if o.PartitionSize == 0 {
-			return nil, paramErr("PartitionSize", "give the partition's size, or ask for a dynamic partition size (avbtool's --dynamic_partition_size)",
+			return nil, paramErr("PartitionSize", "give the partition's size, or ask for HashFooterOptions.DynamicPartitionSize",
 				"no partition size given")
 		}
 		if err := checkHashPartitionSize(o.PartitionSize); err != nil {

@@ -48,7 +48,7 @@ func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyO
 	want := treeSize(ht.ImageSize, bs, digestSlot(alg.Size()))
 	if ht.TreeSize != want {
 		if ht.TreeSize == 0 {
-			return nil, nil, inputErr("", "hashtree descriptor of %q: the tree was not stored (avbtool --no_hashtree)", ht.PartitionName)
+			return nil, nil, inputErr("", "hashtree descriptor of %q: the tree was not stored (HashtreeFooterOptions.NoHashtree)", ht.PartitionName)
 		}
 		return nil, nil, malformed("hashtree descriptor: tree of %d bytes, its parameters give %d", ht.TreeSize, want)
 	}

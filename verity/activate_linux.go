@@ -99,7 +99,7 @@ func Activate(ctx context.Context, name, dataPath, hashPath string, root []byte,
 	if err != nil {
 		if uerr := a.undo(); uerr != nil {
 			return nil, &Error{Kind: KindIO, Err: fmt.Errorf("%w; undoing it failed: %v", err, uerr),
-				Hint: fmt.Sprintf("remove what is left with veritysetup close %s", name)}
+				Hint: fmt.Sprintf("remove what is left with verity.Deactivate %s", name)}
 		}
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func openActivation(p merkle.Params, o *ActivateOptions, dataPath, hashPath stri
 	}
 	inPlace := os.SameFile(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
-		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
+		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with TreeOptions.HashOffset", "HASH is DATA (%s) and no TreeOptions.HashOffset says where the tree is", hashPath))
 	}
 	if files.g, err = geometryFor(p, src, hashFile, hashPath, hashSize, inPlace, root); err != nil {
 		return fail(err)
@@ -233,7 +233,7 @@ func checkInactive(ctx context.Context, ctl mapper, name, uuid string) error {
 		fallthrough
 	case err == nil:
 		return &Error{Kind: KindRefused, Err: &causedError{msg: fmt.Sprintf("device %s already exists", name), cause: dm.ErrExist},
-			Hint: fmt.Sprintf("close it first (veritysetup close %s), or choose another name", name)}
+			Hint: fmt.Sprintf("close it first (verity.Deactivate %s), or choose another name", name)}
 	case errors.Is(err, dm.ErrNoDevice):
 		return nil
 	}
@@ -454,9 +454,9 @@ func deviceError(err error) error {
 	case errors.Is(err, loop.ErrNoFreeDevice):
 		kind = KindSystem
 	case errors.Is(err, dm.ErrExist):
-		kind, hint = KindRefused, "close it first (veritysetup close NAME), or choose another name"
+		kind, hint = KindRefused, "close it first (verity.Deactivate NAME), or choose another name"
 	case errors.Is(err, dm.ErrBusy):
-		kind, hint = KindRefused, "close or unmount what uses it, or remove it deferred (--deferred)"
+		kind, hint = KindRefused, "close or unmount what uses it, or remove it deferred (DeactivateOptions.Deferred)"
 	case errors.Is(err, dm.ErrNoDevice):
 		kind = KindInput
 	case errors.Is(err, dm.ErrNoKey):

@@ -22,8 +22,12 @@ type RootDiagnosis struct {
 	// the tree was made with them. DataBlockSize and DataBlocks are those
 	// given: the top block does not tell them.
 	Match *TreeOptions
-	// Changed names the flags of Match that differ from those given,
-	// with their values, as veritygen spells them ("--hash=blake2b-256").
+	// Changed names the fields of Match that differ from those given,
+	// with their values, as Go assignments to TreeOptions'
+	// ("TreeOptions.Hash=blake2b-256", "TreeOptions.LegacyFormat=true",
+	// "TreeOptions.Salt=4f2a" in hex, "TreeOptions.Salt=[]byte{}" for no
+	// salt), in the order of the fields; a command line says them as its
+	// flags.
 	Changed []string
 	// Hint says what to check or give, one suggestion per line, most
 	// likely first.
@@ -38,7 +42,7 @@ type RootDiagnosis struct {
 // and no hash block, the first data block with every data block size. A
 // tree with a superblock has its parameters from there: then the root hash
 // is another tree's, or HASH is. When the top block matches, the tree's
-// shape may be what differs (a wrong --data-blocks or --data-block-size,
+// shape may be what differs (a wrong DataBlocks or DataBlockSize,
 // or DATA that grew): diagnoseShape walks it down. dataAvail is the bytes
 // of DATA before the tree, hashSize the size of the hash device.
 func diagnoseRoot(g *merkle.Geometry, given *TreeOptions, data, hash io.ReaderAt, dataAvail uint64, hashSize int64, root []byte) *RootDiagnosis {
@@ -107,7 +111,7 @@ search:
 		return d
 	}
 	d.Hint = "the top of the tree does not match the root hash: a tree without superblock must be given the parameters it was made with; " +
-		"check --hash, --salt, --format, --hash-block-size, --data-block-size, --data-blocks and --hash-offset\n" +
+		"check TreeOptions.Hash, TreeOptions.Salt, TreeOptions.LegacyFormat, TreeOptions.HashBlockSize, TreeOptions.DataBlockSize, TreeOptions.DataBlocks and TreeOptions.HashOffset\n" +
 		"no other algorithm, format, hash block size or salt-less hash makes the top block match: if the parameters are right, check that it is this tree's root hash (printed when it was made), else the top block is corrupted"
 	return d
 }
@@ -124,30 +128,31 @@ func digest(alg *hashes.Algorithm, format int, salt, block []byte) []byte {
 	return d
 }
 
-// changedFlags names the flags that differ from g, as veritygen spells them.
+// changedFlags names the parameters that differ from g, as
+// RootDiagnosis.Changed says them.
 func changedFlags(g *merkle.Geometry, name string, format int, salt []byte, bs int, off uint64) []string {
 	var out []string
 	if name != g.Hash.Name() {
-		out = append(out, "--hash="+name)
+		out = append(out, "TreeOptions.Hash="+name)
 	}
 	if format != g.Format {
-		out = append(out, fmt.Sprintf("--format=%d", format))
+		out = append(out, fmt.Sprintf("TreeOptions.LegacyFormat=%t", format == 0))
 	}
 	if !bytes.Equal(salt, g.Salt) {
 		s := hex.EncodeToString(salt)
 		if s == "" {
-			s = "-"
+			s = "[]byte{}"
 		}
-		out = append(out, "--salt="+s)
+		out = append(out, "TreeOptions.Salt="+s)
 	}
 	if g.Levels == 0 && bs != g.DataBlockSize {
-		out = append(out, fmt.Sprintf("--data-block-size=%d", bs))
+		out = append(out, fmt.Sprintf("TreeOptions.DataBlockSize=%d", bs))
 	}
 	if g.Levels > 0 && bs != g.HashBlockSize {
-		out = append(out, fmt.Sprintf("--hash-block-size=%d", bs))
+		out = append(out, fmt.Sprintf("TreeOptions.HashBlockSize=%d", bs))
 	}
 	if off != g.HashOffset {
-		out = append(out, fmt.Sprintf("--hash-offset=%d", off))
+		out = append(out, fmt.Sprintf("TreeOptions.HashOffset=%d", off))
 	}
 	return out
 }
@@ -158,7 +163,7 @@ const maxShapeLevels = 64
 
 // diagnoseShape finds the number of data blocks, and their size, of the
 // tree whose top block, top, matches the root hash with d.Match: a wrong
-// --data-blocks or --data-block-size, or DATA grown since the tree was
+// DataBlocks or DataBlockSize, or DATA grown since the tree was
 // made, gives a tree of another shape (HASH too short, or the top block's
 // unused slots not zero) though its top block matches. A level's last
 // block has digests up to its last child and zeros after: from the top
@@ -248,10 +253,10 @@ func diagnoseShape(g *merkle.Geometry, d *RootDiagnosis, top []byte, data, hash 
 			}
 			var note string
 			if bs != g.DataBlockSize {
-				d.Changed = append(d.Changed, fmt.Sprintf("--data-block-size=%d", bs))
+				d.Changed = append(d.Changed, fmt.Sprintf("TreeOptions.DataBlockSize=%d", bs))
 			}
 			if m.DataBlocks != 0 || c.blocks != whole {
-				d.Changed = append(d.Changed, fmt.Sprintf("--data-blocks=%d", c.blocks))
+				d.Changed = append(d.Changed, fmt.Sprintf("TreeOptions.DataBlocks=%d", c.blocks))
 				if m.DataBlocks == 0 && c.blocks < whole {
 					note = fmt.Sprintf(" (DATA has %d whole blocks: did it grow since the tree was made?)", whole)
 				}

@@ -36,20 +36,20 @@ func TestRootDiagnosis(t *testing.T) {
 		changed      []string
 		noSuperblock bool
 	}{
-		{"hash", TreeOptions{Hash: "blake2b-256", Salt: salt}, TreeOptions{Salt: salt}, []string{"--hash=blake2b-256"}, true},
-		{"format", TreeOptions{LegacyFormat: true, Salt: salt}, TreeOptions{Salt: salt}, []string{"--format=0"}, true},
-		{"salt", TreeOptions{Salt: []byte{}}, TreeOptions{Salt: salt}, []string{"--salt=-"}, true},
-		{"hash block size", TreeOptions{HashBlockSize: 8192, Salt: salt}, TreeOptions{Salt: salt}, []string{"--hash-block-size=8192"}, true},
+		{"hash", TreeOptions{Hash: "blake2b-256", Salt: salt}, TreeOptions{Salt: salt}, []string{"TreeOptions.Hash=blake2b-256"}, true},
+		{"format", TreeOptions{LegacyFormat: true, Salt: salt}, TreeOptions{Salt: salt}, []string{"TreeOptions.LegacyFormat=true"}, true},
+		{"salt", TreeOptions{Salt: []byte{}}, TreeOptions{Salt: salt}, []string{"TreeOptions.Salt=[]byte{}"}, true},
+		{"hash block size", TreeOptions{HashBlockSize: 8192, Salt: salt}, TreeOptions{Salt: salt}, []string{"TreeOptions.HashBlockSize=8192"}, true},
 		{"two at once", TreeOptions{Hash: "blake2b-256", LegacyFormat: true, Salt: salt}, TreeOptions{Salt: salt},
-			[]string{"--hash=blake2b-256", "--format=0"}, true},
+			[]string{"TreeOptions.Hash=blake2b-256", "TreeOptions.LegacyFormat=true"}, true},
 		// The other algorithms of a digest size are tried too; the
 		// match is named by its kernel name.
-		{"hash sha3-256", TreeOptions{Hash: "sha3-256", Salt: salt}, TreeOptions{Salt: salt}, []string{"--hash=sha3-256"}, true},
-		{"hash blake2s-256", TreeOptions{Hash: "blake2s-256", Salt: salt}, TreeOptions{Hash: "blake2b-256", Salt: salt}, []string{"--hash=blake2s-256"}, true},
-		{"hash rmd160 given sha1", TreeOptions{Hash: "ripemd160", Salt: salt}, TreeOptions{Hash: "sha1", Salt: salt}, []string{"--hash=rmd160"}, true},
+		{"hash sha3-256", TreeOptions{Hash: "sha3-256", Salt: salt}, TreeOptions{Salt: salt}, []string{"TreeOptions.Hash=sha3-256"}, true},
+		{"hash blake2s-256", TreeOptions{Hash: "blake2s-256", Salt: salt}, TreeOptions{Hash: "blake2b-256", Salt: salt}, []string{"TreeOptions.Hash=blake2s-256"}, true},
+		{"hash rmd160 given sha1", TreeOptions{Hash: "ripemd160", Salt: salt}, TreeOptions{Hash: "sha1", Salt: salt}, []string{"TreeOptions.Hash=rmd160"}, true},
 		{"hash md4 given md5", TreeOptions{Hash: "md4", LegacyFormat: true, Salt: salt}, TreeOptions{Hash: "md5", Salt: salt},
-			[]string{"--hash=md4", "--format=0"}, true},
-		{"hash sha384 given blake2b-384", TreeOptions{Hash: "sha384", Salt: salt}, TreeOptions{Hash: "blake2b-384", Salt: salt}, []string{"--hash=sha384"}, true},
+			[]string{"TreeOptions.Hash=md4", "TreeOptions.LegacyFormat=true"}, true},
+		{"hash sha384 given blake2b-384", TreeOptions{Hash: "sha384", Salt: salt}, TreeOptions{Hash: "blake2b-384", Salt: salt}, []string{"TreeOptions.Hash=sha384"}, true},
 		{"nothing matches", TreeOptions{Salt: []byte{1, 2, 3}}, TreeOptions{Salt: salt}, nil, true},
 		{"superblock", TreeOptions{Salt: salt}, TreeOptions{}, nil, false},
 	} {
@@ -91,7 +91,7 @@ func TestRootDiagnosis(t *testing.T) {
 				}
 				res2.Close()
 			case c.noSuperblock:
-				if d.Match != nil || !strings.Contains(d.Hint, "check --hash, --salt, --format") {
+				if d.Match != nil || !strings.Contains(d.Hint, "check TreeOptions.Hash, TreeOptions.Salt, TreeOptions.LegacyFormat") {
 					t.Errorf("hint %q", d.Hint)
 				}
 			default:
@@ -110,7 +110,7 @@ func TestRootDiagnosis(t *testing.T) {
 	}
 	_, err = Verify(ctx, data, hash, fr.RootHash, &VerifyOptions{TreeOptions: TreeOptions{Salt: salt, NoSuperblock: true}})
 	if err == nil || !strings.Contains(err.Error(), "truncated, or not this tree's hash file?") ||
-		HintOf(err) != "the top block matches the root hash with --hash-block-size=1024: give --hash-block-size=1024" {
+		HintOf(err) != "the top block matches the root hash with TreeOptions.HashBlockSize=1024: give TreeOptions.HashBlockSize=1024" {
 		t.Errorf("error %v, hint %q", err, HintOf(err))
 	}
 
@@ -160,10 +160,10 @@ func TestShapeDiagnosis(t *testing.T) {
 		changed, note   string
 		hashTooShortErr bool
 	}{
-		{"DATA grew", TreeOptions{}, grown, "--data-blocks=1000", " (DATA has 1043 whole blocks: did it grow since the tree was made?)", true},
-		{"data blocks", TreeOptions{DataBlocks: 500}, data, "--data-blocks=500", " (DATA has 1000 whole blocks: did it grow since the tree was made?)", true},
-		{"data block size", TreeOptions{DataBlockSize: 1024}, data, "--data-block-size=1024", "", false},
-		{"data block size and blocks", TreeOptions{DataBlockSize: 1024, DataBlocks: 3000}, data, "--data-block-size=1024 --data-blocks=3000",
+		{"DATA grew", TreeOptions{}, grown, "TreeOptions.DataBlocks=1000", " (DATA has 1043 whole blocks: did it grow since the tree was made?)", true},
+		{"data blocks", TreeOptions{DataBlocks: 500}, data, "TreeOptions.DataBlocks=500", " (DATA has 1000 whole blocks: did it grow since the tree was made?)", true},
+		{"data block size", TreeOptions{DataBlockSize: 1024}, data, "TreeOptions.DataBlockSize=1024", "", false},
+		{"data block size and blocks", TreeOptions{DataBlockSize: 1024, DataBlocks: 3000}, data, "TreeOptions.DataBlockSize=1024 TreeOptions.DataBlocks=3000",
 			" (DATA has 4000 whole blocks: did it grow since the tree was made?)", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

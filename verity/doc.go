@@ -28,8 +28,8 @@
 //     with the tree); VerifyRootHashSignature checks one as the kernel
 //     would against trusted certificates; RootHashSignatureJSON and
 //     ParseRootHashSignatureFile write and read systemd's verity signature
-//     JSON; LoadSigningKey and LoadCertificates read PEM keys and
-//     certificates.
+//     JSON; LoadSigningKey (or ReadSigningKey) and LoadCertificates read
+//     PEM keys and certificates.
 //   - Activate opens an image as a dm-verity device of Linux's
 //     device-mapper, as `veritysetup open` does (files through loop
 //     devices), so that the kernel checks every read; Status says what

@@ -112,10 +112,12 @@ func (k Kind) sentinel() error {
 // Error is the error of every operation of this package.
 //
 // Messages and hints name an option by its Go field, qualified by its
-// struct ("FormatOptions.FECRoots 30 is not from 2 to 24"), so that a
-// command line can say it as its flag; Field has the bare name. Messages
-// still written before this rule name some options as veritygen's flags
-// (issue 20 item 3 moves them one class at a time).
+// struct ("FormatOptions.FECRoots 30 is not from 2 to 24", "add
+// FormatOptions.Force"), and a value it could take as an assignment
+// ("TreeOptions.HashOffset=4096"), so that a command line can say it as
+// its flag; Field has the bare name. Messages still written before this
+// rule name some options as veritygen's flags (issue 20 item 3 moves them
+// one class at a time).
 type Error struct {
 	Kind Kind
 	// Field is the option a KindParam error is about, e.g. "FECOffset"
@@ -133,7 +135,7 @@ type Error struct {
 	// Err is the message (and cause).
 	Err error
 	// Hint, if not "", says what to do instead, one suggestion per line,
-	// in veritygen's flag spelling.
+	// naming options as the message does.
 	Hint string
 }
 

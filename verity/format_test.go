@@ -192,8 +192,8 @@ func TestFormatInData(t *testing.T) {
 	opts := fixedOptions()
 	opts.HashOffset = 65536
 	_, err := Format(context.Background(), data, data, opts)
-	e := fmtWantError(t, err, KindRefused, "", "holds data from --hash-offset 65536 on (a non-zero byte at 65536")
-	for _, hint := range []string{"--data-blocks=16", "--hash-offset=69632", "--force"} {
+	e := fmtWantError(t, err, KindRefused, "", "holds data from TreeOptions.HashOffset 65536 on (a non-zero byte at 65536")
+	for _, hint := range []string{"TreeOptions.DataBlocks=16", "TreeOptions.HashOffset=69632", "FormatOptions.Force"} {
 		if !strings.Contains(e.Hint, hint) {
 			t.Errorf("hint %q, want %q in it", e.Hint, hint)
 		}

@@ -21,7 +21,7 @@ import (
 // the process's own stdout) is written through as openRootHashFile does,
 // whatever it is.
 func openRootHashInPlace(path string, created *[]string, note func(string)) (*output, error) {
-	const role = "--root-hash-file"
+	const role = "FormatOptions.RootHashFile"
 	if _, own := safefile.OwnFD(path); !own {
 		info, err := os.Stat(path)
 		switch {

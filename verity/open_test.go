@@ -78,9 +78,9 @@ func TestReadSuperblock(t *testing.T) {
 		msg    string
 		hint   string
 	}{
-		{100, KindParam, "--hash-offset 100 is not a multiple of 512", ""},
-		{4096, KindInput, "has no valid verity superblock at byte 4096", "--no-superblock"},
-		{1 << 40, KindInput, "ends before a superblock at byte 1099511627776", "--no-superblock"},
+		{100, KindParam, "TreeOptions.HashOffset 100 is not a multiple of 512", ""},
+		{4096, KindInput, "has no valid verity superblock at byte 4096", "TreeOptions.NoSuperblock"},
+		{1 << 40, KindInput, "ends before a superblock at byte 1099511627776", "TreeOptions.NoSuperblock"},
 	} {
 		_, err := ReadSuperblock(f.hashPath, c.offset)
 		var e *Error

@@ -304,7 +304,7 @@ func (l *Layout) checkKeptFEC(ctx context.Context, src *Source, jobs int) error 
 	}
 	f, err := os.Open(fl.Path)
 	if err != nil {
-		return errorf(KindIO, "", "cannot open --fec-device %s: %w", fl.Path, unwrapPath(err))
+		return errorf(KindIO, "", "cannot open FormatOptions.FECDevice %s: %w", fl.Path, unwrapPath(err))
 	}
 	defer f.Close()
 	off, found, err := firstUserByte(ctx, f, fl.Offset, fl.Offset+fl.Params.ParitySize(), nil)
@@ -312,11 +312,11 @@ func (l *Layout) checkKeptFEC(ctx context.Context, src *Source, jobs int) error 
 		return nil
 	}
 	if err != nil {
-		return readError(err, "--fec-device", fl.Path)
+		return readError(err, "FormatOptions.FECDevice", fl.Path)
 	}
 	if found {
-		return errorf(KindRefused, "name another file, or add --force to write there anyway (parity made before DATA and HASH changed throughout counts only so)",
-			"--fec-device %s holds a non-zero byte at %d, where the error correction would go (from byte %d), and it is not the parity of DATA and HASH: writing would destroy it",
+		return errorf(KindRefused, "name another file, or add FormatOptions.Force to write there anyway (parity made before DATA and HASH changed throughout counts only so)",
+			"FormatOptions.FECDevice %s holds a non-zero byte at %d, where the error correction would go (from byte %d), and it is not the parity of DATA and HASH: writing would destroy it",
 			fl.Path, off, fl.Offset)
 	}
 	return nil
@@ -405,7 +405,7 @@ func (l *Layout) checkKeptHash(ctx context.Context, src *Source, jobs int) error
 			if a.from != g.HashOffset {
 				what = "the error correction"
 			}
-			return errorf(KindRefused, "name another HASH file, or add --force to write there anyway",
+			return errorf(KindRefused, "name another HASH file, or add FormatOptions.Force to write there anyway",
 				"HASH %s holds a non-zero byte at %d, where %s would go (from byte %d), and no earlier tree of ours is there: writing would destroy it",
 				l.HashPath, off, what, a.from)
 		}
@@ -423,17 +423,17 @@ func (l *Layout) dataTailRefusal(off, size uint64, device bool) error {
 		align = max(align, uint64(g.HashBlockSize))
 	}
 	if !l.TreeInData {
-		return errorf(KindRefused, fmt.Sprintf("put the parity past DATA's end: --fec-offset=%d\nto write it there anyway, add --force", roundUp(size, bs)),
-			"DATA %s holds a non-zero byte at %d, at or past --fec-offset %d: writing the error correction there would destroy it",
+		return errorf(KindRefused, fmt.Sprintf("put the parity past DATA's end: FormatOptions.FECOffset=%d\nto write it there anyway, add FormatOptions.Force", roundUp(size, bs)),
+			"DATA %s holds a non-zero byte at %d, at or past FormatOptions.FECOffset %d: writing the error correction there would destroy it",
 			l.DataPath, off, fl.Offset)
 	}
-	hint := fmt.Sprintf("to hash only the %d whole blocks before the offset and write the tree over what follows, add --data-blocks=%d\n", g.DataBlocks, g.DataBlocks)
+	hint := fmt.Sprintf("to hash only the %d whole blocks before the offset and write the tree over what follows, add TreeOptions.DataBlocks=%d\n", g.DataBlocks, g.DataBlocks)
 	if !device {
-		hint += fmt.Sprintf("to keep all of DATA, put the tree past its end: --hash-offset=%d\n", roundUp(size, align))
+		hint += fmt.Sprintf("to keep all of DATA, put the tree past its end: TreeOptions.HashOffset=%d\n", roundUp(size, align))
 	}
-	hint += "to write the tree there anyway, add --force"
+	hint += "to write the tree there anyway, add FormatOptions.Force"
 	return errorf(KindRefused, hint,
-		"DATA %s holds data from --hash-offset %d on (a non-zero byte at %d, in no earlier tree of ours%s): without --data-blocks "+
+		"DATA %s holds data from TreeOptions.HashOffset %d on (a non-zero byte at %d, in no earlier tree of ours%s): without TreeOptions.DataBlocks "+
 			"the data is all of DATA, and the tree would be written over it", l.DataPath, g.HashOffset, off, noSuperblockNote(g))
 }
 
@@ -451,7 +451,7 @@ func noSuperblockNote(g *merkle.Geometry) string {
 	if g.Superblock {
 		return ""
 	}
-	return "; without a superblock, one counts only if it verifies with the --salt and parameters given"
+	return "; without a superblock, one counts only if it verifies with the TreeOptions.Salt and parameters given"
 }
 
 // checkLoopOverlap refuses a tree or parity written into the file behind a
@@ -470,7 +470,7 @@ func (l *Layout) checkLoopOverlap(dataInfo fs.FileInfo) error {
 	}
 	outputs := []output{{"HASH", l.HashPath, l.hashInfo, extent{g.HashOffset, l.HashOutputEnd}}}
 	if fl != nil && !fl.InHash && !fl.InData {
-		outputs = append(outputs, output{"--fec-device", fl.Path, fl.existing, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()}})
+		outputs = append(outputs, output{"FormatOptions.FECDevice", fl.Path, fl.existing, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()}})
 	}
 	for _, o := range outputs {
 		if o.info == nil {

@@ -51,12 +51,12 @@ func TestFormatInDataRefusesUserBytes(t *testing.T) {
 		blocks string
 		at     int // the first byte found
 	}{
-		{name: "default", blocks: "--data-blocks=350", at: 1433600},
-		{name: "no superblock", tweak: func(o *FormatOptions) { o.NoSuperblock = true }, blocks: "--data-blocks=350", at: 1433600},
-		{name: "512-byte blocks", tweak: func(o *FormatOptions) { o.DataBlockSize = 512 }, blocks: "--data-blocks=2800", at: 1433600},
-		{name: "1024-byte blocks", tweak: func(o *FormatOptions) { o.DataBlockSize = 1024 }, blocks: "--data-blocks=1400", at: 1433600},
-		{name: "hard link", link: true, blocks: "--data-blocks=350", at: 1433600},
-		{name: "ext4 past the offset", image: ext4, blocks: "--data-blocks=350", at: 1433600 + 1024},
+		{name: "default", blocks: "TreeOptions.DataBlocks=350", at: 1433600},
+		{name: "no superblock", tweak: func(o *FormatOptions) { o.NoSuperblock = true }, blocks: "TreeOptions.DataBlocks=350", at: 1433600},
+		{name: "512-byte blocks", tweak: func(o *FormatOptions) { o.DataBlockSize = 512 }, blocks: "TreeOptions.DataBlocks=2800", at: 1433600},
+		{name: "1024-byte blocks", tweak: func(o *FormatOptions) { o.DataBlockSize = 1024 }, blocks: "TreeOptions.DataBlocks=1400", at: 1433600},
+		{name: "hard link", link: true, blocks: "TreeOptions.DataBlocks=350", at: 1433600},
+		{name: "ext4 past the offset", image: ext4, blocks: "TreeOptions.DataBlocks=350", at: 1433600 + 1024},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := filepath.Join(dir, "d.img")
@@ -79,8 +79,8 @@ func TestFormatInDataRefusesUserBytes(t *testing.T) {
 				c.tweak(opts)
 			}
 			_, err := Format(context.Background(), data, hash, opts)
-			e := fmtWantError(t, err, KindRefused, "", "holds data from --hash-offset 1433600 on (a non-zero byte at "+strconv.Itoa(c.at)+",")
-			for _, h := range []string{c.blocks, "--hash-offset=2097152", "--force"} {
+			e := fmtWantError(t, err, KindRefused, "", "holds data from TreeOptions.HashOffset 1433600 on (a non-zero byte at "+strconv.Itoa(c.at)+",")
+			for _, h := range []string{c.blocks, "TreeOptions.HashOffset=2097152", "FormatOptions.Force"} {
 				if !strings.Contains(e.Hint, h) {
 					t.Errorf("hint %q, want %q in it", e.Hint, h)
 				}
@@ -169,7 +169,7 @@ func TestFormatInDataOwnBytes(t *testing.T) {
 	poke(9000, head[9000])
 	mustFormat("no superblock, over its own tree, the data changed", noSB([]byte{1}))
 	_, err := format(noSB([]byte{2}))
-	fmtWantError(t, err, KindRefused, "", "counts only if it verifies with the --salt and parameters given")
+	fmtWantError(t, err, KindRefused, "", "counts only if it verifies with the TreeOptions.Salt and parameters given")
 
 	// Its parity past the tree, in DATA too, and again over both.
 	fecOpts := func(o *FormatOptions) { o.FECDevice, o.FECOffset = data, offset+32768 }
@@ -203,8 +203,8 @@ func TestFormatInDataFECOnly(t *testing.T) {
 	opts := fixedOptions()
 	opts.FECDevice, opts.FECOffset = data, 16*4096
 	_, err := Format(context.Background(), data, filepath.Join(dir, "h"), opts)
-	e := fmtWantError(t, err, KindRefused, "", "a non-zero byte at 65536, at or past --fec-offset 65536")
-	if !strings.Contains(e.Hint, "--fec-offset=69632") || !strings.Contains(e.Hint, "--force") {
+	e := fmtWantError(t, err, KindRefused, "", "a non-zero byte at 65536, at or past FormatOptions.FECOffset 65536")
+	if !strings.Contains(e.Hint, "FormatOptions.FECOffset=69632") || !strings.Contains(e.Hint, "FormatOptions.Force") {
 		t.Errorf("hint %q", e.Hint)
 	}
 	if !bytes.Equal(fmtRead(t, data), b) {
@@ -333,7 +333,7 @@ func TestFormatKeptFECRefusesUserBytes(t *testing.T) {
 	opts.FECDevice, opts.FECOffset = fecPath, 1<<20-8192 // the parity is two blocks: the file's last
 	hash := filepath.Join(dir, "h")
 	_, err := Format(context.Background(), data, hash, opts)
-	fmtWantError(t, err, KindRefused, "", "--fec-device "+fecPath+" holds a non-zero byte at 1040384, where the error correction would go")
+	fmtWantError(t, err, KindRefused, "", "FormatOptions.FECDevice "+fecPath+" holds a non-zero byte at 1040384, where the error correction would go")
 	if !bytes.Equal(fmtRead(t, fecPath), user) {
 		t.Fatal("the FEC file changed")
 	}

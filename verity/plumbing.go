@@ -1,6 +1,7 @@
 package verity
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 
@@ -100,8 +101,14 @@ func openCreatedInPlace(path, role string, created *[]string) (*output, error) {
 	return newOutput(safefile.OpenCreatedInPlace(path, role, created))
 }
 
+// openSmallOutput opens a small output of Format's (see safefile.OpenSmall);
+// a foreign file is replaced only with FormatOptions.Force.
 func openSmallOutput(path, role, what string, foreign func(string, fs.FileInfo) string, force bool, note func(string)) (*output, error) {
-	return newOutput(safefile.OpenSmall(path, role, what, foreign, force, note))
+	o, err := newOutput(safefile.OpenSmall(path, role, what, foreign, force, note))
+	if e, ok := err.(*Error); ok && errors.Is(err, safefile.ErrForeign) {
+		e.Hint = "name another file, or add FormatOptions.Force to replace it"
+	}
+	return o, err
 }
 
 func (o *output) size() (uint64, error) { return o.s.Size() }

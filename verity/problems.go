@@ -51,7 +51,7 @@ func (sp *problemSpool) add(p *merkle.CorruptionError) {
 	if sp.file == nil {
 		f, err := os.CreateTemp("", "veritycheck-problems-*")
 		if err != nil {
-			sp.err = errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with --max-problems",
+			sp.err = errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with VerifyOptions.MaxProblems",
 				"more corrupted blocks to list than fit in memory, and no temporary file for them: %v", err)
 			return
 		}
@@ -67,7 +67,7 @@ func (sp *problemSpool) add(p *merkle.CorruptionError) {
 	n += binary.PutUvarint(rec[n:], uint64(len(p.Reason)))
 	sp.w.Write(rec[:n])
 	if _, err := sp.w.WriteString(p.Reason); err != nil {
-		sp.err = errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with --max-problems", "keeping the list of corrupted blocks in a temporary file: %w", err)
+		sp.err = errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with VerifyOptions.MaxProblems", "keeping the list of corrupted blocks in a temporary file: %w", err)
 	}
 }
 
@@ -81,7 +81,7 @@ func (sp *problemSpool) reader() (func() (*merkle.CorruptionError, error), error
 	var r *bufio.Reader
 	if sp.file != nil {
 		if err := sp.w.Flush(); err != nil {
-			return nil, errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with --max-problems", "keeping the list of corrupted blocks in a temporary file: %w", err)
+			return nil, errorf(KindIO, "set TMPDIR to a directory with room, or list fewer with VerifyOptions.MaxProblems", "keeping the list of corrupted blocks in a temporary file: %w", err)
 		}
 		r = bufio.NewReaderSize(io.NewSectionReader(sp.file, 0, 1<<62), 64<<10)
 	}

@@ -141,7 +141,7 @@ func signedInstead(sd *pkcs7.SignedData, root []byte, trusted []*x509.Certificat
 		{string(root), "the binary root hash"},
 	} {
 		if _, err := sd.Verify([]byte(c.content), trusted); err == nil {
-			return fmt.Sprintf("it signs %s: the kernel checks it over the root hash in lower case hex and nothing else; sign that: printf %%s %s | openssl smime -sign ... (or veritygen --root-hash-signature)", c.what, lower)
+			return fmt.Sprintf("it signs %s: the kernel checks it over the root hash in lower case hex and nothing else; sign that: printf %%s %s | openssl smime -sign ... (or Format with FormatOptions.Sign)", c.what, lower)
 		}
 	}
 	return ""
@@ -159,11 +159,11 @@ func signatureError(err error, hint string) error {
 		return errorf(KindUntrusted, hint, "the root hash signature does not verify: %v", err)
 	case pkcs7.Untrusted:
 		if hint == "" {
-			hint = "give the certificate the kernel's keyring holds for it (--sign-cert), or its CA's"
+			hint = "give the certificate the kernel's keyring holds for it (VerifyRootHashSignature.trusted), or its CA's"
 		}
 		return errorf(KindUntrusted, hint, "the root hash signature is not trusted: %v", err)
 	}
-	return errorf(KindInput, "make it with openssl smime -sign -noattr -binary -outform der (or veritygen --root-hash-signature)",
+	return errorf(KindInput, "make it with openssl smime -sign -noattr -binary -outform der (or Format with FormatOptions.Sign)",
 		"the root hash signature cannot be checked: %v", err)
 }
 
@@ -310,15 +310,15 @@ func (s *RootHashSigning) check(rootFile string) error {
 	}
 	switch {
 	case s.Signer == nil || s.Certificate == nil:
-		return paramErrorf("Sign", "give --sign-key KEY.pem and --sign-cert CERT.pem", "signing the root hash needs a key and its certificate")
+		return paramErrorf("Sign", "set RootHashSigning.Signer and RootHashSigning.Certificate", "signing the root hash needs a key and its certificate")
 	case s.SignatureFile == "" && s.JSONFile == "":
-		return paramErrorf("Sign", "give --root-hash-signature=FILE or --root-hash-signature-json=FILE", "a key to sign the root hash with, but no file to write the signature to")
+		return paramErrorf("Sign", "set RootHashSigning.SignatureFile or RootHashSigning.JSONFile", "a key to sign the root hash with, but no file to write the signature to")
 	case s.SignatureFile != "" && s.SignatureFile == s.JSONFile:
-		return paramErrorf("Sign", "name a file of its own for each", "--root-hash-signature and --root-hash-signature-json are both %s", s.SignatureFile)
+		return paramErrorf("Sign", "name a file of its own for each", "RootHashSigning.SignatureFile and RootHashSigning.JSONFile are both %s", s.SignatureFile)
 	case s.SignatureFile != "" && s.SignatureFile == rootFile:
-		return paramErrorf("Sign", "name a file of its own for each", "--root-hash-signature %s is also --root-hash-file", s.SignatureFile)
+		return paramErrorf("Sign", "name a file of its own for each", "RootHashSigning.SignatureFile %s is also FormatOptions.RootHashFile", s.SignatureFile)
 	case s.JSONFile != "" && s.JSONFile == rootFile:
-		return paramErrorf("Sign", "name a file of its own for each", "--root-hash-signature-json %s is also --root-hash-file", s.JSONFile)
+		return paramErrorf("Sign", "name a file of its own for each", "RootHashSigning.JSONFile %s is also FormatOptions.RootHashFile", s.JSONFile)
 	}
 	if s.Hash != 0 {
 		if _, err := ParseSigningHash(pkcs7.HashName(s.Hash)); err != nil {
@@ -340,14 +340,14 @@ func (s *RootHashSigning) openOutputs(force bool, note func(string)) (sig, sigJS
 		return nil, nil, nil
 	}
 	if s.SignatureFile != "" {
-		sig, err = openSmallOutput(s.SignatureFile, "--root-hash-signature", "a root hash signature (DER PKCS#7)",
+		sig, err = openSmallOutput(s.SignatureFile, "RootHashSigning.SignatureFile", "a root hash signature (DER PKCS#7)",
 			foreignUnlessSized(looksLikePKCS7, pkcs7.MaxSize), force, note)
 		if err != nil {
 			return nil, nil, err
 		}
 	}
 	if s.JSONFile != "" {
-		sigJSON, err = openSmallOutput(s.JSONFile, "--root-hash-signature-json", "a signature JSON",
+		sigJSON, err = openSmallOutput(s.JSONFile, "RootHashSigning.JSONFile", "a signature JSON",
 			foreignUnlessSized(looksLikeSignatureJSON, maxSignatureFile), force, note)
 		if err != nil {
 			if sig != nil {
@@ -377,7 +377,7 @@ func foreignUnlessSized(ours func([]byte) bool, max int64) func(string, fs.FileI
 func (w *formatOutputs) writeRootOutputs(root []byte, s *RootHashSigning) (sig []byte, what string, err error) {
 	if w.root != nil {
 		if err := w.root.writeRootHash(hex.EncodeToString(root)); err != nil {
-			return nil, "--root-hash-file", err
+			return nil, "FormatOptions.RootHashFile", err
 		}
 	}
 	if s == nil {
@@ -388,12 +388,12 @@ func (w *formatOutputs) writeRootOutputs(root []byte, s *RootHashSigning) (sig [
 	}
 	if w.sig != nil {
 		if err := w.sig.writeAll(sig); err != nil {
-			return nil, "--root-hash-signature", err
+			return nil, "RootHashSigning.SignatureFile", err
 		}
 	}
 	if w.sigJSON != nil {
 		if err := w.sigJSON.writeAll(RootHashSignatureJSON(root, sig, s.Certificate)); err != nil {
-			return nil, "--root-hash-signature-json", err
+			return nil, "RootHashSigning.JSONFile", err
 		}
 	}
 	return sig, "", nil

@@ -99,19 +99,19 @@ func TestLoadSigningKey(t *testing.T) {
 		t.Fatalf("%v, %v", c, err)
 	}
 	_, _, err := LoadSigningKey(ctx, key, other)
-	fmtWantError(t, err, KindInput, "", "--sign-key "+key+" is not the key of --sign-cert "+other+" (CN=b,O=veritytree tests)")
+	fmtWantError(t, err, KindInput, "", "signing key "+key+" is not the key of certificate "+other+" (CN=b,O=veritytree tests)")
 	_, _, err = LoadSigningKey(ctx, cert, cert)
-	fmtWantError(t, err, KindInput, "", "--sign-key "+cert+": no private key in it, only CERTIFICATE")
+	fmtWantError(t, err, KindInput, "", "signing key "+cert+": no private key in it, only CERTIFICATE")
 	_, _, err = LoadSigningKey(ctx, key, key)
-	fmtWantError(t, err, KindInput, "", "--sign-cert "+key+": no certificate in it")
+	fmtWantError(t, err, KindInput, "", "certificate "+key+": no certificate in it")
 	_, _, err = LoadSigningKey(ctx, filepath.Join(d, "missing.pem"), cert)
-	fmtWantError(t, err, KindIO, "", "reading --sign-key "+filepath.Join(d, "missing.pem")+": no such file or directory")
+	fmtWantError(t, err, KindIO, "", "reading signing key "+filepath.Join(d, "missing.pem")+": no such file or directory")
 	big := filepath.Join(d, "big.pem")
 	if err := os.WriteFile(big, make([]byte, maxKeyFile+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = LoadSigningKey(ctx, big, cert)
-	fmtWantError(t, err, KindInput, "", "--sign-key "+big+" is larger than 65536 bytes")
+	fmtWantError(t, err, KindInput, "", "signing key "+big+" is larger than 65536 bytes")
 }
 
 // TestSignVerifyRootHash: what SignRootHash makes, VerifyRootHashSignature
@@ -335,8 +335,8 @@ func TestFormatSignChecksFirst(t *testing.T) {
 		{&RootHashSigning{Signer: key, Certificate: cert}, "", "no file to write the signature to"},
 		{&RootHashSigning{Signer: key, SignatureFile: p}, "", "needs a key and its certificate"},
 		{&RootHashSigning{Signer: key, Certificate: otherCert, SignatureFile: p}, "", "the key is not the key of the certificate"},
-		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, JSONFile: p}, "", "--root-hash-signature and --root-hash-signature-json are both"},
-		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: p}, p, "--root-hash-signature-json " + p + " is also --root-hash-file"},
+		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, JSONFile: p}, "", "RootHashSigning.SignatureFile and RootHashSigning.JSONFile are both"},
+		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: p}, p, "RootHashSigning.JSONFile " + p + " is also FormatOptions.RootHashFile"},
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, SignOptions: SignOptions{Hash: crypto.SHA224}}, "", "digest \"sha224\" is not one of"},
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: filepath.Join(d, "h")}, "", "--root-hash-signature " + filepath.Join(d, "h") + " is HASH: the signature would replace the tree"},
 		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: data}, "", "--root-hash-signature-json " + data + " is DATA: the signature JSON would replace the image"},

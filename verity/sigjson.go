@@ -104,7 +104,7 @@ func ParseRootHashSignatureJSON(b []byte) (*SignatureJSON, error) {
 }
 
 func jsonError(msg string) error {
-	return errorf(KindInput, "systemd's signature JSON is {\"rootHash\":HEX,\"certificateFingerprint\":HEX,\"signature\":BASE64}, as veritygen --root-hash-signature-json writes it",
+	return errorf(KindInput, "systemd's signature JSON is {\"rootHash\":HEX,\"certificateFingerprint\":HEX,\"signature\":BASE64}, as Format with RootHashSigning.JSONFile writes it",
 		"signature JSON: %s", msg)
 }
 

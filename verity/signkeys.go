@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,8 +19,13 @@ const (
 )
 
 // decryptHint says how to give an encrypted key without writing it
-// decrypted to disk: through a pipe, which the key flags read.
-const decryptHint = "decrypt it into a pipe, which keeps it off the disk: --sign-key=<(openssl pkey -in KEY.pem)"
+// decrypted to disk: through a pipe, which ReadSigningKey reads.
+const decryptHint = "decrypt it into a pipe, which keeps it off the disk, and read the key from there: <(openssl pkey -in KEY.pem)"
+
+// ErrKeyEncrypted is what the KindInput error for an encrypted private
+// key matches (errors.Is): its message says so, its hint how to decrypt
+// it without writing it to disk.
+var ErrKeyEncrypted = errors.New("verity: the private key is encrypted")
 
 // ParseSigningKey decodes a private key in PEM, unencrypted, to sign root
 // hashes with: PKCS#8 (BEGIN PRIVATE KEY), PKCS#1 (BEGIN RSA PRIVATE KEY)
@@ -50,7 +56,9 @@ func ParseSigningKey(pemBytes []byte) (crypto.Signer, error) {
 // parseKeyBlock decodes blk if it is a private key (ok).
 func parseKeyBlock(blk *pem.Block) (key crypto.Signer, ok bool, err error) {
 	if blk.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(blk.Headers["Proc-Type"], "ENCRYPTED") {
-		return nil, true, errorf(KindInput, decryptHint, "the private key is encrypted")
+		e := causedErrorf(KindInput, ErrKeyEncrypted, "the private key is encrypted")
+		e.Hint = decryptHint
+		return nil, true, e
 	}
 	var k any
 	switch blk.Type {
@@ -114,34 +122,46 @@ func ParseCertificates(b []byte) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// LoadSigningKey reads the private key at keyPath (see ParseSigningKey)
+// LoadSigningKey reads the private key at keyPath (see ReadSigningKey)
 // and its certificate at certPath (the first of a PEM bundle, or DER),
 // and checks that the key is the certificate's. Either path may be a pipe
-// (bash's <(...)); ctx ends the wait for its writer.
+// (bash's <(...)); ctx ends the wait for its writer. Errors name the
+// files "signing key" and "certificate".
 func LoadSigningKey(ctx context.Context, keyPath, certPath string) (crypto.Signer, *x509.Certificate, error) {
-	b, err := readSigningInput(ctx, "--sign-key", keyPath, maxKeyFile)
+	key, err := ReadSigningKey(ctx, "signing key", keyPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := ParseSigningKey(b)
-	if err != nil {
-		return nil, nil, withHint(KindInput, fmt.Errorf("--sign-key %s: %w", keyPath, err), HintOf(err))
-	}
-	certs, err := LoadCertificates(ctx, "--sign-cert", certPath)
+	certs, err := LoadCertificates(ctx, "certificate", certPath)
 	if err != nil {
 		return nil, nil, err
 	}
 	cert := certs[0]
 	if err := pkcs7.SameKey(key.Public(), cert); err != nil {
 		return nil, nil, errorf(KindInput, "give the certificate made for this key: openssl req -x509 -key "+keyPath+" ...",
-			"--sign-key %s is not the key of --sign-cert %s (%s)", keyPath, certPath, cert.Subject)
+			"signing key %s is not the key of certificate %s (%s)", keyPath, certPath, cert.Subject)
 	}
 	return key, cert, nil
 }
 
+// ReadSigningKey reads the private key at path (see ParseSigningKey),
+// which may be a pipe (bash's <(...)); ctx ends the wait for its writer.
+// role names the file in errors (a command line's flag, say).
+func ReadSigningKey(ctx context.Context, role, path string) (crypto.Signer, error) {
+	b, err := readSigningInput(ctx, role, path, maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ParseSigningKey(b)
+	if err != nil {
+		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), HintOf(err))
+	}
+	return key, nil
+}
+
 // LoadCertificates reads the certificates at path (a PEM bundle, or one in
 // DER; see ParseCertificates); role names the path in errors (e.g.
-// "--sign-cert").
+// "trusted certificate", or a command line's flag).
 func LoadCertificates(ctx context.Context, role, path string) ([]*x509.Certificate, error) {
 	b, err := readSigningInput(ctx, role, path, maxCertFile)
 	if err != nil {

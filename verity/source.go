@@ -109,7 +109,7 @@ func sparseErrorText(role, path string, err error) *Error {
 	}
 	switch {
 	case errors.Is(err, sparse.ErrFormat):
-		return errorf(KindInput, "if "+role+" is a raw image that merely starts with the sparse magic (0xed26ff3a), add --raw",
+		return errorf(KindInput, "if "+role+" is a raw image that merely starts with the sparse magic (0xed26ff3a), add SourceOptions.Raw",
 			"%s %s is a malformed Android sparse image: %s", role, path, msg)
 	case errors.Is(err, sparse.ErrChecksum):
 		return errorf(KindInput, "the sparse image is damaged; make it again (img2simg) or fetch it again",

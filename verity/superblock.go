@@ -38,7 +38,7 @@ func ReadSuperblock(hashPath string, offset uint64) (*merkle.Geometry, error) {
 // read, before its hash block size is known.
 func checkSuperblockOffset(offset uint64) error {
 	if offset%merkle.SuperblockSize != 0 {
-		return paramErrorf("HashOffset", "", "--hash-offset %d is not a multiple of 512", offset)
+		return paramErrorf("HashOffset", "", "TreeOptions.HashOffset %d is not a multiple of 512", offset)
 	}
 	return checkHashOffset(offset, merkle.MinBlockSize)
 }
@@ -48,16 +48,16 @@ func readSuperblock(hashFile io.ReaderAt, hashPath string, offset uint64) (merkl
 	b := make([]byte, merkle.SuperblockSize)
 	if n, err := hashFile.ReadAt(b, int64(offset)); n < len(b) {
 		if err == nil || err == io.EOF {
-			return merkle.Params{}, errorf(KindInput, "if the tree has no superblock, add --no-superblock and its parameters",
+			return merkle.Params{}, errorf(KindInput, "if the tree has no superblock, add TreeOptions.NoSuperblock and its parameters",
 				"HASH %s ends before a superblock at byte %d", hashPath, offset)
 		}
 		return merkle.Params{}, errorf(KindIO, "", "reading the superblock of %s at byte %d: %v", hashPath, offset, unwrapPath(err))
 	}
 	p, err := merkle.DecodeSuperblock(b)
 	if err != nil {
-		hint := "if the tree was made with --no-superblock, add --no-superblock and its parameters (--hash, --salt, ...)"
+		hint := "if the tree was made with TreeOptions.NoSuperblock, add TreeOptions.NoSuperblock and its parameters (TreeOptions.Hash, TreeOptions.Salt, ...)"
 		if offset == 0 {
-			hint += "\nif the tree is inside the image, give its place with --hash-offset"
+			hint += "\nif the tree is inside the image, give its place with TreeOptions.HashOffset"
 		}
 		if se := (*merkle.SuperblockError)(nil); errors.As(err, &se) && hashes.Unsupported(se.Name) != "" {
 			// A superblock, of a tree made with an algorithm we lack

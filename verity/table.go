@@ -126,11 +126,11 @@ func Table(g *merkle.Geometry, root []byte, fec *FECInfo, opts *TableOptions) (*
 		return nil, err
 	}
 	for _, d := range []struct {
-		field, flag, v string
-		needed         bool
-	}{{"DataDevice", "data-device", o.DataDevice, true}, {"HashDevice", "hash-device", o.HashDevice, true}, {"FECDevice", "fec-device-name", o.FECDevice, fec != nil}} {
+		field, v string
+		needed   bool
+	}{{"DataDevice", o.DataDevice, true}, {"HashDevice", o.HashDevice, true}, {"FECDevice", o.FECDevice, fec != nil}} {
 		if d.needed && d.v == "" {
-			return nil, paramErrorf(d.field, deviceHint(d.flag), "--%s is needed for the table", d.flag)
+			return nil, paramErrorf(d.field, deviceHint(d.field), "TableOptions.%s is needed for the table", d.field)
 		}
 	}
 	return makeBootParams(g, root, &o, fec), nil
@@ -154,19 +154,21 @@ func (o *TableOptions) Check() error {
 			return paramErrorf("RootHashSigKey", "", "the root hash signature's key description %q %v", o.RootHashSigKey, err)
 		}
 	}
-	for _, d := range []struct{ field, flag, v string }{{"DataDevice", "data-device", o.DataDevice}, {"HashDevice", "hash-device", o.HashDevice}, {"FECDevice", "fec-device-name", o.FECDevice}} {
+	for _, d := range []struct{ field, v string }{{"DataDevice", o.DataDevice}, {"HashDevice", o.HashDevice}, {"FECDevice", o.FECDevice}} {
 		if d.v == "" {
 			continue
 		}
 		if err := CheckDeviceName(d.v); err != nil {
-			return paramErrorf(d.field, deviceHint(d.flag), "--%s %q %v", d.flag, d.v, err)
+			return paramErrorf(d.field, deviceHint(d.field), "TableOptions.%s %q %v", d.field, d.v, err)
 		}
 	}
 	return nil
 }
 
-func deviceHint(flag string) string {
-	return "e.g. --" + flag + "=/dev/sda1, --" + flag + "=8:1 or --" + flag + "=PARTUUID=<uuid>"
+// deviceHint is the hint for a device name of TableOptions' field.
+func deviceHint(field string) string {
+	o := "TableOptions." + field
+	return "e.g. " + o + "=/dev/sda1, " + o + "=8:1 or " + o + "=PARTUUID=<uuid>"
 }
 
 // badNameChars are the characters a device name or dm name cannot hold:
@@ -199,12 +201,12 @@ func CheckDeviceName(name string) error {
 }
 
 func checkDMName(s string) error {
-	hint := "e.g. --dm-name=vroot"
+	hint := "e.g. TableOptions.DMName=vroot"
 	if err := CheckDeviceName(s); err != nil {
-		return paramErrorf("DMName", hint, "--dm-name %q %v", s, err)
+		return paramErrorf("DMName", hint, "TableOptions.DMName %q %v", s, err)
 	}
 	if len(s) > 31 {
-		return paramErrorf("DMName", hint, "--dm-name %q is %d characters; the kernel's dm= parser keeps 31", s, len(s))
+		return paramErrorf("DMName", hint, "TableOptions.DMName %q is %d characters; the kernel's dm= parser keeps 31", s, len(s))
 	}
 	return nil
 }

@@ -139,12 +139,12 @@ func TestTableErrors(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{"no data device", TableOptions{HashDevice: "/dev/b"}, nil, "DataDevice", "--data-device is needed for the table"},
-		{"no hash device", TableOptions{DataDevice: "/dev/a"}, nil, "HashDevice", "--hash-device is needed for the table"},
-		{"no FEC device", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b"}, &FECInfo{Roots: 2}, "FECDevice", "--fec-device-name is needed"},
-		{"space", TableOptions{DataDevice: "/dev/a b", HashDevice: "/dev/b"}, nil, "DataDevice", `--data-device "/dev/a b" contains ' '`},
+		{"no data device", TableOptions{HashDevice: "/dev/b"}, nil, "DataDevice", "TableOptions.DataDevice is needed for the table"},
+		{"no hash device", TableOptions{DataDevice: "/dev/a"}, nil, "HashDevice", "TableOptions.HashDevice is needed for the table"},
+		{"no FEC device", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b"}, &FECInfo{Roots: 2}, "FECDevice", "TableOptions.FECDevice is needed"},
+		{"space", TableOptions{DataDevice: "/dev/a b", HashDevice: "/dev/b"}, nil, "DataDevice", `TableOptions.DataDevice "/dev/a b" contains ' '`},
 		{"byte 0xA0", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/\u0920"}, nil, "HashDevice", "contains the byte 0xa0 (at 7)"},
-		{"comma in the dm name", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b", DMName: "a,b"}, nil, "DMName", `--dm-name "a,b" contains ','`},
+		{"comma in the dm name", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b", DMName: "a,b"}, nil, "DMName", `TableOptions.DMName "a,b" contains ','`},
 		{"long dm name", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b", DMName: strings.Repeat("n", 32)}, nil, "DMName", "the kernel's dm= parser keeps 31"},
 		{"mode", TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b", OnCorruption: 9}, nil, "OnCorruption", "unknown corruption mode 9"},
 	} {

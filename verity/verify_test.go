@@ -127,7 +127,7 @@ func TestVerifyChecksOptionsFirst(t *testing.T) {
 		msg   string
 	}{
 		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 18446744073709551104}}, "HashOffset", "--hash-offset 18446744073709551104 is too large: at most 9223372036854774784"},
-		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 100}}, "HashOffset", "--hash-offset 100 is not a multiple of 512"},
+		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 100}}, "HashOffset", "TreeOptions.HashOffset 100 is not a multiple of 512"},
 		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true, Salt: []byte{1}, HashOffset: 18446744073709551104}}, "HashOffset", "at most 9223372036854771200"},
 		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, "Salt", "--no-superblock needs --salt"},
 		{VerifyOptions{TreeOptions: TreeOptions{Hash: "sha1"}}, "Hash", "--hash given, but the parameters come from HASH's superblock"},

@@ -10,6 +10,8 @@ import "strings"
 type Spelling struct{ r *strings.Replacer }
 
 // NewSpelling returns the Spelling of pairs: Go name, flag, Go name, flag...
+// A name that another starts with must come after it (Append after
+// AppendFEC): at each place the first that matches is taken.
 func NewSpelling(pairs ...string) Spelling { return Spelling{strings.NewReplacer(pairs...)} }
 
 // Say returns s with each option's Go name as the front's flag.
@@ -20,21 +22,58 @@ func (sp Spelling) Say(s string) string {
 	return sp.r.Replace(s)
 }
 
-// Flags is how veritygen and veritycheck spell the library's options (and
-// what Report and ReportJSON print). A name that another starts with
-// comes after it (Append after AppendFEC): the first that matches is taken.
-var Flags = NewSpelling(
+// SharedFlags are the Go names of the options that veritygen, veritycheck
+// and veritysetup all take, with the flag all three spell them as
+// (veritysetup's): pairs for NewSpelling.
+var SharedFlags = []string{
 	"TreeOptions.DataBlockSize", "--data-block-size",
 	"TreeOptions.HashBlockSize", "--hash-block-size",
-	"VerifyOptions.Repair", "--repair",
+	"TreeOptions.HashOffset", "--hash-offset",
+	"TreeOptions.Hash", "--hash",
+	"TreeOptions.DataBlocks", "--data-blocks",
+	"TreeOptions.LegacyFormat=true", "--format=0",
+	"TreeOptions.LegacyFormat=false", "--format=1",
+	"TreeOptions.LegacyFormat", "--format",
+	"TreeOptions.NoSuperblock", "--no-superblock",
+	"TreeOptions.Salt=[]byte{}", "--salt=-",
+	"TreeOptions.Salt", "--salt",
 	"FormatOptions.FECRoots", "--fec-roots",
 	"VerifyOptions.FECRoots", "--fec-roots",
-	"RepairOptions.Roots", "--fec-roots",
 	"FormatOptions.FECOffset", "--fec-offset",
 	"VerifyOptions.FECOffset", "--fec-offset",
 	"FormatOptions.FECDevice", "--fec-device",
 	"VerifyOptions.FECDevice", "--fec-device",
+	"FormatOptions.RootHashFile", "--root-hash-file",
+}
+
+// Flags is how veritygen and veritycheck spell the library's options (and
+// what Report and ReportJSON print): SharedFlags, their own flags, and the
+// words they say where a Go caller would call a verb (the avbtool front,
+// which reports through Report too, keeps the avb package's references
+// to avbtool's options).
+var Flags = NewSpelling(append([]string{
+	"VerifyOptions.Repair", "--repair",
+	"VerifyOptions.MaxProblems", "--max-problems",
+	"RepairOptions.Roots", "--fec-roots",
 	"FormatOptions.AppendFEC", "--fec",
 	"FormatOptions.Append", "--append",
 	"FormatOptions.OriginalSize", "--data-size",
-)
+	"FormatOptions.Force", "--force",
+	"SourceOptions.Raw", "--raw",
+	"Format with FormatOptions.Sign", "veritygen --root-hash-signature",
+	"Format with RootHashSigning.JSONFile", "veritygen --root-hash-signature-json",
+	"RootHashSigning.SignatureFile", "--root-hash-signature",
+	"RootHashSigning.JSONFile", "--root-hash-signature-json",
+	"RootHashSigning.Signer", "--sign-key",
+	"RootHashSigning.Certificate", "--sign-cert",
+	"VerifyRootHashSignature.trusted", "--sign-cert",
+	"TableOptions.DataDevice", "--data-device",
+	"TableOptions.HashDevice", "--hash-device",
+	"TableOptions.FECDevice", "--fec-device-name",
+	"TableOptions.DMName", "--dm-name",
+	"DeactivateOptions.Deferred", "--deferred",
+	"verity.Deactivate", "veritysetup close",
+	"HashtreeFooterOptions.SetupAsRootfsFromKernel", "the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
+	"HashFooterOptions.DynamicPartitionSize", "a dynamic partition size (avbtool's --dynamic_partition_size)",
+	"HashtreeFooterOptions.NoHashtree", "avbtool --no_hashtree",
+}, SharedFlags...)...)

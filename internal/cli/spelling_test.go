@@ -26,3 +26,20 @@ func TestFlagsSpelling(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// The tree parameters' Go names come out as the flags that share a
+// prefix, the longest first, and a diagnosis's Go assignments as the
+// flags' values (LegacyFormat=true is --format=0, an empty salt -).
+func TestSharedFlagsSpelling(t *testing.T) {
+	for _, sp := range []Spelling{Flags, NewSpelling(SharedFlags...)} {
+		got := sp.Say("TreeOptions.Hash=sha1 TreeOptions.HashOffset=4096 TreeOptions.HashBlockSize=1024 TreeOptions.LegacyFormat=true " +
+			"TreeOptions.LegacyFormat=false TreeOptions.Salt=[]byte{} TreeOptions.Salt=4f2a; TreeOptions.NoSuperblock needs TreeOptions.Salt")
+		want := "--hash=sha1 --hash-offset=4096 --hash-block-size=1024 --format=0 --format=1 --salt=- --salt=4f2a; --no-superblock needs --salt"
+		if got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+	if got := Flags.Say("add FormatOptions.Force (or Format with FormatOptions.Sign); RootHashSigning.JSONFile; close it first (verity.Deactivate vroot)"); got != "add --force (or veritygen --root-hash-signature); --root-hash-signature-json; close it first (veritysetup close vroot)" {
+		t.Errorf("got %s", got)
+	}
+}

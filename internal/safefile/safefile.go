@@ -32,6 +32,11 @@ var (
 	// ErrNotFile: the input is a directory, a socket, a block device or
 	// something else that is not a file, a pipe or a character device.
 	ErrNotFile = errors.New("not a file")
+	// ErrForeign: an existing output does not look like what the caller
+	// writes there, and replacing it was not forced. The hint names the
+	// command lines' --force; a caller with its own name for forcing
+	// gives its own hint.
+	ErrForeign = errors.New("not an output of ours")
 )
 
 // tooLarge is ErrTooLarge with the limit, for the message.

@@ -356,9 +356,9 @@ func writeAVBJSON(w io.Writer, aj *avbJSON, err error, hint string) error {
 		AVB      *avbJSON `json:"avb"`
 		Error    string   `json:"error,omitempty"`
 		Hint     string   `json:"hint,omitempty"`
-	}{Verified: err == nil, AVB: aj, Hint: hint}
+	}{Verified: err == nil, AVB: aj, Hint: cli.Flags.Say(hint)}
 	if err != nil {
-		out.Error = err.Error()
+		out.Error = cli.Flags.Say(err.Error())
 	}
 	return cli.WriteJSON(w, out)
 }

@@ -626,7 +626,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
 		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport}
 	if d := res.RootDiagnosis; d != nil {
-		out.RootHint = d.Hint
+		out.RootHint = cli.Flags.Say(d.Hint)
 	}
 	if res.FEC != nil {
 		out.repairJSON = newRepairJSON(res.FEC, rp, res.Repaired, o.maxProblems)

@@ -2,13 +2,17 @@ package veritygen
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/pkcs7"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -88,12 +92,34 @@ func (s *signFlags) signing(ctx context.Context) (*verity.RootHashSigning, error
 	if err != nil {
 		return nil, cli.WithHint(fmt.Errorf("--sign-digest: %w", err), verity.HintOf(err))
 	}
-	key, cert, err := verity.LoadSigningKey(ctx, s.key, s.cert)
+	key, cert, err := s.load(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &verity.RootHashSigning{Signer: key, Certificate: cert, SignOptions: verity.SignOptions{Hash: h, EmbedCertificate: s.embedCert},
 		SignatureFile: s.out, JSONFile: s.jsonOut}, nil
+}
+
+// load reads --sign-key and --sign-cert, as the library's LoadSigningKey
+// does, with the files named by their flags and the hints in flags.
+func (s *signFlags) load(ctx context.Context) (crypto.Signer, *x509.Certificate, error) {
+	key, err := verity.ReadSigningKey(ctx, "--sign-key", s.key)
+	if errors.Is(err, verity.ErrKeyEncrypted) {
+		return nil, nil, cli.WithHint(err, "decrypt it into a pipe, which keeps it off the disk: --sign-key=<(openssl pkey -in KEY.pem)")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	certs, err := verity.LoadCertificates(ctx, "--sign-cert", s.cert)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert := certs[0]
+	if pkcs7.SameKey(key.Public(), cert) != nil {
+		return nil, nil, cli.Errorf("give the certificate made for this key: openssl req -x509 -key "+s.key+" ...",
+			"--sign-key %s is not the key of --sign-cert %s (%s)", s.key, s.cert, cert.Subject)
+	}
+	return key, cert, nil
 }
 
 // signResult is what the report says of the signature.

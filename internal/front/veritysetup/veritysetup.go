@@ -250,26 +250,27 @@ func (o *options) parse(args []string) error {
 	return nil
 }
 
-// parseError words pflag's errors as popt's.
+// parseError words pflag's errors as popt's, from their types: the
+// option as given, then what is wrong with it.
 func parseError(err error) error {
-	msg := err.Error()
+	var ne *pflag.NotExistError
+	var vr *pflag.ValueRequiredError
 	switch {
-	case strings.HasPrefix(msg, "unknown flag: "):
-		return usageOnly(strings.TrimPrefix(msg, "unknown flag: ") + ": unknown option")
-	case strings.HasPrefix(msg, "unknown shorthand flag: "):
-		// "unknown shorthand flag: 'q' in -q"
-		if i := strings.LastIndex(msg, " in "); i >= 0 {
-			return usageOnly(msg[i+4:] + ": unknown option")
-		}
-	case strings.HasPrefix(msg, "flag needs an argument: "):
-		name := strings.TrimPrefix(msg, "flag needs an argument: ")
-		name = strings.Trim(name, "'")
-		if !strings.HasPrefix(name, "-") {
-			name = "-" + name
-		}
-		return usageOnly(name + ": missing argument")
+	case errors.As(err, &ne):
+		return usageOnly(given(ne.GetSpecifiedName(), ne.GetSpecifiedShortnames()) + ": unknown option")
+	case errors.As(err, &vr):
+		return usageOnly(given(vr.GetSpecifiedName(), vr.GetSpecifiedShortnames()) + ": missing argument")
 	}
-	return usageOnly(msg)
+	return usageOnly(err.Error())
+}
+
+// given is an option as the command line gave it: --name, or the
+// shorthands from this one on (-q of -vq, as pflag reports them).
+func given(name, shorthands string) string {
+	if shorthands != "" {
+		return "-" + shorthands
+	}
+	return "--" + name
 }
 
 // usageOnly is popt's own error: the short usage, then the message as
@@ -743,17 +744,9 @@ func fromLibrary(err error) *failure {
 	return &failure{code: code, lines: []string{flags.Say(err.Error()) + "."}}
 }
 
-// flags is how veritysetup spells the library's options.
-var flags = cli.NewSpelling(
-	"TreeOptions.DataBlockSize", "--data-block-size",
-	"TreeOptions.HashBlockSize", "--hash-block-size",
-	"FormatOptions.FECRoots", "--fec-roots",
-	"VerifyOptions.FECRoots", "--fec-roots",
-	"FormatOptions.FECOffset", "--fec-offset",
-	"VerifyOptions.FECOffset", "--fec-offset",
-	"FormatOptions.FECDevice", "--fec-device",
-	"VerifyOptions.FECDevice", "--fec-device",
-)
+// flags is how veritysetup spells the library's options: as veritygen
+// and veritycheck spell the ones it shares with them.
+var flags = cli.NewSpelling(cli.SharedFlags...)
 
 func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	offset, err := number(o.hashOffset)
