@@ -1,0 +1,293 @@
+package avb_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/verity"
+)
+
+// devSet writes the vectors' device set (made by avbtool 1.3.0: boot with
+// a hash footer, system and vendor with hashtree footers, vbmeta_system
+// chained with system's descriptors, the top-level vbmeta with boot's and
+// vendor's) into a new directory, and returns it with the cases by name.
+func devSet(t *testing.T) (string, map[string]*vector2) {
+	t.Helper()
+	dir := t.TempDir()
+	cases := map[string]*vector2{}
+	for _, c := range loadVectors2(t) {
+		if !strings.HasPrefix(c.Name, "dev-") {
+			continue
+		}
+		cases[c.Name] = &c
+		switch c.Name {
+		case "dev-boot", "dev-system", "dev-vendor", "dev-vbmeta-system", "dev-vbmeta":
+			for name, out := range c.Outputs {
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), blob(t, out.SHA256), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if len(cases) < 5 {
+		t.Fatalf("%d dev-* cases", len(cases))
+	}
+	return dir, cases
+}
+
+// verdicts is the slot's results as "NAME=RESULT" words: the vbmetas
+// first (vbmeta:NAME), then the partitions, in the order checked.
+func verdicts(r *avb.SlotResult) string {
+	var w []string
+	for _, v := range r.VBMetas {
+		w = append(w, "vbmeta:"+v.Partition+"="+v.Result.String())
+	}
+	for _, p := range r.Partitions {
+		w = append(w, p.Partition+"="+p.Result.String())
+	}
+	return strings.Join(w, " ")
+}
+
+func TestVerifySlotDeviceSet(t *testing.T) {
+	dir, cases := devSet(t)
+	r, err := avb.VerifySlot(context.Background(), filepath.Join(dir, "vbmeta.img"), &avb.SlotImages{Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK"
+	if got := verdicts(r); got != want || r.Result != avb.SlotOK {
+		t.Fatalf("%s (%s), want %s", got, r.Result, want)
+	}
+	for _, p := range r.Partitions {
+		if !p.Checked || p.Err != nil {
+			t.Errorf("%s: checked %v, %v", p.Partition, p.Checked, p.Err)
+		}
+	}
+	// androidboot.vbmeta.digest is what avbtool calculate_vbmeta_digest
+	// printed for the set.
+	if got := hex.EncodeToString(r.VBMetaDigest); got+"\n" != cases["dev-digest"].Stdout || r.VBMetaHashAlg != "sha256" {
+		t.Errorf("vbmeta digest %s %s, avbtool's %q", r.VBMetaHashAlg, got, cases["dev-digest"].Stdout)
+	}
+	// The partitions in avbtool print_partition_digests' order.
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(cases["dev-digests"].Stdout), "\n") {
+		names = append(names, strings.Split(l, ":")[0])
+	}
+	var got []string
+	for _, p := range r.Partitions {
+		got = append(got, p.Partition)
+	}
+	if strings.Join(got, " ") != strings.Join(names, " ") {
+		t.Errorf("partitions %v, avbtool's digests list %v", got, names)
+	}
+	if v := r.VBMetas[1]; !v.Chained || !v.KeyChecked || v.RollbackIndexLocation != 1 || r.VBMetas[0].KeyChecked {
+		t.Errorf("vbmeta_system: chained %v, key checked %v, location %d; top key checked %v", v.Chained, v.KeyChecked, v.RollbackIndexLocation, r.VBMetas[0].KeyChecked)
+	}
+	if r.VBMetaSize != uint64(len(r.VBMetas[0].Image.VBMeta.Raw)+len(r.VBMetas[1].Image.VBMeta.Raw)) || r.VBMetaSize >= 8192 {
+		t.Errorf("vbmeta size %d", r.VBMetaSize)
+	}
+}
+
+// flip inverts the byte at off of the file.
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// descriptorOf returns the image's descriptor for partition (its own
+// footer's vbmeta).
+func hashtreeOf(t *testing.T, path string) *avb.HashtreeDescriptor {
+	t.Helper()
+	img, err := avb.ReadImage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.VBMeta.FirstHashtree()
+}
+
+func TestVerifySlotDamage(t *testing.T) {
+	ctx := context.Background()
+	keyBlob := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(vectorDir, "keys", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		opts   avb.SlotOptions
+		want   string
+		result avb.SlotVerifyResult
+	}{
+		{"boot-byte", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 5000) }, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+		{"boot-past-image", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 22000) }, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+		{"system-data", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "system.img"), 3*4096+7) }, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_VERIFICATION boot=OK vendor=OK", avb.SlotErrorVerification},
+		{"vendor-tree", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "vendor.img")
+			flip(t, p, int64(hashtreeOf(t, p).TreeOffset)+40)
+		}, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=ERROR_VERIFICATION", avb.SlotErrorVerification},
+		{"chain-key-swapped", func(t *testing.T, dir string) {
+			// vbmeta_system signed with the top-level key, not the chain
+			// descriptor's.
+			key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(vectorDir, "keys", "rsa4096.pem"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "vbmeta_system.img")
+			os.Remove(out)
+			if err := avb.MakeVBMetaImage(context.Background(), out, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: key,
+				IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")}, RollbackIndex: 4, RollbackIndexLocation: 1, PaddingSize: 4096}); err != nil {
+				t.Fatal(err)
+			}
+		}, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_PUBLIC_KEY_REJECTED system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
+		{"top-descriptor-digest", func(t *testing.T, dir string) {
+			// A byte of boot's digest in the top-level vbmeta: its hash
+			// no longer matches, and boot no longer matches its digest.
+			p := filepath.Join(dir, "vbmeta.img")
+			b, _ := os.ReadFile(p)
+			d, _ := hex.DecodeString("a087580c09d3ddca0044d069651ea28bc75680a022df5bc34caeb36876f191c8")
+			i := strings.Index(string(b), string(d))
+			if i < 0 {
+				t.Fatal("boot's digest not in vbmeta.img")
+			}
+			flip(t, p, int64(i+3))
+		}, avb.SlotOptions{},
+			"vbmeta:vbmeta=ERROR_VERIFICATION vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+		{"chained-unsigned-part", func(t *testing.T, dir string) {
+			// vbmeta_system's signature: its last byte.
+			p := filepath.Join(dir, "vbmeta_system.img")
+			img, err := avb.ReadImage(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := img.VBMeta.Header
+			flip(t, p, int64(avb.HeaderSize+h.SignatureOffset+h.SignatureSize-1))
+		}, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_VERIFICATION system=OK boot=OK vendor=OK", avb.SlotErrorVerification},
+		{"top-key-given", nil, avb.SlotOptions{Key: keyBlob("rsa4096.avbpubkey")},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+		{"top-key-other", nil, avb.SlotOptions{Key: keyBlob("rsa2048.avbpubkey")},
+			"vbmeta:vbmeta=ERROR_PUBLIC_KEY_REJECTED vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
+		{"rollback-held", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{0: 9, 1: 4}},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+		{"rollback-top", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{0: 10}},
+			"vbmeta:vbmeta=ERROR_ROLLBACK_INDEX vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
+		{"rollback-chained", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{1: 5}},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_ROLLBACK_INDEX system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
+		{"system-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, avb.SlotOptions{},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
+		{"system-missing-allowed", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, avb.SlotOptions{AllowMissing: true},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotOK},
+		{"chained-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "vbmeta_system.img")) }, avb.SlotOptions{AllowMissing: true},
+			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := devSet(t)
+			if tc.damage != nil {
+				tc.damage(t, dir)
+			}
+			r, err := avb.VerifySlot(ctx, filepath.Join(dir, "vbmeta.img"), &avb.SlotImages{Dir: dir}, &tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := verdicts(r); got != tc.want || r.Result != tc.result {
+				t.Errorf("%s (%s), want %s (%s)", got, r.Result, tc.want, tc.result)
+			}
+			for _, v := range r.VBMetas {
+				if (v.Result == avb.SlotOK) != (v.Err == nil) {
+					t.Errorf("vbmeta %s: %s with error %v", v.Partition, v.Result, v.Err)
+				}
+			}
+			for _, p := range r.Partitions {
+				if (p.Result == avb.SlotOK) != (p.Err == nil) {
+					t.Errorf("%s: %s with error %v", p.Partition, p.Result, p.Err)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifySlotTreeCounts(t *testing.T) {
+	dir, _ := devSet(t)
+	flip(t, filepath.Join(dir, "system.img"), 3*4096+7)
+	flip(t, filepath.Join(dir, "system.img"), 9*4096)
+	var seen []string
+	r, err := avb.VerifySlot(context.Background(), filepath.Join(dir, "vbmeta.img"), &avb.SlotImages{Dir: dir}, &avb.SlotOptions{
+		MaxProblems: -1,
+		OnTree: func(p *avb.SlotPartition, res *verity.VerifyResult) error {
+			for pr, err := range res.Problems() {
+				if err != nil {
+					return err
+				}
+				seen = append(seen, p.Partition+":"+strconv.FormatUint(pr.Index, 10))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := r.Partitions[0]
+	if sys.Partition != "system" || sys.Tree == nil || sys.Tree.CorruptDataBlocks != 2 || sys.Tree.CorruptHashBlocks != 0 {
+		t.Fatalf("system: %+v", sys)
+	}
+	if strings.Join(seen, " ") != "system:3 system:9" {
+		t.Errorf("problems seen %v", seen)
+	}
+}
+
+// A vbmeta image alone: the vbmeta is checked, the partitions are missing.
+func TestVerifySlotVBMetaAlone(t *testing.T) {
+	dir, _ := devSet(t)
+	top := filepath.Join(dir, "vbmeta.img")
+	r, err := avb.VerifySlot(context.Background(), top, &avb.SlotImages{}, &avb.SlotOptions{AllowMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_IO boot=ERROR_IO vendor=ERROR_IO"
+	if got := verdicts(r); got != want || r.Result != avb.SlotErrorIO {
+		t.Errorf("%s (%s), want %s", got, r.Result, want)
+	}
+	for _, p := range r.Partitions {
+		if !p.Missing || !errors.Is(p.Err, avb.ErrNoImage) {
+			t.Errorf("%s: missing %v, %v", p.Partition, p.Missing, p.Err)
+		}
+	}
+	// boot.img as the top-level vbmeta (a device without a vbmeta
+	// partition): its own hash descriptor is checked.
+	r, err = avb.VerifySlot(context.Background(), filepath.Join(dir, "boot.img"), &avb.SlotImages{Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verdicts(r); got != "vbmeta:boot=OK boot=OK" || r.Result != avb.SlotOK {
+		t.Errorf("boot.img: %s (%s)", got, r.Result)
+	}
+	// system.img as the top-level vbmeta: unsigned.
+	r, err = avb.VerifySlot(context.Background(), filepath.Join(dir, "system.img"), &avb.SlotImages{Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verdicts(r); got != "vbmeta:system=ERROR_VERIFICATION system=OK" || !errors.Is(r.VBMetas[0].Err, avb.ErrNotSigned) {
+		t.Errorf("system.img: %s (%v)", got, r.VBMetas[0].Err)
+	}
+}
