@@ -161,6 +161,12 @@ type SlotOptions struct {
 	// OnTree, if set, is called with each hashtree partition's result
 	// while it is open (to list its problems); an error ends VerifySlot.
 	OnTree func(*SlotPartition, *verity.VerifyResult) error
+	// OnVBMeta, if set, is called when a vbmeta's verdict is made (before
+	// its descriptors are taken), and again if one of its descriptors
+	// makes it worse; OnPartition when a partition's is. A report can
+	// then be written as the check goes.
+	OnVBMeta    func(*SlotVBMeta)
+	OnPartition func(*SlotPartition)
 }
 
 // SlotResult is what VerifySlot found.
@@ -332,9 +338,13 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 	}
 	chained := expected != nil
 	v := &SlotVBMeta{Partition: name, Path: path, Chained: chained, ExpectedKey: expected, RollbackIndexLocation: location}
+	if !chained {
+		v.Partition = "vbmeta" // until its footer says otherwise
+	}
 	s.res.VBMetas = append(s.res.VBMetas, v)
 	fail := func(r SlotVerifyResult, err error) error {
 		v.Result, v.Err = r, err
+		s.decided(v)
 		return nil
 	}
 	if len(s.res.VBMetas) > maxSlotVBMetas {
@@ -408,7 +418,14 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 	if h.Flags&FlagVerificationDisabled != 0 {
 		v.Notes = append(v.Notes, "the flags disable verification: libavb checks no descriptor and loads no chained vbmeta; this check still does")
 	}
+	s.decided(v)
 	return s.descriptors(ctx, v)
+}
+
+func (s *slotCheck) decided(v *SlotVBMeta) {
+	if s.opts.OnVBMeta != nil {
+		s.opts.OnVBMeta(v)
+	}
 }
 
 // readSlotVBMeta reads a vbmeta as libavb finds it in a partition: a
@@ -459,12 +476,14 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 		}
 		if err := libavbDescriptor(d); err != nil {
 			v.Result, v.Err = SlotErrorInvalidMetadata, prefixErr(v.Path, malformed("descriptor %d (%s): %v", i, descriptorKind(d), err))
+			s.decided(v)
 			return nil
 		}
 		switch d := d.(type) {
 		case *ChainPartitionDescriptor:
 			if v.Chained {
 				v.Result, v.Err = SlotErrorInvalidMetadata, prefixErr(v.Path, malformed("descriptor %d chains to partition %q, but libavb follows chain partition descriptors of the top-level vbmeta only", i, d.PartitionName))
+				s.decided(v)
 				return nil
 			}
 			if err := s.vbmeta(ctx, "", d.PartitionName, d.PublicKey, d.RollbackIndexLocation); err != nil {
@@ -487,6 +506,16 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 func (s *slotCheck) partition(ctx context.Context, v *SlotVBMeta, i int, d Descriptor, name string) error {
 	p := &SlotPartition{Partition: name, VBMeta: v.Partition, Index: i, Descriptor: d}
 	s.res.Partitions = append(s.res.Partitions, p)
+	if err := s.checkPartition(ctx, p, v, i, d, name); err != nil {
+		return err
+	}
+	if s.opts.OnPartition != nil {
+		s.opts.OnPartition(p)
+	}
+	return nil
+}
+
+func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *SlotVBMeta, i int, d Descriptor, name string) error {
 	fail := func(r SlotVerifyResult, err error) error {
 		p.Result, p.Err = r, err
 		return nil
@@ -596,7 +625,28 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 			rep = res.AfterRepair
 		}
 		p.Result, p.Err = SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
-			Err: fmt.Errorf("%s: %d corrupted data blocks and %d corrupted hash blocks against the root digest of hashtree descriptor %d of %s", path, rep.CorruptDataBlocks, rep.CorruptHashBlocks, p.Index, p.VBMeta)}
+			Err: fmt.Errorf("%s: %s: the data and the tree do not match the root digest of the hashtree descriptor", path, corruptCounts(rep))}
 	}
 	return nil
+}
+
+// corruptCounts says how many blocks are corrupted ("1 corrupted data
+// block, 2 corrupted hash blocks").
+func corruptCounts(r *merkle.VerifyReport) string {
+	var parts []string
+	for _, c := range []struct {
+		n    uint64
+		what string
+	}{{r.CorruptDataBlocks, "data block"}, {r.CorruptHashBlocks, "hash block"}, {r.CorruptHeaderBytes, "superblock byte"}} {
+		switch {
+		case c.n == 1:
+			parts = append(parts, "1 corrupted "+c.what)
+		case c.n > 1:
+			parts = append(parts, fmt.Sprintf("%d corrupted %ss", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "the top of the tree does not match the root digest"
+	}
+	return strings.Join(parts, ", ")
 }
