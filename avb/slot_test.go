@@ -2,6 +2,7 @@ package avb_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -289,5 +290,110 @@ func TestVerifySlotVBMetaAlone(t *testing.T) {
 	}
 	if got := verdicts(r); got != "vbmeta:system=ERROR_VERIFICATION system=OK" || !errors.Is(r.VBMetas[0].Err, avb.ErrNotSigned) {
 		t.Errorf("system.img: %s (%v)", got, r.VBMetas[0].Err)
+	}
+}
+
+// Crafted sets stay bounded: a vbmeta chaining to itself is refused once
+// (a chained vbmeta may not chain), more vbmetas than libavb loads are
+// ERROR_OOM, and a partition named by more descriptors than are checked
+// is refused rather than hashed again and again.
+func TestVerifySlotBounds(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	topKey, err := avb.LoadPrivateKey(ctx, filepath.Join(vectorDir, "keys", "rsa4096.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topBlob, err := os.ReadFile(filepath.Join(vectorDir, "keys", "rsa4096.avbpubkey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(top string) *avb.SlotResult {
+		t.Helper()
+		r, err := avb.VerifySlot(ctx, top, &avb.SlotImages{Dir: dir}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	self := filepath.Join(dir, "vbmeta.img")
+	if err := avb.MakeVBMetaImage(ctx, self, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: topKey,
+		ChainPartitions: []avb.ChainPartition{{Name: "vbmeta", RollbackIndexLocation: 1, PublicKey: topBlob}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := verify(self)
+	if got := verdicts(r); got != "vbmeta:vbmeta=OK vbmeta:vbmeta=ERROR_INVALID_METADATA" || r.Result != avb.SlotErrorInvalidMetadata {
+		t.Errorf("self chain: %s", got)
+	}
+
+	// 40 chains to signed vbmetas: libavb loads 32 vbmetas.
+	chained := filepath.Join(dir, "c.img")
+	if err := avb.MakeVBMetaImage(ctx, chained, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: topKey, RollbackIndexLocation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var chains []avb.Descriptor
+	for i := range 40 {
+		name := "vbmeta_c" + strconv.Itoa(i)
+		if err := os.Link(chained, filepath.Join(dir, name+".img")); err != nil {
+			t.Fatal(err)
+		}
+		// The same location each time: avbtool refuses that, libavb does
+		// not look.
+		chains = append(chains, &avb.ChainPartitionDescriptor{PartitionName: name, RollbackIndexLocation: 1, PublicKey: topBlob})
+	}
+	manyBlob, err := avb.MakeVBMeta(&avb.VBMetaOptions{Algorithm: "SHA256_RSA4096", Key: topKey, Descriptors: chains})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := filepath.Join(dir, "many.img")
+	if err := os.WriteFile(many, manyBlob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = verify(many)
+	oom := 0
+	for i, v := range r.VBMetas {
+		switch {
+		case i < 32 && v.Result != avb.SlotOK:
+			t.Errorf("vbmeta %d %s: %s %v", i, v.Partition, v.Result, v.Err)
+		case i >= 32 && v.Result == avb.SlotErrorOOM:
+			oom++
+		}
+	}
+	if len(r.VBMetas) != 41 || oom != 9 || r.Result != avb.SlotErrorOOM {
+		t.Errorf("%d vbmetas, %d out of memory, %s", len(r.VBMetas), oom, r.Result)
+	}
+
+	// 20 hash descriptors of boot: 16 are checked.
+	boot := filepath.Join(dir, "boot.img")
+	if err := os.WriteFile(boot, []byte("boot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("boot"))
+	d := sum[:]
+	var ds []avb.Descriptor
+	for range 20 {
+		ds = append(ds, &avb.HashDescriptor{PartitionName: "boot", HashAlgorithm: "sha256", ImageSize: 4, Digest: d})
+	}
+	blob, err := avb.MakeVBMeta(&avb.VBMetaOptions{Algorithm: "SHA256_RSA4096", Key: topKey, Descriptors: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(dir, "dup.img")
+	if err := os.WriteFile(dup, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = verify(dup)
+	checked, refused := 0, 0
+	for _, p := range r.Partitions {
+		if p.Checked && p.Result == avb.SlotOK {
+			checked++
+		}
+		if p.Result == avb.SlotErrorInvalidMetadata && !p.Checked {
+			refused++
+		}
+	}
+	if checked != 16 || refused != 4 || r.Result != avb.SlotErrorInvalidMetadata {
+		t.Errorf("%d checked, %d refused, %s", checked, refused, r.Result)
 	}
 }
