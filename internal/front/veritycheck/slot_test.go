@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/front/avbtool"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
+	"github.com/veritytree/veritytree/internal/testtool"
 )
 
 // avbtoolRun runs the avbtool front in dir (and comes back); it fails the test unless it
@@ -369,5 +371,34 @@ func TestSlotUsage(t *testing.T) {
 	}
 	if h := vcRun("--help"); !strings.Contains(h.stdout, "--avb-slot VBMETA [DIR]") || !strings.Contains(h.stdout, "--rollback-index LOCATION=INDEX") {
 		t.Errorf("--help does not describe --avb-slot")
+	}
+}
+
+// The build's images are Android sparse by default: a sparse system.img
+// in the set is checked through its expansion, and --repair does not
+// write into it.
+func TestSlotSparse(t *testing.T) {
+	img2simg := testtool.Require(t, "img2simg")
+	dir := slotSet(t)
+	t.Chdir(dir)
+	if out, err := exec.Command(img2simg, "system.img", "system.simg").CombinedOutput(); err != nil {
+		t.Fatalf("img2simg: %v\n%s", err, out)
+	}
+	if err := os.Rename("system.simg", "system.img"); err != nil {
+		t.Fatal(err)
+	}
+	slotVerified(t, "vbmeta.img")
+	b := fronttest.Read(t, "system.img")
+	b[sparseOffset(t, b, 7*4096+5)] ^= 1
+	if err := os.WriteFile("system.img", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, rep := slotJSONRun(t, "--repair", "vbmeta.img")
+	p := rep.Slot.Partitions[0]
+	if r.code != 1 || p.Partition != "system" || p.Result != "ERROR_VERIFICATION" || p.Repaired || len(p.Problems) != 1 || p.Problems[0].Index != 7 {
+		t.Fatalf("%+v\n%v", p, r)
+	}
+	if !bytes.Equal(fronttest.Read(t, "system.img"), b) {
+		t.Error("the sparse system.img was written")
 	}
 }
