@@ -228,7 +228,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 			path, img.Footer.OriginalImageSize)
 	}
 	if img.Footer == nil {
-		return cli.ExitError, cli.Errorf("a vbmeta image holds no partition data; check the partition image it describes",
+		return cli.ExitError, cli.Errorf(fmt.Sprintf("a vbmeta image holds no partition data; check the set it signs: veritycheck --avb-slot %s [DIR]", path),
 			"%s: no AVB footer: it is a vbmeta image, not a partition image", path)
 	}
 	aj := newAVBJSON(img, key)

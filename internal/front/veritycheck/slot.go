@@ -57,9 +57,9 @@ type slotFlags struct {
 
 func (s *slotFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.slot, "avb-slot", false, "check a device's set: VBMETA [DIR]")
-	fs.StringArrayVar(&s.partitions, "partition", nil, "`NAME=PATH`: the image of partition NAME (--avb-slot)")
-	fs.StringArrayVar(&s.rollback, "rollback-index", nil, "`LOCATION=INDEX`: the device's stored rollback index")
-	fs.BoolVar(&s.allowMissing, "allow-missing", false, "a partition without image is reported, not failed")
+	fs.StringArrayVar(&s.partitions, "partition", nil, "image `NAME=PATH` of a partition of the set")
+	fs.StringArrayVar(&s.rollback, "rollback-index", nil, "a stored rollback index, `LOC=N`")
+	fs.BoolVar(&s.allowMissing, "allow-missing", false, "report a missing image, not fail")
 }
 
 // slotFlagNames are the flags only the whole-set check takes: any of

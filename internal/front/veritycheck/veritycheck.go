@@ -32,7 +32,7 @@ const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
        veritycheck [flags] DATA HASH ROOT
        veritycheck --root-hash HEX --fec-device FEC --repair [flags] DATA [HASH]
        veritycheck [--avb] [--avb-key KEY] [--repair] [flags] IMAGE
-       veritycheck --avb-slot [--avb-key KEY] [--partition NAME=PATH]... VBMETA [DIR]
+       veritycheck --avb-slot [--avb-key KEY] [flags] VBMETA [DIR]
        veritycheck --dump [--hash-offset BYTES] HASH
 
 Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
