@@ -120,95 +120,170 @@ func hashtreeOf(t *testing.T, path string) *avb.HashtreeDescriptor {
 	return img.VBMeta.FirstHashtree()
 }
 
-func TestVerifySlotDamage(t *testing.T) {
-	ctx := context.Background()
-	keyBlob := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(vectorDir, "keys", name))
+// slotOpts are a case's options: the trusted key (a file of the vectors'
+// keys), stored rollback indexes as LOCATION=INDEX, AllowMissing.
+type slotOpts struct {
+	key          string
+	rollback     []string
+	allowMissing bool
+}
+
+func (o slotOpts) options(t *testing.T) *avb.SlotOptions {
+	t.Helper()
+	so := &avb.SlotOptions{AllowMissing: o.allowMissing}
+	if o.key != "" {
+		b, err := os.ReadFile(filepath.Join(vectorDir, "keys", o.key))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
+		so.Key = b
 	}
-	for _, tc := range []struct {
-		name   string
-		damage func(t *testing.T, dir string)
-		opts   avb.SlotOptions
-		want   string
-		result avb.SlotVerifyResult
-	}{
-		{"boot-byte", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 5000) }, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
-		{"boot-past-image", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 22000) }, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
-		{"system-data", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "system.img"), 3*4096+7) }, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_VERIFICATION boot=OK vendor=OK", avb.SlotErrorVerification},
-		{"vendor-tree", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, "vendor.img")
-			flip(t, p, int64(hashtreeOf(t, p).TreeOffset)+40)
-		}, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=ERROR_VERIFICATION", avb.SlotErrorVerification},
-		{"chain-key-swapped", func(t *testing.T, dir string) {
-			// vbmeta_system signed with the top-level key, not the chain
-			// descriptor's.
-			key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(vectorDir, "keys", "rsa4096.pem"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(dir, "vbmeta_system.img")
-			os.Remove(out)
-			if err := avb.MakeVBMetaImage(context.Background(), out, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: key,
-				IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")}, RollbackIndex: 4, RollbackIndexLocation: 1, PaddingSize: 4096}); err != nil {
-				t.Fatal(err)
-			}
-		}, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_PUBLIC_KEY_REJECTED system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
-		{"top-descriptor-digest", func(t *testing.T, dir string) {
-			// A byte of boot's digest in the top-level vbmeta: its hash
-			// no longer matches, and boot no longer matches its digest.
-			p := filepath.Join(dir, "vbmeta.img")
-			b, _ := os.ReadFile(p)
-			d, _ := hex.DecodeString("a087580c09d3ddca0044d069651ea28bc75680a022df5bc34caeb36876f191c8")
-			i := strings.Index(string(b), string(d))
-			if i < 0 {
-				t.Fatal("boot's digest not in vbmeta.img")
-			}
-			flip(t, p, int64(i+3))
-		}, avb.SlotOptions{},
-			"vbmeta:vbmeta=ERROR_VERIFICATION vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
-		{"chained-unsigned-part", func(t *testing.T, dir string) {
-			// vbmeta_system's signature: its last byte.
-			p := filepath.Join(dir, "vbmeta_system.img")
-			img, err := avb.ReadImage(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := img.VBMeta.Header
-			flip(t, p, int64(avb.HeaderSize+h.SignatureOffset+h.SignatureSize-1))
-		}, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_VERIFICATION system=OK boot=OK vendor=OK", avb.SlotErrorVerification},
-		{"top-key-given", nil, avb.SlotOptions{Key: keyBlob("rsa4096.avbpubkey")},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
-		{"top-key-other", nil, avb.SlotOptions{Key: keyBlob("rsa2048.avbpubkey")},
-			"vbmeta:vbmeta=ERROR_PUBLIC_KEY_REJECTED vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
-		{"rollback-held", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{0: 9, 1: 4}},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
-		{"rollback-top", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{0: 10}},
-			"vbmeta:vbmeta=ERROR_ROLLBACK_INDEX vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
-		{"rollback-chained", nil, avb.SlotOptions{StoredRollbackIndexes: map[uint32]uint64{1: 5}},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_ROLLBACK_INDEX system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
-		{"system-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, avb.SlotOptions{},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
-		{"system-missing-allowed", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, avb.SlotOptions{AllowMissing: true},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotOK},
-		{"chained-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "vbmeta_system.img")) }, avb.SlotOptions{AllowMissing: true},
-			"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
-	} {
+	for _, r := range o.rollback {
+		l, i, _ := strings.Cut(r, "=")
+		loc, err1 := strconv.ParseUint(l, 10, 32)
+		index, err2 := strconv.ParseUint(i, 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("rollback %q", r)
+		}
+		if so.StoredRollbackIndexes == nil {
+			so.StoredRollbackIndexes = map[uint32]uint64{}
+		}
+		so.StoredRollbackIndexes[uint32(loc)] = index
+	}
+	return so
+}
+
+// slotCases damage the vectors' device set one piece at a time; want is
+// each vbmeta's and partition's verdict (verdicts), result the slot's.
+var slotCases = []struct {
+	name   string
+	damage func(t *testing.T, dir string)
+	opts   slotOpts
+	want   string
+	result avb.SlotVerifyResult
+}{
+	{"intact", nil, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+	{"boot-byte", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 5000) }, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+	{"boot-past-image", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "boot.img"), 22000) }, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+	{"system-data", func(t *testing.T, dir string) { flip(t, filepath.Join(dir, "system.img"), 3*4096+7) }, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_VERIFICATION boot=OK vendor=OK", avb.SlotErrorVerification},
+	{"vendor-tree", func(t *testing.T, dir string) {
+		p := filepath.Join(dir, "vendor.img")
+		flip(t, p, int64(hashtreeOf(t, p).TreeOffset)+40)
+	}, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=ERROR_VERIFICATION", avb.SlotErrorVerification},
+	{"chain-key-swapped", func(t *testing.T, dir string) {
+		// vbmeta_system signed with the top-level key, not the chain
+		// descriptor's.
+		key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(vectorDir, "keys", "rsa4096.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "vbmeta_system.img")
+		os.Remove(out)
+		if err := avb.MakeVBMetaImage(context.Background(), out, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: key,
+			IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")}, RollbackIndex: 4, RollbackIndexLocation: 1, PaddingSize: 4096}); err != nil {
+			t.Fatal(err)
+		}
+	}, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_PUBLIC_KEY_REJECTED system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
+	{"top-descriptor-digest", func(t *testing.T, dir string) {
+		// A byte of boot's digest in the top-level vbmeta: its hash
+		// no longer matches, and boot no longer matches its digest.
+		p := filepath.Join(dir, "vbmeta.img")
+		b, _ := os.ReadFile(p)
+		d, _ := hex.DecodeString("a087580c09d3ddca0044d069651ea28bc75680a022df5bc34caeb36876f191c8")
+		i := strings.Index(string(b), string(d))
+		if i < 0 {
+			t.Fatal("boot's digest not in vbmeta.img")
+		}
+		flip(t, p, int64(i+3))
+	}, slotOpts{},
+		"vbmeta:vbmeta=ERROR_VERIFICATION vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+	{"chained-unsigned-part", func(t *testing.T, dir string) {
+		// vbmeta_system's signature: its last byte.
+		p := filepath.Join(dir, "vbmeta_system.img")
+		img, err := avb.ReadImage(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := img.VBMeta.Header
+		flip(t, p, int64(avb.HeaderSize+h.SignatureOffset+h.SignatureSize-1))
+	}, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_VERIFICATION system=OK boot=OK vendor=OK", avb.SlotErrorVerification},
+	{"top-key-given", nil, slotOpts{key: "rsa4096.avbpubkey"},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+	{"top-key-other", nil, slotOpts{key: "rsa2048.avbpubkey"},
+		"vbmeta:vbmeta=ERROR_PUBLIC_KEY_REJECTED vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
+	{"rollback-held", nil, slotOpts{rollback: []string{"0=9", "1=4"}},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+	{"rollback-top", nil, slotOpts{rollback: []string{"0=10"}},
+		"vbmeta:vbmeta=ERROR_ROLLBACK_INDEX vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
+	{"rollback-chained", nil, slotOpts{rollback: []string{"1=5"}},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_ROLLBACK_INDEX system=OK boot=OK vendor=OK", avb.SlotErrorRollbackIndex},
+	{"system-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
+	{"system-missing-allowed", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "system.img")) }, slotOpts{allowMissing: true},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=ERROR_IO boot=OK vendor=OK", avb.SlotOK},
+	{"chained-missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "vbmeta_system.img")) }, slotOpts{allowMissing: true},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_IO boot=OK vendor=OK", avb.SlotErrorIO},
+	{"chained-chains", func(t *testing.T, dir string) {
+		// libavb follows chain descriptors of the top-level vbmeta only.
+		remake(t, dir, "vbmeta_system.img", "rsa2048", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")},
+			ChainPartitions: []avb.ChainPartition{{Name: "vbmeta", RollbackIndexLocation: 2, PublicKey: keyFile(t, "rsa4096.avbpubkey")}},
+			RollbackIndex:   4, RollbackIndexLocation: 1, PaddingSize: 4096})
+	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_INVALID_METADATA boot=OK vendor=OK", avb.SlotErrorInvalidMetadata},
+	{"chained-flags", func(t *testing.T, dir string) {
+		remake(t, dir, "vbmeta_system.img", "rsa2048", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")},
+			Flags: avb.FlagHashtreeDisabled, RollbackIndex: 4, RollbackIndexLocation: 1, PaddingSize: 4096})
+	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=ERROR_INVALID_METADATA boot=OK vendor=OK", avb.SlotErrorInvalidMetadata},
+	{"top-unsigned", func(t *testing.T, dir string) {
+		remake(t, dir, "vbmeta.img", "", &avb.VBMetaImageOptions{
+			IncludeDescriptorsFrom: []string{filepath.Join(dir, "boot.img"), filepath.Join(dir, "vendor.img")},
+			ChainPartitions:        []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")}},
+			RollbackIndex:          9, PaddingSize: 4096})
+	}, slotOpts{}, "vbmeta:vbmeta=ERROR_VERIFICATION vbmeta:vbmeta_system=OK system=OK boot=OK vendor=OK", avb.SlotErrorVerification},
+}
+
+// remake replaces the set's file name with a vbmeta image made with o,
+// signed with the vectors' key (rsa2048, rsa4096; "" for none).
+func remake(t *testing.T, dir, name, key string, o *avb.VBMetaImageOptions) {
+	t.Helper()
+	if key != "" {
+		k, err := avb.LoadPrivateKey(context.Background(), filepath.Join(vectorDir, "keys", key+".pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Algorithm, o.Key = "SHA256_"+strings.ToUpper(key), k
+	}
+	out := filepath.Join(dir, name)
+	os.Remove(out)
+	if err := avb.MakeVBMetaImage(context.Background(), out, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keyFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectorDir, "keys", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestVerifySlotDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range slotCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _ := devSet(t)
 			if tc.damage != nil {
 				tc.damage(t, dir)
 			}
-			r, err := avb.VerifySlot(ctx, filepath.Join(dir, "vbmeta.img"), &avb.SlotImages{Dir: dir}, &tc.opts)
+			r, err := avb.VerifySlot(ctx, filepath.Join(dir, "vbmeta.img"), &avb.SlotImages{Dir: dir}, tc.opts.options(t))
 			if err != nil {
 				t.Fatal(err)
 			}
