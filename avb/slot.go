@@ -325,6 +325,10 @@ func slotResultOf(err error) SlotVerifyResult {
 		return SlotErrorVerification
 	case errors.As(err, &ve) && (ve.Kind == verity.KindIO || ve.Kind == verity.KindRefused):
 		return SlotErrorIO
+	case errors.As(err, &ve) && ve.Role != "":
+		// The file could not be opened as a partition (a directory, a
+		// FIFO): there is no partition to read.
+		return SlotErrorIO
 	}
 	return SlotErrorInvalidMetadata
 }
@@ -548,6 +552,16 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 	p.Path = path
 	switch d := d.(type) {
 	case *HashDescriptor:
+		if size, err := imageSize(path); err != nil {
+			return fail(slotResultOf(err), err)
+		} else if d.ImageSize > size {
+			// libavb reads image_size bytes: past the end the read fails
+			// on a locked device (ERROR_IO); an unlocked one hashes what
+			// there is, which cannot match.
+			p.Checked = true
+			return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
+				Err: fmt.Errorf("%s: the image is %d bytes, shorter than the %d bytes its hash descriptor covers", path, size, d.ImageSize)})
+		}
 		c, err := checkHash(ctx, path, d)
 		switch {
 		case ctx.Err() != nil:
@@ -649,4 +663,14 @@ func corruptCounts(r *merkle.VerifyReport) string {
 		return "the top of the tree does not match the root digest"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// imageSize is the size of the image at path (its expansion, if sparse).
+func imageSize(path string) (uint64, error) {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	return uint64(src.Size()), nil
 }

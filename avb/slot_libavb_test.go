@@ -43,8 +43,8 @@ func libavbView(r *avb.SlotResult) avb.SlotVerifyResult {
 }
 
 // TestVerifySlotIsLibavbs: on every set of slotCases, VerifySlot's verdict
-// on what libavb reads is libavb's (locked and unlocked, each case having
-// one fault), its androidboot.vbmeta.digest is libavb's, and where the
+// on what libavb reads is libavb's with the device unlocked (and locked,
+// each case having one fault, but for a read past a partition's end), its androidboot.vbmeta.digest is libavb's, and where the
 // slot's verdict is worse, a hashtree partition (which libavb does not
 // read) says why.
 func TestVerifySlotIsLibavbs(t *testing.T) {
@@ -97,7 +97,11 @@ func TestVerifySlotIsLibavbs(t *testing.T) {
 				t.Fatal(err)
 			}
 			view := libavbView(r).String()
-			if view != unlocked || view != locked {
+			// VerifySlot decides as an unlocked device does, so as to find
+			// every problem; a locked one stops at the first, and fails a
+			// read past a partition's end (ERROR_IO) where an unlocked one
+			// hashes what there is.
+			if view != unlocked || locked != unlocked && !(locked == "ERROR_IO" && tc.name == "boot-truncated") {
 				t.Errorf("libavb's part of the verdict %s; libavb: %s locked, %s unlocked (%s)", view, locked, unlocked, verdicts(r))
 			}
 			if got := hex.EncodeToString(r.VBMetaDigest); digest != "-" && got != digest {
