@@ -150,14 +150,15 @@ type SlotOptions struct {
 	// not held against the slot (else it is ERROR_IO, as libavb's read of
 	// a partition that is not there).
 	AllowMissing bool
-	// Jobs, MaxProblems, Repair, Progress and Warn go to verity.Verify
-	// for each hashtree partition (Repair writes the blocks the
-	// descriptor's FEC rebuilds into the image; never a sparse one).
+	// Jobs, MaxProblems and Repair go to verity.Verify for each hashtree
+	// partition (Repair writes the blocks the descriptor's FEC rebuilds
+	// into the image; never a sparse one). Prepare, if set, may set the
+	// options' Progress, OnStart and Warn before each of them, and
+	// returns what to call once it is checked.
 	Jobs        int
 	MaxProblems int
 	Repair      bool
-	Progress    verity.Progress
-	Warn        func(string)
+	Prepare     func(*SlotPartition, *verity.VerifyOptions) (done func())
 	// OnTree, if set, is called with each hashtree partition's result
 	// while it is open (to list its problems); an error ends VerifySlot.
 	OnTree func(*SlotPartition, *verity.VerifyResult) error
@@ -608,8 +609,7 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		p.Result, p.Err = slotResultOf(err), prefixErr(path, err)
 		return nil
 	}
-	o.Jobs, o.MaxProblems, o.Progress, o.Warn = s.opts.Jobs, s.opts.MaxProblems, s.opts.Progress, s.opts.Warn
-	o.Repair = s.opts.Repair
+	o.Jobs, o.MaxProblems, o.Repair = s.opts.Jobs, s.opts.MaxProblems, s.opts.Repair
 	if o.FECRoots > 0 {
 		o.FECDevice = path
 	}
@@ -617,7 +617,12 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		o.Repair = false
 		p.Note = "an Android sparse image: not repaired (a repair cannot write into it; expand it with simg2img first)"
 	}
+	done := func() {}
+	if s.opts.Prepare != nil {
+		done = s.opts.Prepare(p, o)
+	}
 	res, err := verity.Verify(ctx, path, path, root, o)
+	done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -211,12 +211,12 @@ type slotPartitionJSON struct {
 }
 
 // checkSlot is the whole-set check.
-func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io.Writer) (int, error) {
+func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
 	top, images, so, err := slotArgs(ctx, o, args)
 	if err != nil {
 		return cli.ExitError, err
 	}
-	so.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
+	so.Prepare = func(_ *avb.SlotPartition, vo *verity.VerifyOptions) func() { return reportTo(vo, stderr, showProgress) }
 	problems := map[*avb.SlotPartition][]problem{}
 	truncated := map[*avb.SlotPartition]bool{}
 	so.OnTree = func(p *avb.SlotPartition, res *verity.VerifyResult) error {

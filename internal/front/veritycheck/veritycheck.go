@@ -524,7 +524,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			"expected DATA and optionally HASH, got %d arguments", len(args))
 	}
 	if wantsSlot(o, args) {
-		return checkSlot(ctx, o, args, stdout, stderr)
+		return checkSlot(ctx, o, args, stdout, stderr, showProgress)
 	}
 	if o.kernel {
 		if err := kernelFlags(o); err != nil {
