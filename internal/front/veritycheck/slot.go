@@ -208,6 +208,9 @@ type slotPartitionJSON struct {
 	Repaired            bool      `json:"repaired,omitempty"`
 	Problems            []problem `json:"problems,omitempty"`
 	ProblemsTruncated   bool      `json:"problems_truncated,omitempty"`
+	// FEC is the parity the descriptor points at and what it can (or
+	// did) rebuild, as one image's report gives it.
+	FEC *repairJSON `json:"fec,omitempty"`
 }
 
 // checkSlot is the whole-set check.
@@ -219,6 +222,7 @@ func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io
 	so.Prepare = func(_ *avb.SlotPartition, vo *verity.VerifyOptions) func() { return reportTo(vo, stderr, showProgress) }
 	problems := map[*avb.SlotPartition][]problem{}
 	truncated := map[*avb.SlotPartition]bool{}
+	fecs := map[*avb.SlotPartition]*repairJSON{}
 	so.OnTree = func(p *avb.SlotPartition, res *verity.VerifyResult) error {
 		if !o.json {
 			// The problems and the repair, as for one image.
@@ -236,6 +240,9 @@ func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io
 			ps = append(ps, toProblem(pr))
 		}
 		problems[p] = ps
+		if res.FEC != nil {
+			fecs[p] = newRepairJSON(res.FEC, res.Repair, res.Repaired, o.maxProblems)
+		}
 		return nil
 	}
 	if !o.json {
@@ -250,6 +257,9 @@ func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io
 	code, verr := slotVerdict(o, r)
 	if o.json {
 		sj := newSlotJSON(top, r, problems, truncated)
+		for i, p := range r.Partitions {
+			sj.Partitions[i].FEC = fecs[p]
+		}
 		out := struct {
 			Verified bool      `json:"verified"`
 			Slot     *slotJSON `json:"avb_slot"`

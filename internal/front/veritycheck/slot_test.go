@@ -92,6 +92,11 @@ type slotReport struct {
 			Repairable        bool      `json:"repairable"`
 			Repaired          bool      `json:"repaired"`
 			Problems          []problem `json:"problems"`
+			FEC               *struct {
+				FECRoots        int  `json:"fec_roots"`
+				Repairable      bool `json:"repairable"`
+				RepairableCount int  `json:"repairable_count"`
+			} `json:"fec"`
 		} `json:"partitions"`
 	} `json:"avb_slot"`
 	Error string `json:"error"`
@@ -286,6 +291,9 @@ func TestSlotRepair(t *testing.T) {
 	p := rep.Slot.Partitions[0]
 	if r.code != 1 || p.Partition != "system" || !p.Repairable || p.Repaired || *p.CorruptDataBlocks != 1 || *p.CorruptHashBlocks != 1 || len(p.Problems) != 2 {
 		t.Fatalf("%+v\n%v", p, r)
+	}
+	if p.FEC == nil || p.FEC.FECRoots != 2 || !p.FEC.Repairable || p.FEC.RepairableCount != 2 {
+		t.Errorf("fec: %+v", p.FEC)
 	}
 	if !strings.Contains(rep.Hint, "--repair") {
 		t.Errorf("hint %q", rep.Hint)
