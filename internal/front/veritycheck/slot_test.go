@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -411,5 +412,68 @@ func TestSlotSparse(t *testing.T) {
 	}
 	if !bytes.Equal(fronttest.Read(t, "system.img"), b) {
 		t.Error("the sparse system.img was written")
+	}
+}
+
+// TestSlotMemoryCrafted: a set as large as libavb loads (a top-level
+// vbmeta chaining to 31 vbmetas of 60 KiB, each naming 300 partitions of
+// its own, none of whose images is there) is checked in bounded memory,
+// text and JSON.
+func TestSlotMemoryCrafted(t *testing.T) {
+	testtool.Long(t, "veritycheck built and measured")
+	const maxRSS = 64 << 20
+	dir := t.TempDir()
+	check := testtool.BuildCommand(t, dir, "./cmd/veritycheck")
+	launcher := testtool.BuildLauncher(t, dir)
+	set := filepath.Join(dir, "set")
+	if err := os.Mkdir(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key, err := avb.LoadPrivateKey(ctx, filepath.Join(avbVectors, "keys/rsa4096.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := fronttest.Read(t, filepath.Join(avbVectors, "keys/rsa4096.avbpubkey"))
+	var chains []avb.Descriptor
+	named := 0
+	for c := range 31 {
+		var ds []avb.Descriptor
+		size := 4096
+		for i := 0; size < 60<<10; i++ {
+			d := &avb.HashtreeDescriptor{PartitionName: "p" + strconv.Itoa(c) + "_" + strconv.Itoa(i), HashAlgorithm: "sha256",
+				DataBlockSize: 4096, HashBlockSize: 4096, ImageSize: 4096, RootDigest: make([]byte, 32)}
+			ds = append(ds, d)
+			size += len(d.Encode())
+		}
+		named += len(ds)
+		b, err := avb.MakeVBMeta(&avb.VBMetaOptions{Algorithm: "SHA256_RSA4096", Key: key, RollbackIndexLocation: 1, Descriptors: ds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "vbmeta_c" + strconv.Itoa(c)
+		if err := os.WriteFile(filepath.Join(set, name+".img"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chains = append(chains, &avb.ChainPartitionDescriptor{PartitionName: name, RollbackIndexLocation: 1, PublicKey: pub})
+	}
+	top, err := avb.MakeVBMeta(&avb.VBMetaOptions{Algorithm: "SHA256_RSA4096", Key: key, Descriptors: chains})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(set, "vbmeta.img"), top, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--allow-missing"}, {"--allow-missing", "--json"}} {
+		var stdout, stderr bytes.Buffer
+		code, rss := testtool.RunMeasured(t, launcher, &stdout, &stderr, check, append(append([]string{"--no-progress"}, args...), filepath.Join(set, "vbmeta.img"))...)
+		if code != 0 || strings.Count(stdout.String(), "ERROR_IO") != named {
+			t.Fatalf("%v: exit %d, %d partitions named, %d missing reported\n%s", args, code, named, strings.Count(stdout.String(), "ERROR_IO"), tail(stderr.String()))
+		}
+		if rss > maxRSS {
+			t.Errorf("%v: peak RSS %d MiB, want < %d MiB", args, rss>>20, maxRSS>>20)
+		} else {
+			t.Logf("%v: %d partitions, peak RSS %.1f MiB", args, named, float64(rss)/(1<<20))
+		}
 	}
 }
