@@ -514,6 +514,11 @@ func (s *slotCheck) partition(ctx context.Context, v *SlotVBMeta, i int, d Descr
 	if err := s.checkPartition(ctx, p, v, i, d, name); err != nil {
 		return err
 	}
+	if v.VerifyResult != VBMetaOK && p.Note == "" {
+		// libavb unlocked checks it too; what it matches vouches for
+		// nothing.
+		p.Note = fmt.Sprintf("the descriptor is in vbmeta %q, whose signature does not hold", v.Partition)
+	}
 	if s.opts.OnPartition != nil {
 		s.opts.OnPartition(p)
 	}
