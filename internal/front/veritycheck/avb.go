@@ -467,7 +467,8 @@ func avbFailure(aj *avbJSON, path string) error {
 		}
 	}
 	if !aj.SignatureVerified {
-		return cli.Errorf("sign it (veritygen --avb --avb-key KEY, avbtool --algorithm and --key); --avb-key KEY requires a signature by KEY",
+		return cli.Errorf("sign it (veritygen --avb --avb-key KEY, avbtool --algorithm and --key); --avb-key KEY requires a signature by KEY\n"+
+			"if a signed vbmeta includes its descriptors (vbmeta.img, vbmeta_system.img), the device checks those: veritycheck --avb-slot vbmeta.img",
 			"%s: %v: the data matches its descriptors, but libavb's verdict is OK_NOT_SIGNED, a verification error: a locked device does not boot it", path, avb.ErrNotSigned)
 	}
 	return nil
