@@ -243,7 +243,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if p.NumHashtrees == 0 && p.NumHashes == 0 {
 		return cli.ExitError, cli.Errorf("", "%s: the vbmeta has no hashtree or hash descriptor: there is nothing of the image to check", path)
 	}
-	if err := avbRepairable(o, img, p, path); err != nil {
+	if err := avbRepairable(o, img, p, path, stderr); err != nil {
 		return cli.ExitError, err
 	}
 	var res *verity.VerifyResult
@@ -388,13 +388,16 @@ func avbMetadata(path string, img *avb.Image) error {
 	return nil
 }
 
-func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string) error {
+func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string, stderr io.Writer) error {
 	if !o.repair {
 		return nil
 	}
 	if p.NumHashtrees == 0 {
-		return cli.Errorf("nothing to rebuild corrupted blocks from: a hash descriptor has no parity",
-			"--repair: %s has no hashtree descriptor", path)
+		// A hash-footer image (boot.img) in a --repair run over a
+		// device's images: checked, with nothing to repair it from.
+		cli.Warn(stderr, prog, "--repair: %s has no hashtree descriptor, so no parity to rebuild blocks from: it is only checked", path)
+		o.repair = false
+		return nil
 	}
 	if img.Sparse {
 		// A repair writes blocks of the expansion in place: in a sparse

@@ -350,6 +350,14 @@ func TestSlotVBMetaAlone(t *testing.T) {
 	if r := slotVerified(t, boot); !strings.Contains(r.stdout, "avb: check: hash descriptor 1: matches") {
 		t.Errorf("%v", r)
 	}
+	// --repair over a set's images, one at a time: boot.img is checked
+	// (it has no parity), vbmeta.img is the set's check.
+	if r := vcRun("--repair", boot); r.code != 0 || !strings.Contains(r.stderr, "no parity to rebuild blocks from: it is only checked") {
+		t.Errorf("%v", r)
+	}
+	if r := vcRun("--repair", filepath.Join(dir, "vbmeta.img")); r.code != 0 || !strings.Contains(r.stdout, "\nverified: 2 vbmetas and 3 partitions") {
+		t.Errorf("%v", r)
+	}
 }
 
 func TestSlotUsage(t *testing.T) {
