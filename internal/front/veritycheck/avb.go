@@ -33,7 +33,8 @@ which no signature covers, must agree with the partition's descriptors,
 the data and the tree must match the hashtree descriptor (every corrupted
 block listed as above), and every other hashtree or hash descriptor of the
 partition must match; --repair rebuilds corrupted blocks from the FEC
-parity the descriptor points at (no --fec-device needed). An Android
+parity the descriptor points at (no --fec-device needed; an image with
+hash descriptors only is checked, with a warning: it has no parity). An Android
 sparse image is checked as the image it expands to; --repair is refused
 for it (expand it first with simg2img). A signature that does not verify
 (or not with --avb-key) is exit 1, and the tree is then not checked:
