@@ -237,6 +237,17 @@ var slotCases = []struct {
 			t.Fatal(err)
 		}
 	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+	{"chained-boot", func(t *testing.T, dir string) {
+		// boot signs its own vbmeta (its footer's), which the top-level
+		// vbmeta chains to, as many devices do.
+		chainBoot(t, dir, "rsa4096.avbpubkey")
+	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:boot=OK system=OK boot=OK vendor=OK", avb.SlotOK},
+	{"chained-boot-other-key", func(t *testing.T, dir string) { chainBoot(t, dir, "rsa2048.avbpubkey") }, slotOpts{},
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:boot=ERROR_PUBLIC_KEY_REJECTED system=OK boot=OK vendor=OK", avb.SlotErrorPublicKeyRejected},
+	{"chained-boot-byte", func(t *testing.T, dir string) {
+		chainBoot(t, dir, "rsa4096.avbpubkey")
+		flip(t, filepath.Join(dir, "boot.img"), 100)
+	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:boot=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
 	{"chained-chains", func(t *testing.T, dir string) {
 		// libavb follows chain descriptors of the top-level vbmeta only.
 		remake(t, dir, "vbmeta_system.img", "rsa2048", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")},
@@ -271,6 +282,16 @@ func remake(t *testing.T, dir, name, key string, o *avb.VBMetaImageOptions) {
 	if err := avb.MakeVBMetaImage(context.Background(), out, o); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// chainBoot remakes the top-level vbmeta to chain to boot (with key, at
+// rollback index location 2) instead of including its descriptors.
+func chainBoot(t *testing.T, dir, key string) {
+	t.Helper()
+	remake(t, dir, "vbmeta.img", "rsa4096", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "vendor.img")},
+		ChainPartitions: []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")},
+			{Name: "boot", RollbackIndexLocation: 2, PublicKey: keyFile(t, key)}},
+		RollbackIndex: 9, PaddingSize: 4096})
 }
 
 func keyFile(t *testing.T, name string) []byte {
