@@ -410,7 +410,11 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 		}
 	}
 	if v.RollbackIndexLocation >= MaxRollbackIndexLocations {
-		return fail(SlotErrorInvalidMetadata, prefixErr(v.Path, malformed("rollback index location %d: libavb has locations 0 to %d", v.RollbackIndexLocation, MaxRollbackIndexLocations-1)))
+		// libavb reads the stored index before it looks at the location:
+		// a device has no such location, and the read fails (had it
+		// read one, the location would be INVALID_METADATA after the
+		// descriptors).
+		return fail(SlotErrorIO, prefixErr(v.Path, malformed("rollback index location %d: a device has locations 0 to %d, and reading this one fails", v.RollbackIndexLocation, MaxRollbackIndexLocations-1)))
 	}
 	if stored, ok := s.opts.StoredRollbackIndexes[v.RollbackIndexLocation]; ok {
 		v.StoredRollbackIndex, v.RollbackChecked = stored, true

@@ -248,6 +248,13 @@ var slotCases = []struct {
 		chainBoot(t, dir, "rsa4096.avbpubkey")
 		flip(t, filepath.Join(dir, "boot.img"), 100)
 	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:boot=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
+	{"top-location-40", func(t *testing.T, dir string) {
+		// libavb has 32 rollback index locations.
+		remake(t, dir, "vbmeta.img", "rsa4096", &avb.VBMetaImageOptions{
+			IncludeDescriptorsFrom: []string{filepath.Join(dir, "boot.img"), filepath.Join(dir, "vendor.img")},
+			ChainPartitions:        []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")}},
+			RollbackIndex:          9, RollbackIndexLocation: 40, PaddingSize: 4096})
+	}, slotOpts{}, "vbmeta:vbmeta=ERROR_IO", avb.SlotErrorIO},
 	{"chained-chains", func(t *testing.T, dir string) {
 		// libavb follows chain descriptors of the top-level vbmeta only.
 		remake(t, dir, "vbmeta_system.img", "rsa2048", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")},
