@@ -285,7 +285,11 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 		if strings.HasPrefix(r.VBMetas[0].Image.VBMeta.Algorithm.Name, "SHA512") {
 			r.VBMetaHashAlg, h = "sha512", sha512.New()
 		}
-		for _, v := range r.VBMetas {
+		vs := r.VBMetas
+		if vs[0].Image.VBMeta.Header.Flags&FlagVerificationDisabled != 0 {
+			vs = vs[:1] // libavb loads no chained vbmeta then
+		}
+		for _, v := range vs {
 			if v.loaded {
 				h.Write(v.Image.VBMeta.Raw)
 				r.VBMetaSize += uint64(len(v.Image.VBMeta.Raw))

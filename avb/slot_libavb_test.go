@@ -97,6 +97,14 @@ func TestVerifySlotIsLibavbs(t *testing.T) {
 				t.Fatal(err)
 			}
 			view := libavbView(r).String()
+			if r.VBMetas[0].Image != nil && r.VBMetas[0].Image.VBMeta.Header.Flags&avb.FlagVerificationDisabled != 0 {
+				// libavb checks nothing more, and loads no chained vbmeta;
+				// VerifySlot checks everything (and says so).
+				if got := hex.EncodeToString(r.VBMetaDigest); unlocked != "OK" || len(r.VBMetas[0].Notes) == 0 || got != digest {
+					t.Errorf("verification disabled: libavb %s, notes %v, digest %s, libavb's %s", unlocked, r.VBMetas[0].Notes, got, digest)
+				}
+				return
+			}
 			// VerifySlot decides as an unlocked device does, so as to find
 			// every problem; a locked one stops at the first, and fails a
 			// read past a partition's end (ERROR_IO) where an unlocked one

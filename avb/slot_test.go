@@ -255,6 +255,15 @@ var slotCases = []struct {
 			ChainPartitions:        []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")}},
 			RollbackIndex:          9, RollbackIndexLocation: 40, PaddingSize: 4096})
 	}, slotOpts{}, "vbmeta:vbmeta=ERROR_IO", avb.SlotErrorIO},
+	{"verification-disabled", func(t *testing.T, dir string) {
+		// The top-level vbmeta's flags disable verification: libavb
+		// checks nothing more (boot's damage passes); this check does.
+		remake(t, dir, "vbmeta.img", "rsa4096", &avb.VBMetaImageOptions{
+			IncludeDescriptorsFrom: []string{filepath.Join(dir, "boot.img"), filepath.Join(dir, "vendor.img")},
+			ChainPartitions:        []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")}},
+			Flags:                  avb.FlagVerificationDisabled, RollbackIndex: 9, PaddingSize: 4096})
+		flip(t, filepath.Join(dir, "boot.img"), 100)
+	}, slotOpts{}, "vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK system=OK boot=ERROR_VERIFICATION vendor=OK", avb.SlotErrorVerification},
 	{"chained-chains", func(t *testing.T, dir string) {
 		// libavb follows chain descriptors of the top-level vbmeta only.
 		remake(t, dir, "vbmeta_system.img", "rsa2048", &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{filepath.Join(dir, "system.img")},
