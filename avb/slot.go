@@ -431,6 +431,9 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 	if h.Flags&FlagVerificationDisabled != 0 {
 		v.Notes = append(v.Notes, "the flags disable verification: libavb checks no descriptor and loads no chained vbmeta; this check still does")
 	}
+	if !chained && h.Flags&FlagHashtreeDisabled != 0 {
+		v.Notes = append(v.Notes, "the flags disable the hashtree: the device sets no dm-verity up; the trees are still checked")
+	}
 	s.decided(v)
 	return s.descriptors(ctx, v)
 }
