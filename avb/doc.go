@@ -61,7 +61,10 @@
 // listing every corrupted block, and CheckPartitionDescriptors every other
 // hashtree and hash descriptor of the partition. veritycheck calls them in
 // this order; LIBAVB.md lists every decision libavb makes and where it is
-// made here. The avbtool front answers as avbtool does (VBMeta.Verify
+// made here. VerifySlot checks a device's whole set (the top-level vbmeta,
+// the vbmetas it chains to, every hash and hashtree partition) as
+// avb_slot_verify does, a verdict for each vbmeta and partition
+// (SlotResult), with androidboot.vbmeta.digest. The avbtool front answers as avbtool does (VBMeta.Verify
 // passes an unsigned vbmeta, as avbtool's verify_image does), but nothing
 // here cuts image data the partition's descriptor covers because the
 // footer says so: EraseFooter, the reruns of AddHashtreeFooter,

@@ -33,7 +33,8 @@ which no signature covers, must agree with the partition's descriptors,
 the data and the tree must match the hashtree descriptor (every corrupted
 block listed as above), and every other hashtree or hash descriptor of the
 partition must match; --repair rebuilds corrupted blocks from the FEC
-parity the descriptor points at (no --fec-device needed). An Android
+parity the descriptor points at (no --fec-device needed; an image with
+hash descriptors only is checked, with a warning: it has no parity). An Android
 sparse image is checked as the image it expands to; --repair is refused
 for it (expand it first with simg2img). A signature that does not verify
 (or not with --avb-key) is exit 1, and the tree is then not checked:
@@ -228,7 +229,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 			path, img.Footer.OriginalImageSize)
 	}
 	if img.Footer == nil {
-		return cli.ExitError, cli.Errorf("a vbmeta image holds no partition data; check the partition image it describes",
+		return cli.ExitError, cli.Errorf(fmt.Sprintf("a vbmeta image holds no partition data; check the set it signs: veritycheck --avb-slot %s [DIR]", path),
 			"%s: no AVB footer: it is a vbmeta image, not a partition image", path)
 	}
 	aj := newAVBJSON(img, key)
@@ -243,7 +244,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if p.NumHashtrees == 0 && p.NumHashes == 0 {
 		return cli.ExitError, cli.Errorf("", "%s: the vbmeta has no hashtree or hash descriptor: there is nothing of the image to check", path)
 	}
-	if err := avbRepairable(o, img, p, path); err != nil {
+	if err := avbRepairable(o, img, p, path, stderr); err != nil {
 		return cli.ExitError, err
 	}
 	var res *verity.VerifyResult
@@ -388,13 +389,16 @@ func avbMetadata(path string, img *avb.Image) error {
 	return nil
 }
 
-func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string) error {
+func avbRepairable(o *options, img *avb.Image, p *avb.Partition, path string, stderr io.Writer) error {
 	if !o.repair {
 		return nil
 	}
 	if p.NumHashtrees == 0 {
-		return cli.Errorf("nothing to rebuild corrupted blocks from: a hash descriptor has no parity",
-			"--repair: %s has no hashtree descriptor", path)
+		// A hash-footer image (boot.img) in a --repair run over a
+		// device's images: checked, with nothing to repair it from.
+		cli.Warn(stderr, prog, "--repair: %s has no hashtree descriptor, so no parity to rebuild blocks from: it is only checked", path)
+		o.repair = false
+		return nil
 	}
 	if img.Sparse {
 		// A repair writes blocks of the expansion in place: in a sparse
@@ -467,7 +471,8 @@ func avbFailure(aj *avbJSON, path string) error {
 		}
 	}
 	if !aj.SignatureVerified {
-		return cli.Errorf("sign it (veritygen --avb --avb-key KEY, avbtool --algorithm and --key); --avb-key KEY requires a signature by KEY",
+		return cli.Errorf("sign it (veritygen --avb --avb-key KEY, avbtool --algorithm and --key); --avb-key KEY requires a signature by KEY\n"+
+			"if a signed vbmeta includes its descriptors (vbmeta.img, vbmeta_system.img), the device checks those: veritycheck --avb-slot vbmeta.img",
 			"%s: %v: the data matches its descriptors, but libavb's verdict is OK_NOT_SIGNED, a verification error: a locked device does not boot it", path, avb.ErrNotSigned)
 	}
 	return nil

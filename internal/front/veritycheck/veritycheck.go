@@ -32,6 +32,7 @@ const usage = `Usage: veritycheck --root-hash HEX [flags] DATA [HASH]
        veritycheck [flags] DATA HASH ROOT
        veritycheck --root-hash HEX --fec-device FEC --repair [flags] DATA [HASH]
        veritycheck [--avb] [--avb-key KEY] [--repair] [flags] IMAGE
+       veritycheck --avb-slot [--avb-key KEY] [flags] VBMETA [DIR]
        veritycheck --dump [--hash-offset BYTES] HASH
 
 Checks DATA and its dm-verity hash tree in HASH (default: DATA.verity)
@@ -56,6 +57,7 @@ const examples = `Examples:
   veritycheck --root-hash-file=root.hex --fec-device=system.fec --repair \
               system.img
   veritycheck --avb-key=avb.pem system.img
+  veritycheck --avb-slot --avb-key=avb.pem out/vbmeta.img
   veritycheck --dump system.img.verity
 `
 
@@ -109,6 +111,7 @@ Exit codes:
   1  corruption found (and not repaired), or the root hash is not this tree's,
      or an AVB image's vbmeta is not signed, or its signature does not verify
      (or not with --avb-key), or a descriptor of its partition does not match,
+     or (--avb-slot) a vbmeta or a partition of the set does not verify,
      or the root hash signature does not verify (or not with --sign-cert)
   2  anything else: bad usage, unreadable, malformed or inconsistent input
      (an AVB footer that disagrees with the vbmeta, a vbmeta for a newer
@@ -138,6 +141,10 @@ type options struct {
 	avb       bool
 	avbKey    string
 	avbReport *avbJSON
+	// The whole-set check (slot.go); jsonWritten: its JSON report is out,
+	// whatever the exit code.
+	slot        slotFlags
+	jsonWritten bool
 	// The root hash signature check (sign.go), and what it found.
 	sign      signCheck
 	sigReport *signatureJSON
@@ -169,6 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 	fs.BoolVar(&o.raw, "raw", false, "read a sparse image as it is, not as its expansion")
 	fs.BoolVar(&o.avb, "avb", false, "check as an AVB image (default for one)")
 	fs.StringVar(&o.avbKey, "avb-key", "", "`FILE` the key (PEM or AVB blob) that must sign")
+	o.slot.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the result (or error) as one JSON object")
 	fs.IntVar(&o.maxProblems, "max-problems", 20, "list at most `N` corrupted blocks; -1: all")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "`N` goroutines hashing")
@@ -211,7 +219,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty io.Wr
 		if code == cli.ExitOK {
 			code = cli.ExitError
 		}
-		if o.json && code == cli.ExitError {
+		if o.json && code == cli.ExitError && !o.jsonWritten {
 			// Exit 1 printed its report; exit 2 printed nothing yet.
 			cli.ReportJSON(stdout, err)
 		}
@@ -226,13 +234,14 @@ var helpGroups = []cli.HelpGroup{
 		"data-block-size", "hash-block-size", "data-blocks", "hash-offset"}},
 	{Title: "Error correction", Flags: []string{"fec-offset", "fec-roots"}},
 	{Title: "Signatures", Flags: []string{"root-hash-signature", "sign-cert", "avb", "avb-key"}},
+	{Title: "A device's set of AVB images", Flags: []string{"avb-slot", "partition", "rollback-index", "allow-missing"}},
 	{Title: "Input and output", Flags: []string{"raw", "max-problems", "jobs", "no-progress"}},
 }
 
 // helpText is --help: the usage, the flags in groups, the hash
 // algorithms, examples, then the details.
 func helpText(fs *pflag.FlagSet) string {
-	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + signUsage + kernelUsage + exitCodes
+	return usage + cli.FlagHelp(fs, helpGroups) + "\n" + cli.HashHelp() + "\n" + examples + "\n" + details + slotUsage + signUsage + kernelUsage + exitCodes
 }
 
 // nativeArgs returns the positional arguments pos of the command line args
@@ -517,6 +526,9 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if len(args) < 1 || len(args) > 2 {
 		return cli.ExitError, cli.Errorf("usage: veritycheck --root-hash HEX [flags] DATA [HASH]; see veritycheck --help",
 			"expected DATA and optionally HASH, got %d arguments", len(args))
+	}
+	if wantsSlot(o, args) {
+		return checkSlot(ctx, o, args, stdout, stderr, showProgress)
 	}
 	if o.kernel {
 		if err := kernelFlags(o); err != nil {

@@ -1,0 +1,475 @@
+package veritycheck
+
+// A device's whole set of AVB images checked as its bootloader would
+// (libavb's avb_slot_verify): --avb-slot VBMETA [DIR], or a vbmeta image
+// given alone.
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/verity"
+)
+
+const slotUsage = `
+--avb-slot VBMETA [DIR] checks a device's whole set of AVB images as its
+bootloader would (libavb's avb_slot_verify): VBMETA is the top-level
+vbmeta (vbmeta.img, or boot.img on a device without a vbmeta partition),
+and each partition's image is DIR/PARTITION.img (DIR: VBMETA's directory
+by default; the extension is VBMETA's), or the file --partition
+NAME=PATH names. Every vbmeta is verified: the top-level one signed (with
+--avb-key, by that key), each chained one signed with the key of its
+chain partition descriptor, with no flags and no further chain;
+--rollback-index LOCATION=INDEX gives the device's stored rollback index
+of a location (a vbmeta below it is refused; without it, indexes are
+reported, not enforced). Every hash descriptor's digest is checked
+against its image, and every hashtree descriptor's data and tree block
+by block, as for one image (--repair rebuilds them from the FEC the
+descriptor points at). Each vbmeta and each partition gets libavb's
+verdict (OK, ERROR_VERIFICATION, ERROR_PUBLIC_KEY_REJECTED,
+ERROR_ROLLBACK_INDEX, ERROR_INVALID_METADATA, ERROR_IO, ...), and the
+report gives androidboot.vbmeta.digest. A partition whose image is not
+there is ERROR_IO, as libavb's read of it would be; --allow-missing
+reports it without failing. 'veritycheck vbmeta.img' alone is this check
+of the set beside it. Exit 0 when everything verifies; 1 for what a
+locked device refuses (a signature, key, rollback index, digest or tree);
+2 for what no device boots (malformed metadata, a missing image).
+`
+
+// slotFlags are the whole-set check's flags.
+type slotFlags struct {
+	slot         bool
+	partitions   []string
+	rollback     []string
+	allowMissing bool
+}
+
+func (s *slotFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.slot, "avb-slot", false, "check a device's set: VBMETA [DIR]")
+	fs.StringArrayVar(&s.partitions, "partition", nil, "image `NAME=PATH` of a partition of the set")
+	fs.StringArrayVar(&s.rollback, "rollback-index", nil, "a stored rollback index, `LOC=N`")
+	fs.BoolVar(&s.allowMissing, "allow-missing", false, "report a missing image, not fail")
+}
+
+// slotFlagNames are the flags only the whole-set check takes: any of
+// them asks for it.
+var slotFlagNames = []string{"avb-slot", "partition", "rollback-index", "allow-missing"}
+
+// wantsSlot says whether the command line asks for the whole-set check:
+// one of its flags, or one argument that is a vbmeta image (the AVB0
+// magic at its start, no footer) and no root hash.
+func wantsSlot(o *options, args []string) bool {
+	for _, name := range slotFlagNames {
+		if o.tree.Changed(name) {
+			return true
+		}
+	}
+	if len(args) != 1 || o.avb || o.tree.Changed("root-hash") || o.tree.Changed("root-hash-file") || o.rootPositional || o.sign.wanted() {
+		return false
+	}
+	fi, err := os.Stat(args[0])
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	img, err := avb.ReadImage(args[0])
+	return err == nil && img.Footer == nil
+}
+
+// slotArgs checks the whole-set check's command line.
+func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.SlotImages, *avb.SlotOptions, error) {
+	for _, name := range append([]string{"avb", "kernel"}, avbFlagConflicts...) {
+		if o.tree.Changed(name) {
+			return "", nil, nil, cli.Errorf("the whole-set check takes every partition's parameters from the vbmetas; leave --"+name+" out",
+				"--%s does not go with --avb-slot", name)
+		}
+	}
+	if len(args) < 1 || len(args) > 2 {
+		return "", nil, nil, cli.Errorf("usage: veritycheck --avb-slot [--avb-key KEY] [--partition NAME=PATH]... VBMETA [DIR]",
+			"--avb-slot takes VBMETA and optionally DIR; got %d arguments", len(args))
+	}
+	if o.jobs < 1 {
+		return "", nil, nil, cli.Errorf("e.g. --jobs=1", "--jobs must be at least 1")
+	}
+	top := args[0]
+	images := &avb.SlotImages{Dir: filepath.Dir(top), Ext: filepath.Ext(top), Files: map[string]string{}}
+	if len(args) == 2 {
+		fi, err := os.Stat(args[1])
+		if err != nil || !fi.IsDir() {
+			return "", nil, nil, cli.Errorf("DIR holds the images as PARTITION.img; name single files with --partition NAME=PATH",
+				"%s is not a directory", args[1])
+		}
+		images.Dir = args[1]
+	}
+	for _, spec := range o.slot.partitions {
+		name, path, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || path == "" {
+			return "", nil, nil, cli.Errorf("e.g. --partition system=out/system.img", "--partition %q is not NAME=PATH", spec)
+		}
+		if _, dup := images.Files[name]; dup {
+			return "", nil, nil, cli.Errorf("keep one of them", "--partition names partition %q twice", name)
+		}
+		images.Files[name] = path
+	}
+	so := &avb.SlotOptions{AllowMissing: o.slot.allowMissing, Jobs: o.jobs, MaxProblems: o.maxProblems, Repair: o.repair}
+	if o.maxProblems == 0 {
+		so.MaxProblems = 1 // 0 would be the library's default; none is listed
+	}
+	for _, spec := range o.slot.rollback {
+		l, i, ok := strings.Cut(spec, "=")
+		loc, err1 := strconv.ParseUint(l, 10, 32)
+		index, err2 := strconv.ParseUint(i, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return "", nil, nil, cli.Errorf("e.g. --rollback-index 0=9 (location 0, the top-level vbmeta's by default)", "--rollback-index %q is not LOCATION=INDEX", spec)
+		}
+		if loc >= avb.MaxRollbackIndexLocations {
+			return "", nil, nil, cli.Errorf("", "--rollback-index %q: libavb has locations 0 to %d", spec, avb.MaxRollbackIndexLocations-1)
+		}
+		if so.StoredRollbackIndexes == nil {
+			so.StoredRollbackIndexes = map[uint32]uint64{}
+		}
+		if _, dup := so.StoredRollbackIndexes[uint32(loc)]; dup {
+			return "", nil, nil, cli.Errorf("keep one of them", "--rollback-index gives location %d twice", loc)
+		}
+		so.StoredRollbackIndexes[uint32(loc)] = index
+	}
+	if o.avbKey != "" {
+		key, err := readAVBKey(ctx, o.avbKey)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		so.Key = key
+	}
+	return top, images, so, nil
+}
+
+// slotJSON is the "avb_slot" part of the JSON report.
+type slotJSON struct {
+	Top    string `json:"top"`
+	Result string `json:"result"` // libavb's AvbSlotVerifyResult name
+	// VBMetaDigest is androidboot.vbmeta.digest ("" when the top-level
+	// vbmeta could not be loaded), of VBMetaHashAlg; VBMetaSize is
+	// androidboot.vbmeta.size.
+	VBMetaDigest  string              `json:"vbmeta_digest"`
+	VBMetaHashAlg string              `json:"vbmeta_hash_alg"`
+	VBMetaSize    uint64              `json:"vbmeta_size"`
+	VBMetas       []slotVBMetaJSON    `json:"vbmetas"`
+	Partitions    []slotPartitionJSON `json:"partitions"`
+}
+
+type slotVBMetaJSON struct {
+	Partition          string `json:"partition"`
+	Path               string `json:"path"`
+	Chained            bool   `json:"chained"`
+	Result             string `json:"result"`
+	Error              string `json:"error,omitempty"`
+	VBMetaVerifyResult string `json:"vbmeta_verify_result,omitempty"`
+	Algorithm          string `json:"algorithm,omitempty"`
+	PublicKeySHA1      string `json:"public_key_sha1,omitempty"`
+	// ExpectedKeySHA1: a chained vbmeta's chain descriptor's key.
+	// KeyChecked: the signing key was held to a key (that one, or
+	// --avb-key), not only taken from the vbmeta.
+	ExpectedKeySHA1       string   `json:"expected_public_key_sha1,omitempty"`
+	KeyChecked            bool     `json:"key_checked"`
+	RollbackIndex         uint64   `json:"rollback_index"`
+	RollbackIndexLocation uint32   `json:"rollback_index_location"`
+	StoredRollbackIndex   *uint64  `json:"stored_rollback_index,omitempty"`
+	Flags                 uint32   `json:"flags"`
+	Notes                 []string `json:"notes,omitempty"`
+}
+
+type slotPartitionJSON struct {
+	Partition string `json:"partition"`
+	Path      string `json:"path"`
+	VBMeta    string `json:"vbmeta"` // the vbmeta holding the descriptor
+	Index     int    `json:"index"`  // among its descriptors, from 1
+	Type      string `json:"type"`   // hash or hashtree
+	Result    string `json:"result"`
+	Error     string `json:"error,omitempty"`
+	Checked   bool   `json:"checked"`
+	Missing   bool   `json:"missing"`
+	Note      string `json:"note,omitempty"`
+	// For a hashtree partition whose tree was checked.
+	CorruptDataBlocks   *uint64   `json:"corrupt_data_blocks,omitempty"`
+	CorruptHashBlocks   *uint64   `json:"corrupt_hash_blocks,omitempty"`
+	UncheckedDataBlocks uint64    `json:"unchecked_data_blocks,omitempty"`
+	UncheckedHashBlocks uint64    `json:"unchecked_hash_blocks,omitempty"`
+	Repairable          bool      `json:"repairable,omitempty"`
+	Repaired            bool      `json:"repaired,omitempty"`
+	Problems            []problem `json:"problems,omitempty"`
+	ProblemsTruncated   bool      `json:"problems_truncated,omitempty"`
+	// FEC is the parity the descriptor points at and what it can (or
+	// did) rebuild, as one image's report gives it.
+	FEC *repairJSON `json:"fec,omitempty"`
+}
+
+// checkSlot is the whole-set check.
+func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io.Writer, showProgress bool) (int, error) {
+	top, images, so, err := slotArgs(ctx, o, args)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	so.Prepare = func(_ *avb.SlotPartition, vo *verity.VerifyOptions) func() { return reportTo(vo, stderr, showProgress) }
+	problems := map[*avb.SlotPartition][]problem{}
+	truncated := map[*avb.SlotPartition]bool{}
+	fecs := map[*avb.SlotPartition]*repairJSON{}
+	so.OnTree = func(p *avb.SlotPartition, res *verity.VerifyResult) error {
+		if !o.json {
+			// The problems and the repair, as for one image.
+			return report(o, res, nil, p.Path, p.Path, stdout)
+		}
+		ps := []problem{}
+		for pr, err := range res.Problems() {
+			if err != nil {
+				return err
+			}
+			if o.maxProblems >= 0 && len(ps) >= o.maxProblems {
+				truncated[p] = true
+				break
+			}
+			ps = append(ps, toProblem(pr))
+		}
+		problems[p] = ps
+		if res.FEC != nil {
+			fecs[p] = newRepairJSON(res.FEC, res.Repair, res.Repaired, o.maxProblems)
+		}
+		return nil
+	}
+	if !o.json {
+		// Each verdict as it is made, the problems of a tree before it.
+		so.OnVBMeta = func(v *avb.SlotVBMeta) { printSlotVBMeta(stdout, o, v) }
+		so.OnPartition = func(p *avb.SlotPartition) { printSlotPartition(stdout, o, p) }
+	}
+	r, err := avb.VerifySlot(ctx, top, images, so)
+	if err != nil {
+		return cli.ExitError, err
+	}
+	code, verr := slotVerdict(o, r)
+	if o.json {
+		sj := newSlotJSON(top, r, problems, truncated)
+		for i, p := range r.Partitions {
+			sj.Partitions[i].FEC = fecs[p]
+		}
+		out := struct {
+			Verified bool      `json:"verified"`
+			Slot     *slotJSON `json:"avb_slot"`
+			Error    string    `json:"error,omitempty"`
+			Hint     string    `json:"hint,omitempty"`
+		}{Verified: code == cli.ExitOK, Slot: sj}
+		if verr != nil {
+			out.Error = verr.Error()
+			var ce *cli.Error
+			if errors.As(verr, &ce) {
+				out.Hint = ce.Hint
+			}
+		}
+		if err := cli.WriteJSON(stdout, out); err != nil {
+			return cli.ExitError, err
+		}
+		o.jsonWritten = true
+		return code, verr
+	}
+	printSlotEnd(stdout, r)
+	return code, verr
+}
+
+// slotVerdict is the exit code and the error saying why it is not 0.
+func slotVerdict(o *options, r *avb.SlotResult) (int, error) {
+	if r.Result == avb.SlotOK {
+		return cli.ExitOK, nil
+	}
+	var why []string
+	missing, repairable, other := 0, 0, 0
+	for _, v := range r.VBMetas {
+		if v.Result != avb.SlotOK {
+			other++
+			why = append(why, fmt.Sprintf("vbmeta %q: %s", v.Partition, v.Result))
+		}
+	}
+	for _, p := range r.Partitions {
+		switch {
+		case p.Result == avb.SlotOK:
+			continue
+		case p.Missing && o.slot.allowMissing:
+			continue
+		case p.Missing:
+			missing++
+		case p.Repairable && !p.Repaired:
+			repairable++
+		default:
+			other++
+		}
+		why = append(why, fmt.Sprintf("partition %q: %s", p.Partition, p.Result))
+	}
+	const most = 8
+	if len(why) > most {
+		why = append(why[:most], fmt.Sprintf("and %d more", len(why)-most))
+	}
+	var hints []string
+	if missing > 0 {
+		hints = append(hints, "name an image with --partition NAME=PATH, or give the directory that holds them; --allow-missing checks only the images there are")
+	}
+	if repairable > 0 && other == 0 && missing == 0 {
+		hints = append(hints, "run again with --repair to rebuild the corrupted blocks from the FEC parity")
+	}
+	code := cli.ExitCorrupt
+	if r.Result.Fatal() {
+		code = cli.ExitError
+	}
+	return code, cli.Errorf(strings.Join(hints, "\n"), "the slot does not verify, libavb's verdict is %s: %s", r.Result, strings.Join(why, "; "))
+}
+
+func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition][]problem, truncated map[*avb.SlotPartition]bool) *slotJSON {
+	sj := &slotJSON{Top: top, Result: r.Result.String(), VBMetaDigest: hex.EncodeToString(r.VBMetaDigest), VBMetaHashAlg: r.VBMetaHashAlg,
+		VBMetaSize: r.VBMetaSize, VBMetas: []slotVBMetaJSON{}, Partitions: []slotPartitionJSON{}}
+	for _, v := range r.VBMetas {
+		vj := slotVBMetaJSON{Partition: clip(v.Partition), Path: v.Path, Chained: v.Chained, Result: v.Result.String(), KeyChecked: v.KeyChecked,
+			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes}
+		if v.Err != nil {
+			vj.Error = v.Err.Error()
+		}
+		if v.Chained {
+			vj.ExpectedKeySHA1 = sha1Hex(v.ExpectedKey)
+		}
+		if v.RollbackChecked {
+			stored := v.StoredRollbackIndex
+			vj.StoredRollbackIndex = &stored
+		}
+		if img := v.Image; img != nil {
+			vm := img.VBMeta
+			vj.VBMetaVerifyResult, vj.Algorithm = v.VerifyResult.String(), vm.Algorithm.Name
+			vj.RollbackIndex, vj.Flags = vm.Header.RollbackIndex, vm.Header.Flags
+			if len(vm.PublicKey) > 0 {
+				vj.PublicKeySHA1 = sha1Hex(vm.PublicKey)
+			}
+		}
+		sj.VBMetas = append(sj.VBMetas, vj)
+	}
+	for _, p := range r.Partitions {
+		pj := slotPartitionJSON{Partition: clip(p.Partition), Path: p.Path, VBMeta: clip(p.VBMeta), Index: p.Index, Type: descriptorType(p.Descriptor),
+			Result: p.Result.String(), Checked: p.Checked, Missing: p.Missing, Note: p.Note, Repairable: p.Repairable, Repaired: p.Repaired,
+			Problems: problems[p], ProblemsTruncated: truncated[p]}
+		if p.Err != nil {
+			pj.Error = p.Err.Error()
+		}
+		if t := p.Tree; t != nil {
+			d, h := t.CorruptDataBlocks, t.CorruptHashBlocks
+			pj.CorruptDataBlocks, pj.CorruptHashBlocks = &d, &h
+			pj.UncheckedDataBlocks, pj.UncheckedHashBlocks = t.UncheckedDataBlocks, t.UncheckedHashBlocks
+		}
+		sj.Partitions = append(sj.Partitions, pj)
+	}
+	return sj
+}
+
+// printSlotVBMeta prints a vbmeta's line.
+func printSlotVBMeta(w io.Writer, o *options, v *avb.SlotVBMeta) {
+	{
+		fmt.Fprintf(w, "avb-slot: vbmeta %q (%s)", clip(v.Partition), v.Path)
+		if v.Chained {
+			fmt.Fprintf(w, ", chained")
+		}
+		if img := v.Image; img != nil {
+			vm := img.VBMeta
+			key := "no public key"
+			if len(vm.PublicKey) > 0 {
+				key = "public key (sha1) " + sha1Hex(vm.PublicKey)
+			}
+			fmt.Fprintf(w, ": %s, %s, rollback index %d (location %d", vm.Algorithm.Name, key, vm.Header.RollbackIndex, v.RollbackIndexLocation)
+			if v.Chained {
+				fmt.Fprintf(w, ", the chain descriptor's")
+			}
+			if v.RollbackChecked {
+				fmt.Fprintf(w, ", %d stored", v.StoredRollbackIndex)
+			}
+			fmt.Fprintf(w, "), flags %d", vm.Header.Flags)
+		}
+		fmt.Fprintf(w, ": %s", v.Result)
+		switch {
+		case v.Err != nil:
+			fmt.Fprintf(w, ": %s", strings.TrimPrefix(v.Err.Error(), v.Path+": "))
+		case v.Chained:
+			fmt.Fprintf(w, ", signed with the chain partition descriptor's key")
+		case v.KeyChecked:
+			fmt.Fprintf(w, ", signed with the key of %s", o.avbKey)
+		default:
+			fmt.Fprintf(w, ", verified with the embedded key (--avb-key checks that it is the key the device trusts)")
+		}
+		fmt.Fprintln(w)
+		for _, n := range v.Notes {
+			fmt.Fprintf(w, "avb-slot: note: vbmeta %q: %s\n", clip(v.Partition), n)
+		}
+	}
+}
+
+// printSlotPartition prints a partition's line.
+func printSlotPartition(w io.Writer, o *options, p *avb.SlotPartition) {
+	{
+		path := p.Path
+		if path == "" {
+			path = "no image"
+		}
+		fmt.Fprintf(w, "avb-slot: partition %q (%s): %s descriptor %d of vbmeta %q: %s", clip(p.Partition), path, descriptorType(p.Descriptor), p.Index, clip(p.VBMeta), p.Result)
+		switch {
+		case p.Missing && o.slot.allowMissing:
+			fmt.Fprintf(w, " (not checked, --allow-missing): %v", p.Err)
+		case p.Err != nil:
+			fmt.Fprintf(w, ": %s", strings.TrimPrefix(p.Err.Error(), p.Path+": "))
+		default:
+			fmt.Fprintf(w, ": %s", slotMatched(p))
+		}
+		if p.Note != "" {
+			fmt.Fprintf(w, " (%s)", p.Note)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// printSlotEnd prints the vbmeta digest and, when the slot verifies, the
+// verdict.
+func printSlotEnd(w io.Writer, r *avb.SlotResult) {
+	if r.VBMetaDigest != nil {
+		fmt.Fprintf(w, "avb-slot: vbmeta digest: %s %x of %d bytes (androidboot.vbmeta.digest and .size)\n", r.VBMetaHashAlg, r.VBMetaDigest, r.VBMetaSize)
+	}
+	if r.Result == avb.SlotOK {
+		checked, trees := 0, 0
+		for _, p := range r.Partitions {
+			if p.Checked {
+				checked++
+				if p.Tree != nil {
+					trees++
+				}
+			}
+		}
+		how := ""
+		if trees > 0 {
+			how = ", the trees block by block"
+		}
+		fmt.Fprintf(w, "verified: %s and %s, libavb's verdict OK%s\n", plural(len(r.VBMetas), "vbmeta"), plural(checked, "partition"), how)
+	}
+}
+
+// slotMatched says what matched for a partition whose check holds.
+func slotMatched(p *avb.SlotPartition) string {
+	switch d := p.Descriptor.(type) {
+	case *avb.HashDescriptor:
+		return fmt.Sprintf("the %s digest of its %d bytes matches", d.HashAlgorithm, d.ImageSize)
+	case *avb.HashtreeDescriptor:
+		s := fmt.Sprintf("%d data blocks of %d bytes and the tree match the root digest %s", d.ImageSize/uint64(d.DataBlockSize), d.DataBlockSize, clipHex(d.RootDigest))
+		if p.Repaired {
+			s += ", once repaired"
+		}
+		return s
+	}
+	return "matches"
+}
