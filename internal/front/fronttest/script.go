@@ -12,7 +12,10 @@ package fronttest
 // ends in a space or starts with a quote is written as a Go string literal):
 //
 //	case NAME                 a new case, in a fresh directory; the lines
-//	                          before the first case are in every case
+//	                          before the first case are in every case (run
+//	                          once, and the directory they made copied into
+//	                          each case's, when they only make files: the
+//	                          verbs data to rm below, without $DIR)
 //	skipifroot REASON         skip the case when running as root
 //	data NAME SIZE [MODE]     a file of SIZE pseudo-random bytes (the same
 //	                          in both directories), mode 0644 by default
@@ -23,6 +26,16 @@ package fronttest
 //	chmod MODE NAME           change NAME's mode (octal)
 //	link NAME TARGET          a hard link NAME to TARGET
 //	symlink NAME TARGET       a symbolic link NAME to TARGET
+//	write NAME TEXT           a file holding TEXT
+//	copy FROM TO [OFFSET]     TO a copy of FROM; with OFFSET, FROM's bytes
+//	                          written into TO at OFFSET
+//	truncate NAME SIZE        cut or extend NAME to SIZE bytes
+//	rm NAME                   remove NAME
+//	exec PROGRAM ARGS...      run the installed PROGRAM (e.g. veritysetup
+//	                          format, to make a tree with the real tool;
+//	                          missing: skips the case, fails it in CI) in
+//	                          the case's directories; it must exit 0; its
+//	                          "Root hash:" line sets $ROOT
 //	loop NAME FILE [ALIAS]    a loop device over FILE, as the block device
 //	                          node NAME (and ALIAS, a second node of it);
 //	                          skips the case where none can be attached
@@ -40,7 +53,9 @@ package fronttest
 //	error TEXT                the error line contains TEXT
 //	hint TEXT, nohint TEXT    a hint line contains TEXT; none does
 //	unchanged                 the directory is as before the command: names,
-//	                          types, sizes, modes, mtimes and content
+//	                          types, sizes, modes, mtimes and content, and
+//	                          its own mode and mtime (nothing made and
+//	                          removed again)
 //	sha256 NAME HEX           NAME's content has this SHA-256
 //	absent NAME               the front left no file NAME
 //	peer stdout MODE          with a peer, how the outputs compare: exact
@@ -64,6 +79,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,13 +118,18 @@ func (s Scripts) Run(t *testing.T, glob string) int {
 	n := 0
 	for _, path := range paths {
 		file := strings.TrimSuffix(filepath.Base(path), ".txt")
-		cases := parseScript(t, path)
+		prelude, cases := parseScript(t, path)
 		t.Run(file, func(t *testing.T) {
+			var tmpl *template
+			if cases[0].name != "" && onlyMakesFiles(prelude) {
+				tmpl = s.makeTemplate(t, file, prelude)
+				prelude = nil
+			}
 			for _, c := range cases {
 				n++
 				run := func(t *testing.T) {
 					sc := &scriptCase{t: t, file: file, s: s, peer: peer}
-					sc.run(c.lines)
+					sc.run(tmpl, append(slices.Clone(prelude), c.lines...))
 				}
 				if c.name == "" {
 					run(t)
@@ -131,15 +152,13 @@ type parsedCase struct {
 	lines []scriptLine
 }
 
-// parseScript splits a script into its cases, each with the lines before
-// the first case in front.
-func parseScript(t *testing.T, path string) []parsedCase {
+// parseScript splits a script into the lines before the first case and
+// its cases (a file without cases is one unnamed case).
+func parseScript(t *testing.T, path string) (prelude []scriptLine, cases []parsedCase) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prelude []scriptLine
-	var cases []parsedCase
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -148,7 +167,7 @@ func parseScript(t *testing.T, path string) []parsedCase {
 			continue
 		}
 		if name, ok := strings.CutPrefix(line, "case "); ok {
-			cases = append(cases, parsedCase{name: strings.TrimSpace(name), lines: append([]scriptLine(nil), prelude...)})
+			cases = append(cases, parsedCase{name: strings.TrimSpace(name)})
 			continue
 		}
 		if len(cases) == 0 {
@@ -158,9 +177,80 @@ func parseScript(t *testing.T, path string) []parsedCase {
 		}
 	}
 	if len(cases) == 0 {
-		cases = []parsedCase{{lines: prelude}}
+		return nil, []parsedCase{{lines: prelude}}
 	}
-	return cases
+	return prelude, cases
+}
+
+// fileVerbs are the script verbs that only make or change files (not
+// chmod, whose unreadable files a copy cannot take, nor link, whose hard
+// links a copy would break).
+var fileVerbs = map[string]bool{"data": true, "zeros": true, "poke": true, "fill": true, "mkdir": true, "symlink": true,
+	"write": true, "copy": true, "truncate": true, "rm": true, "exec": true}
+
+// onlyMakesFiles reports whether lines only make files, in the case's
+// directory whatever it is: then one run serves every case.
+func onlyMakesFiles(lines []scriptLine) bool {
+	for _, l := range lines {
+		verb, _, _ := strings.Cut(l.text, " ")
+		if !fileVerbs[verb] || strings.Contains(l.text, "$DIR") {
+			return false
+		}
+	}
+	return len(lines) > 0
+}
+
+// template is a directory the lines before a script's first case made,
+// and the $ROOT they set.
+type template struct {
+	dir, root string
+}
+
+// makeTemplate runs the lines before a script's first case once.
+func (s Scripts) makeTemplate(t *testing.T, file string, lines []scriptLine) *template {
+	c := &scriptCase{t: t, file: file, s: s}
+	c.dirs[1] = t.TempDir()
+	for _, l := range lines {
+		c.line = l.n
+		c.step(l.text)
+	}
+	return &template{dir: c.dirs[1], root: c.root}
+}
+
+// copyTemplate copies the template's files into dir.
+func (c *scriptCase) copyTemplate(tmpl *template, dir string) {
+	err := filepath.WalkDir(tmpl.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == tmpl.dir {
+			return err
+		}
+		rel, _ := filepath.Rel(tmpl.dir, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dir, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(to, info.Mode().Perm())
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, info.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chmod(to, info.Mode().Perm())
+	})
+	if err != nil {
+		c.fatalf("copying the files the lines before the first case made: %v", err)
+	}
 }
 
 // outcome is one command's outcome.
@@ -187,11 +277,15 @@ type scriptCase struct {
 	line     int
 }
 
-func (c *scriptCase) run(lines []scriptLine) {
+func (c *scriptCase) run(tmpl *template, lines []scriptLine) {
 	t := c.t
 	c.dirs[1] = t.TempDir()
 	if c.peer != "" {
 		c.dirs[0] = t.TempDir()
+	}
+	if tmpl != nil {
+		c.each(func(dir string) error { c.copyTemplate(tmpl, dir); return nil })
+		c.root = tmpl.root
 	}
 	// The front runs in-process: its relative paths are relative to the
 	// case's directory, as the peer's are.
@@ -212,26 +306,20 @@ func (c *scriptCase) step(line string) {
 		c.start(verb, fields, c.peer != "" && verb == c.s.Peer)
 		return
 	}
+	if c.fileStep(verb, rest, fields) {
+		return
+	}
 	switch verb {
 	case "skipifroot":
 		if os.Geteuid() == 0 {
 			c.t.Skipf("skipped: running as root: %s", rest)
 		}
-	case "data", "zeros", "poke", "fill":
-		c.writeFile(verb, fields)
-	case "mkdir":
-		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
 	case "chmod":
 		mode := c.mode(fields[0])
 		c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), mode) })
 		c.t.Cleanup(func() { c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), 0o755) }) })
-	case "link", "symlink":
-		c.each(func(dir string) error {
-			if verb == "link" {
-				return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0]))
-			}
-			return os.Symlink(fields[1], filepath.Join(dir, fields[0]))
-		})
+	case "link":
+		c.each(func(dir string) error { return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0])) })
 	case "loop":
 		c.each(func(dir string) error { return c.loop(dir, fields) })
 	case "front":
@@ -243,6 +331,78 @@ func (c *scriptCase) step(line string) {
 	default:
 		c.check(verb, c.unquote(rest), fields)
 	}
+}
+
+// fileStep runs a line of one of the fileVerbs, and reports whether it
+// was one.
+func (c *scriptCase) fileStep(verb, rest string, fields []string) bool {
+	if !fileVerbs[verb] {
+		return false
+	}
+	c.need(verb, fields, map[string]int{"data": 2, "zeros": 2, "poke": 3, "fill": 3, "mkdir": 1, "symlink": 2,
+		"write": 1, "copy": 2, "truncate": 2, "rm": 1, "exec": 1}[verb])
+	switch verb {
+	case "data", "zeros", "poke", "fill":
+		c.writeFile(verb, fields)
+	case "mkdir":
+		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
+	case "symlink":
+		c.each(func(dir string) error { return os.Symlink(fields[1], filepath.Join(dir, fields[0])) })
+	case "write":
+		text := c.unquote(strings.TrimSpace(strings.TrimPrefix(rest, fields[0])))
+		c.each(func(dir string) error { return os.WriteFile(filepath.Join(dir, fields[0]), []byte(text), 0o644) })
+	case "copy":
+		c.each(func(dir string) error { return c.copyFile(dir, fields) })
+	case "truncate":
+		size := c.atoi(fields[1])
+		c.each(func(dir string) error { return os.Truncate(filepath.Join(dir, fields[0]), int64(size)) })
+	case "rm":
+		c.each(func(dir string) error { return os.Remove(filepath.Join(dir, rest)) })
+	case "exec":
+		c.each(func(dir string) error { return c.exec(dir, fields) })
+	}
+	return true
+}
+
+// need fails the case unless a line of verb has at least n fields.
+func (c *scriptCase) need(verb string, fields []string, n int) {
+	if len(fields) < n {
+		c.fatalf("%s needs %d arguments, got %q", verb, n, fields)
+	}
+}
+
+// copyFile runs a copy line in dir: FROM TO [OFFSET].
+func (c *scriptCase) copyFile(dir string, fields []string) error {
+	b, err := os.ReadFile(filepath.Join(dir, fields[0]))
+	if err != nil {
+		return err
+	}
+	to := filepath.Join(dir, fields[1])
+	if len(fields) < 3 {
+		return os.WriteFile(to, b, 0o644)
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteAt(b, int64(c.atoi(fields[2])))
+	return err
+}
+
+// exec runs an exec line in dir: the installed program fields[0] with the
+// rest as its arguments.
+func (c *scriptCase) exec(dir string, fields []string) error {
+	cmd := exec.CommandContext(c.t.Context(), testtool.Require(c.t, fields[0]), fields[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(fields, " "), err, out)
+	}
+	if m := rootLine.FindStringSubmatch(string(out)); m != nil {
+		c.root = m[1]
+	}
+	return nil
 }
 
 // unquote reads TEXT written as a Go string literal: a text that ends in a
@@ -263,7 +423,6 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 	if verb != "sha256" && verb != "absent" && c.last[1] == nil {
 		c.fatalf("%s before any command", verb)
 	}
-	ours := c.last[1]
 	switch verb {
 	case "code":
 		want := c.atoi(rest)
@@ -273,6 +432,42 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 				c.errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", c.who(i), r.code, want, r.stdout, r.stderr)
 			}
 		}
+	case "contains", "outcontains", "nostdout", "oneerror", "error", "hint", "nohint":
+		c.checkOutput(verb, rest)
+	case "unchanged":
+		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
+	case "sha256":
+		if got := fmt.Sprintf("%x", Sum(c.t, filepath.Join(c.dirs[1], fields[0]))); got != fields[1] {
+			c.errorf("%s has sha256 %s, want %s", fields[0], got, fields[1])
+		}
+	case "absent":
+		if _, err := os.Lstat(filepath.Join(c.dirs[1], rest)); err == nil {
+			c.errorf("the front left %s behind", rest)
+		}
+	case "peer":
+		c.needPeer(verb)
+		switch fields[0] {
+		case "stdout":
+			c.outMode = fields[1]
+		case "stderr":
+			c.errMode = fields[1]
+		default:
+			c.fatalf("peer %s: want stdout or stderr", fields[0])
+		}
+	case "files":
+		if c.peer == "" {
+			c.fatalf("files without a peer")
+		}
+		c.compareFiles(fields)
+	default:
+		c.fatalf("unknown script verb %q", verb)
+	}
+}
+
+// checkOutput runs an assertion about the front's output.
+func (c *scriptCase) checkOutput(verb, rest string) {
+	ours := c.last[1]
+	switch verb {
 	case "contains", "outcontains":
 		out, what := ours.stderr, "stderr"
 		if verb == "outcontains" {
@@ -307,33 +502,6 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 				c.errorf("no hint saying %q in:\n%s", rest, ours.stderr)
 			}
 		}
-	case "unchanged":
-		SameListing(c.t, c.before, Listing(c.t, c.dirs[1]))
-	case "sha256":
-		if got := fmt.Sprintf("%x", Sum(c.t, filepath.Join(c.dirs[1], fields[0]))); got != fields[1] {
-			c.errorf("%s has sha256 %s, want %s", fields[0], got, fields[1])
-		}
-	case "absent":
-		if _, err := os.Lstat(filepath.Join(c.dirs[1], rest)); err == nil {
-			c.errorf("the front left %s behind", rest)
-		}
-	case "peer":
-		c.needPeer(verb)
-		switch fields[0] {
-		case "stdout":
-			c.outMode = fields[1]
-		case "stderr":
-			c.errMode = fields[1]
-		default:
-			c.fatalf("peer %s: want stdout or stderr", fields[0])
-		}
-	case "files":
-		if c.peer == "" {
-			c.fatalf("files without a peer")
-		}
-		c.compareFiles(fields)
-	default:
-		c.fatalf("unknown script verb %q", verb)
 	}
 }
 
@@ -478,7 +646,7 @@ func (c *scriptCase) start(tool string, args []string, withPeer bool) {
 	c.tool, c.args, c.withPeer = tool, args, withPeer
 	c.outMode, c.errMode, c.codeSeen = "exact", "exact", false
 	c.last = [2]*outcome{}
-	c.before = Listing(c.t, c.dirs[1])
+	c.before = ListingWithDir(c.t, c.dirs[1])
 	if withPeer {
 		cmd := exec.CommandContext(c.t.Context(), c.peer, args...)
 		// Both invoked by the same name: usage errors start with it.
