@@ -51,7 +51,10 @@ package fronttest
 //	oneerror                  the front's stderr is one "TOOL: error: " line
 //	                          first, then only "TOOL: hint: " lines
 //	error TEXT                the error line contains TEXT
+//	errorline TEXT            the error line is TEXT, the only one, first
 //	hint TEXT, nohint TEXT    a hint line contains TEXT; none does
+//	hintline TEXT             the one hint line is TEXT
+//	nohints                   no hint lines
 //	unchanged                 the directory is as before the command: names,
 //	                          types, sizes, modes, mtimes and content, and
 //	                          its own mode and mtime (nothing made and
@@ -66,7 +69,8 @@ package fronttest
 //	                          or not, content, mode
 //
 // Outputs are compared with the peer's when the next command starts or the
-// case ends. Every command needs a code line.
+// case ends. Every command needs a code line. The front's stdout and
+// stderr never hold any of Scripts.Never's texts.
 
 import (
 	"bufio"
@@ -97,6 +101,8 @@ type Scripts struct {
 	// to the front of the same name; a missing peer skips the test (fails
 	// it in CI).
 	Peer string
+	// Never are texts no front may print, e.g. Go's own error words.
+	Never []string
 }
 
 // Run runs every script file matching glob, each case a subtest, and
@@ -432,7 +438,7 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 				c.errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", c.who(i), r.code, want, r.stdout, r.stderr)
 			}
 		}
-	case "contains", "outcontains", "nostdout", "oneerror", "error", "hint", "nohint":
+	case "contains", "outcontains", "nostdout", "oneerror", "error", "errorline", "hint", "nohint", "hintline", "nohints":
 		c.checkOutput(verb, rest)
 	case "unchanged":
 		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
@@ -492,6 +498,16 @@ func (c *scriptCase) checkOutput(verb, rest string) {
 		errs, _ := c.errorLines()
 		if len(errs) == 0 || !strings.Contains(errs[0], rest) {
 			c.errorf("error %q does not say %q", strings.Join(errs, "\n"), rest)
+		}
+	case "errorline":
+		errs, _ := c.errorLines()
+		if len(errs) != 1 || errs[0] != rest || !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
+			c.errorf("stderr:\n%s\nwant the one error line, first: %q", ours.stderr, rest)
+		}
+	case "hintline", "nohints":
+		_, hints := c.errorLines()
+		if want := []string{rest}; verb == "nohints" && len(hints) != 0 || verb == "hintline" && !slices.Equal(hints, want) {
+			c.errorf("hints %q; want %s %q", hints, verb, rest)
 		}
 	case "hint", "nohint":
 		_, hints := c.errorLines()
@@ -667,6 +683,11 @@ func (c *scriptCase) start(tool string, args []string, withPeer bool) {
 	code := c.s.Fronts[tool](c.t.Context(), tool, args, &stdout, &stderr)
 	c.last[1] = &outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	c.t.Logf("%s line %d: %s %q -> exit %d\nstdout:\n%s\nstderr:\n%s", c.file, c.line, tool, args, code, stdout.String(), stderr.String())
+	for _, never := range c.s.Never {
+		if strings.Contains(stdout.String(), never) || strings.Contains(stderr.String(), never) {
+			c.errorf("%s %q printed %q", tool, args, never)
+		}
+	}
 	if m := rootLine.FindStringSubmatch(c.last[1].stdout); m != nil {
 		c.root = m[1]
 	}
