@@ -545,7 +545,7 @@ func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]opti
 	case "data":
 		data = g.spoilData(e)
 	case "hash-file":
-		hash, opts = g.spoilHashFile(opts, hash, e)
+		hash, opts = g.spoilHashFile(opts, e)
 	case "overlap":
 		hash, opts = g.spoilOverlap(opts, hash, e)
 	case "missing-value":
@@ -619,8 +619,9 @@ func (g *gen) spoilData(e *geometry) string {
 
 // spoilHashFile returns a HASH that cannot be written, or DATA by another
 // name.
-func (g *gen) spoilHashFile(opts []option, hash string, e *geometry) (string, []option) {
+func (g *gen) spoilHashFile(opts []option, e *geometry) (string, []option) {
 	c := g.c
+	var hash string
 	switch g.n(4) {
 	case 0:
 		hash = "nodir/hash"
