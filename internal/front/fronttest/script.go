@@ -8,7 +8,8 @@ package fronttest
 // and the outcomes are compared: exit code, stdout, stderr, files.
 //
 // Script lines (# starts a comment; $DIR is the case's directory, $ROOT the
-// root hash the last command printed on a "Root hash:" line; a TEXT that
+// root hash the last command printed on a "Root hash:" line, $NAME
+// Scripts.Vars[NAME]; a TEXT that
 // ends in a space or starts with a quote is written as a Go string literal):
 //
 //	case NAME                 a new case, in a fresh directory; the lines
@@ -55,6 +56,7 @@ package fronttest
 //	hint TEXT, nohint TEXT    a hint line contains TEXT; none does
 //	hintline TEXT             the one hint line is TEXT
 //	nohints                   no hint lines
+//	maxhints N                at most N hint lines
 //	unchanged                 the directory is as before the command: names,
 //	                          types, sizes, modes, mtimes and content, and
 //	                          its own mode and mtime (nothing made and
@@ -78,6 +80,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -103,6 +106,9 @@ type Scripts struct {
 	Peer string
 	// Never are texts no front may print, e.g. Go's own error words.
 	Never []string
+	// Vars are more variables for the scripts: $NAME stands for
+	// Vars[NAME] (e.g. a directory of the repository's test data).
+	Vars map[string]string
 }
 
 // Run runs every script file matching glob, each case a subtest, and
@@ -438,7 +444,7 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 				c.errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", c.who(i), r.code, want, r.stdout, r.stderr)
 			}
 		}
-	case "contains", "outcontains", "nostdout", "oneerror", "error", "errorline", "hint", "nohint", "hintline", "nohints":
+	case "contains", "outcontains", "nostdout", "oneerror", "error", "errorline", "hint", "nohint", "hintline", "nohints", "maxhints":
 		c.checkOutput(verb, rest)
 	case "unchanged":
 		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
@@ -504,19 +510,27 @@ func (c *scriptCase) checkOutput(verb, rest string) {
 		if len(errs) != 1 || errs[0] != rest || !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
 			c.errorf("stderr:\n%s\nwant the one error line, first: %q", ours.stderr, rest)
 		}
-	case "hintline", "nohints":
-		_, hints := c.errorLines()
-		if want := []string{rest}; verb == "nohints" && len(hints) != 0 || verb == "hintline" && !slices.Equal(hints, want) {
-			c.errorf("hints %q; want %s %q", hints, verb, rest)
-		}
+	case "hint", "nohint", "hintline", "nohints", "maxhints":
+		c.checkHints(verb, rest)
+	}
+}
+
+// checkHints runs an assertion about the front's hint lines.
+func (c *scriptCase) checkHints(verb, rest string) {
+	_, hints := c.errorLines()
+	switch verb {
 	case "hint", "nohint":
-		_, hints := c.errorLines()
 		if has := strings.Contains(strings.Join(hints, "\n"), rest); has != (verb == "hint") {
 			if has {
-				c.errorf("a hint says %q:\n%s", rest, ours.stderr)
+				c.errorf("a hint says %q:\n%s", rest, c.last[1].stderr)
 			} else {
-				c.errorf("no hint saying %q in:\n%s", rest, ours.stderr)
+				c.errorf("no hint saying %q in:\n%s", rest, c.last[1].stderr)
 			}
+		}
+	case "hintline", "nohints", "maxhints":
+		if verb == "nohints" && len(hints) != 0 || verb == "hintline" && !slices.Equal(hints, []string{rest}) ||
+			verb == "maxhints" && len(hints) > c.atoi(rest) {
+			c.errorf("hints %q; want %s %q", hints, verb, rest)
 		}
 	}
 }
@@ -544,7 +558,12 @@ func (c *scriptCase) errorLines() (errs, hints []string) {
 }
 
 func (c *scriptCase) expand(s string) string {
-	return strings.NewReplacer("$DIR", c.dirs[1], "$ROOT", c.root).Replace(s)
+	pairs := []string{"$DIR", c.dirs[1], "$ROOT", c.root}
+	// Longer names first: the replacer takes the first that matches.
+	for _, name := range slices.SortedFunc(maps.Keys(c.s.Vars), func(a, b string) int { return len(b) - len(a) }) {
+		pairs = append([]string{"$" + name, c.s.Vars[name]}, pairs...)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
 }
 
 // writeFile runs a script line that writes a file in each directory: data

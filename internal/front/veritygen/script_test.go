@@ -17,10 +17,12 @@ func TestScripts(t *testing.T) {
 	s := fronttest.Scripts{
 		Fronts: map[string]fronttest.Main{"veritygen": Main, "avbtool": avbtool.Main},
 		Never:  slices.Concat(goInternals, []string{"9223372036854775808", "round it up: 0"}),
+		Vars:   map[string]string{"KEYS": filepath.Join(fronttest.AVBVectors, "keys")},
 	}
-	// 47 cases came from the TestCLIBadInput table, 23 from
-	// TestMessagesInOurWords': none may get lost.
-	if n := s.Run(t, filepath.Join("testdata", "script", "*.txt")); n < 47+23 {
-		t.Fatalf("want at least %d cases in testdata/script, got %d", 47+23, n)
+	// The cases came from Go tables: TestCLIBadInput's 47,
+	// TestMessagesInOurWords' 23, TestAvbNativeErrors' 15 and
+	// TestAppendBadInput's 13. None may get lost.
+	if n := s.Run(t, filepath.Join("testdata", "script", "*.txt")); n < 47+23+15+13 {
+		t.Fatalf("want at least %d cases in testdata/script, got %d", 47+23+15+13, n)
 	}
 }
