@@ -11,10 +11,10 @@ import (
 // fronttest's, script.go).
 func TestScripts(t *testing.T) {
 	s := fronttest.Scripts{Fronts: map[string]fronttest.Main{"veritycheck": Main}}
-	// 47 cases came from the TestCLIBadInput table (45), the tree flags
-	// agreeing with the superblock and the missing HASH's hint: none may
-	// get lost.
-	if n := s.Run(t, filepath.Join("testdata", "script", "*.txt")); n < 47 {
-		t.Fatalf("want at least 47 cases in testdata/script, got %d", n)
+	// The cases came from Go tests: TestCLIBadInput's table (45), the
+	// tree flags agreeing with the superblock and the missing HASH's hint
+	// (2 more), TestFECBadInput's table (14). None may get lost.
+	if n := s.Run(t, filepath.Join("testdata", "script", "*.txt")); n < 47+14 {
+		t.Fatalf("want at least %d cases in testdata/script, got %d", 47+14, n)
 	}
 }
