@@ -89,4 +89,3 @@ func TestAvbNativeCalcMaxImageSize(t *testing.T) {
 		t.Fatalf("%d rows", n)
 	}
 }
-
