@@ -9,14 +9,15 @@ package fronttest
 //
 // Script lines (# starts a comment; $DIR is the case's directory, $ROOT the
 // root hash the last command printed on a "Root hash:" line, $NAME
-// Scripts.Vars[NAME]; a TEXT that
-// ends in a space or starts with a quote is written as a Go string literal):
+// Scripts.Vars[NAME]; a TEXT that ends in a space or starts with a quote is
+// written as a Go string literal):
 //
 //	case NAME                 a new case, in a fresh directory; the lines
 //	                          before the first case are in every case (run
 //	                          once, and the directory they made copied into
-//	                          each case's, when they only make files: the
-//	                          verbs data to rm below, without $DIR)
+//	                          each case's, when they only make files: data,
+//	                          zeros, poke, fill, mkdir, symlink, write, copy,
+//	                          truncate, rm, exec, and name no $DIR)
 //	skipifroot REASON         skip the case when running as root
 //	data NAME SIZE [MODE]     a file of SIZE pseudo-random bytes (the same
 //	                          in both directories), mode 0644 by default
@@ -34,7 +35,7 @@ package fronttest
 //	rm NAME                   remove NAME
 //	exec PROGRAM ARGS...      run the installed PROGRAM (e.g. veritysetup
 //	                          format, to make a tree with the real tool;
-//	                          missing: skips the case, fails it in CI) in
+//	                          missing: skips, fails in CI) in
 //	                          the case's directories; it must exit 0; its
 //	                          "Root hash:" line sets $ROOT
 //	loop NAME FILE [ALIAS]    a loop device over FILE, as the block device
