@@ -12,17 +12,21 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/avbvectors"
 	"github.com/veritytree/veritytree/verity"
 )
+
+// vectorDir holds the first vectors' keys/.
+const vectorDir = "testdata/vectors"
 
 // devSet writes the vectors' device set (made by avbtool 1.3.0: boot with
 // a hash footer, system and vendor with hashtree footers, vbmeta_system
 // chained with system's descriptors, the top-level vbmeta with boot's and
 // vendor's) into a new directory, and returns it with the cases by name.
-func devSet(t *testing.T) (string, map[string]*vector2) {
+func devSet(t *testing.T) (string, map[string]*avbvectors.Case2) {
 	t.Helper()
 	dir := t.TempDir()
-	cases := map[string]*vector2{}
+	cases := map[string]*avbvectors.Case2{}
 	for _, c := range loadVectors2(t) {
 		if !strings.HasPrefix(c.Name, "dev-") {
 			continue
@@ -31,7 +35,11 @@ func devSet(t *testing.T) (string, map[string]*vector2) {
 		switch c.Name {
 		case "dev-boot", "dev-system", "dev-vendor", "dev-vbmeta-system", "dev-vbmeta":
 			for name, out := range c.Outputs {
-				if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), blob(t, out.SHA256), 0o644); err != nil {
+				b, err := avbvectors.Blob2(out.SHA256)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

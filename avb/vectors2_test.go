@@ -3,162 +3,38 @@ package avb_test
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/avbvectors"
-	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/internal/avbvectors/signhelper"
 	"github.com/veritytree/veritytree/verity"
 )
 
-// The known answers of testdata/vectors2 (made with avbtool 1.3.0; see its
-// README.md).
-const vectors2Dir = "testdata/vectors2"
-
-type vector2 struct {
-	Name    string            `json:"name"`
-	Args    []string          `json:"args"`
-	Env     map[string]string `json:"env"`
-	Inputs  map[string]string `json:"inputs"`
-	Exit    int               `json:"exit"`
-	Stdout  string            `json:"stdout"`
-	Stderr  string            `json:"stderr"`
-	Outputs map[string]*struct {
-		Size   int64  `json:"size"`
-		SHA256 string `json:"sha256"`
-	} `json:"outputs"`
-	Helper []string `json:"helper"`
-}
-
-func loadVectors2(t *testing.T) []vector2 {
+// loadVectors2 reads testdata/vectors2's cases (made with avbtool 1.3.0;
+// see its README.md).
+func loadVectors2(t *testing.T) []avbvectors.Case2 {
 	t.Helper()
-	f, err := os.Open(filepath.Join(vectors2Dir, "cases.jsonl"))
+	cs, err := avbvectors.Cases2()
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var cs []vector2
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var c vector2
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if len(cs) < 130 {
 		t.Fatalf("%d cases in cases.jsonl, want at least 130", len(cs))
 	}
 	return cs
-}
-
-// blob returns a file stored in testdata/vectors2/blobs, checked against
-// its name.
-func blob(t *testing.T, sha string) []byte {
-	t.Helper()
-	f, err := os.Open(filepath.Join(vectors2Dir, "blobs", sha+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := sha256.Sum256(b); hex.EncodeToString(got[:]) != sha {
-		t.Fatalf("blob %s has sha256 %x", sha, got)
-	}
-	return b
-}
-
-// setUpVector2 makes a directory as avbtool ran the case in (the inputs,
-// keys/, props/) and makes it the working directory.
-func setUpVector2(t *testing.T, c *vector2) string {
-	t.Helper()
-	abs, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, sub := range []string{"keys", "props"} {
-		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(abs, vectorDir, sub))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, src := range c.Inputs {
-		var b []byte
-		switch {
-		case strings.HasPrefix(src, "blob:"):
-			b = blob(t, strings.TrimPrefix(src, "blob:"))
-		case strings.HasPrefix(src, "spec:simg:"):
-			b = sparseOf(t, strings.TrimPrefix(src, "spec:simg:"))
-		case strings.HasPrefix(src, "spec:"):
-			if b, err = avbvectors.Image(strings.TrimPrefix(src, "spec:")); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("input %s: unknown source %q", name, src)
-		}
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Chdir(dir)
-	return dir
-}
-
-const vectorDir = "testdata/vectors"
-
-// sparseOf returns what img2simg makes of the image spec gives, as the
-// recorder made it.
-func sparseOf(t *testing.T, spec string) []byte {
-	t.Helper()
-	raw, err := avbvectors.Image(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "raw.img"), filepath.Join(dir, "sparse.img")
-	if err := os.WriteFile(in, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(testtool.Require(t, "img2simg"), in, out).CombinedOutput(); err != nil {
-		t.Fatalf("img2simg: %v\n%s", err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // The subcommands replayed here (the footer verbs' are added in
@@ -184,7 +60,7 @@ func TestVectors2(t *testing.T) {
 		}
 		ran[c.Args[0]]++
 		t.Run(c.Name, func(t *testing.T) {
-			dir := setUpVector2(t, &c)
+			dir := avbvectors.WorkDir2(t, &c)
 			log := filepath.Join(t.TempDir(), "helper.log")
 			t.Setenv("HELPER_LOG", log)
 			t.Setenv("HELPER_MODE", c.Env["HELPER_MODE"])
@@ -288,21 +164,6 @@ func (p *argParser) number(opt string) uint64 {
 		p.err = fmt.Errorf("%s: invalid number %q", opt, v)
 	}
 	return n
-}
-
-// The test binary is the signing helper of the replay (see TestMain):
-// helper.py's part, signing in Go.
-const helperEnv = "AVB_TEST_SIGNING_HELPER"
-
-func helperProgram(name string) string {
-	if name != "./helper.py" {
-		return name
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		panic(err)
-	}
-	return exe
 }
 
 func runMakeVBMetaImage(ctx context.Context, args []string, stdout io.Writer) error {
@@ -447,82 +308,10 @@ func runInfoImage(_ context.Context, args []string, stdout io.Writer) error {
 }
 
 // TestMain makes the test binary the signing helper of the replay when
-// run as one: it logs what it was given as helper.py does, and signs with
-// the private key.
+// run as one (see package signhelper).
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "" {
-		os.Setenv(helperEnv, "1") // for the helpers the tests run
-		os.Exit(m.Run())
-	}
-	os.Exit(signingHelper(os.Args[1:]))
-}
-
-func signingHelper(args []string) int {
-	var block []byte
-	var err error
-	via := "stdin"
-	if len(args) == 3 {
-		via = "file"
-		block, err = os.ReadFile(args[2])
-	} else {
-		block, err = io.ReadAll(os.Stdin)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if log := os.Getenv("HELPER_LOG"); log != "" {
-		f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Fprintf(f, "argc=%d alg=%s key=%s via=%s in=%d:%x\n", len(args), args[0], args[1], via, len(block), sha256.Sum256(block))
-		f.Close()
-	}
-	mode := os.Getenv("HELPER_MODE")
-	if mode == "hang" { // until killed
-		time.Sleep(time.Hour)
-	}
-	if mode == "fail" {
-		fmt.Fprintln(os.Stderr, "helper: no signing today")
-		return 3
-	}
-	alg, err := avb.AlgorithmByName(args[0])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	keyPath := args[1]
-	if strings.HasSuffix(keyPath, ".pub.pem") { // as helper.py: the private key beside it
-		keyPath = strings.TrimSuffix(keyPath, ".pub.pem") + ".pem"
-	}
-	key, err := avb.LoadPrivateKey(context.Background(), keyPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	sig, err := rsa.SignPKCS1v15(nil, key, alg.Hash, block[len(block)-alg.HashSize:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	switch mode {
-	case "short":
-		sig = sig[:len(sig)-1]
-	case "long":
-		sig = append(sig, 0)
-	}
-	if via == "file" {
-		err = os.WriteFile(args[2], sig, 0o600)
-	} else {
-		_, err = os.Stdout.Write(sig)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	signhelper.Main()
+	os.Exit(m.Run())
 }
 
 // A signing helper that does not answer is killed when ctx ends, and the
@@ -550,7 +339,7 @@ func TestHelperSignerInterrupted(t *testing.T) {
 		}
 		cancel()
 	}()
-	s := &avb.HelperSigner{Program: helperProgram("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key}
+	s := &avb.HelperSigner{Program: signhelper.Program("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key}
 	_, err = avb.VBMetaImage(ctx, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA2048", Signer: s})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want the context's error", err)
@@ -567,7 +356,7 @@ func TestHelperSignerErrors(t *testing.T) {
 	t.Setenv("HELPER_LOG", "")
 	t.Setenv("HELPER_MODE", "fail")
 	for _, files := range []bool{false, true} {
-		s := &avb.HelperSigner{Program: helperProgram("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key, WithFiles: files}
+		s := &avb.HelperSigner{Program: signhelper.Program("./helper.py"), KeyPath: "testdata/vectors/keys/rsa2048.pem", Public: key, WithFiles: files}
 		_, err = avb.VBMetaImage(t.Context(), &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA2048", Signer: s})
 		var he *avb.HelperError
 		if !errors.As(err, &he) || !errors.Is(err, avb.ErrSigningHelper) || !errors.Is(err, verity.ErrIO) ||

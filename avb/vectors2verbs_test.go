@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/avbvectors/signhelper"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -120,9 +121,9 @@ func (ca *commonArgs) finish(ctx context.Context, c *avb.VBMetaCommonOptions) er
 	if err != nil {
 		return err
 	}
-	s := &avb.HelperSigner{Program: helperProgram(ca.helper), KeyPath: ca.keyPath, Public: pub}
+	s := &avb.HelperSigner{Program: signhelper.Program(ca.helper), KeyPath: ca.keyPath, Public: pub}
 	if ca.helperFiles != "" {
-		s.Program, s.WithFiles = helperProgram(ca.helperFiles), true
+		s.Program, s.WithFiles = signhelper.Program(ca.helperFiles), true
 	}
 	c.Signer = s
 	return nil

@@ -104,6 +104,28 @@ func TestKernelLifecycle(t *testing.T) {
 	name, uuid := "vt-dm-life", "VT-TEST-vt-dm-life"
 	removeAtEnd(t, c, name)
 	l, data := backing(t, 64<<10)
+	targets := []Target{{0, 128, "linear", fmt.Sprintf("%d:%d 0", l.Major, l.Minor)}, {128, 8, "error", ""}}
+	info := lifecycleCreate(t, c, name, uuid, targets)
+	nodeOf(t, name, info)
+	lifecycleRead(t, c, name, data)
+	lifecycleQuery(t, c, name, uuid, info, targets)
+
+	if err := c.Suspend(name, &SuspendOptions{NoFlush: true}); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := c.Info(name); !i.Suspended() {
+		t.Error("not suspended")
+	}
+	if i, err := c.Resume(ctx, name); err != nil || i.Suspended() {
+		t.Errorf("resumed again: %+v, %v", i, err)
+	}
+	lifecycleRemove(t, c, name)
+}
+
+// lifecycleCreate creates the device, loads targets read-only and resumes
+// it, checking its info at each step.
+func lifecycleCreate(t *testing.T, c *Control, name, uuid string, targets []Target) *Info {
+	t.Helper()
 	info, err := c.Create(name, uuid)
 	if err != nil {
 		t.Fatal(err)
@@ -114,27 +136,32 @@ func TestKernelLifecycle(t *testing.T) {
 	if _, err := os.Stat(NodePath(name)); err == nil {
 		t.Error("a node before the table is live")
 	}
-	lin := fmt.Sprintf("%d:%d 0", l.Major, l.Minor)
-	targets := []Target{{0, 128, "linear", lin}, {128, 8, "error", ""}}
 	if err := c.Load(name, targets, &LoadOptions{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := c.Info(name); info.Flags&FlagInactivePresent == 0 || info.Active() {
 		t.Errorf("loaded, not resumed: flags %#x", info.Flags)
 	}
-	info, err = c.Resume(ctx, name)
+	info, err = c.Resume(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !info.Active() || !info.ReadOnly() || info.Suspended() || info.TargetCount != 2 || info.OpenCount != 0 {
 		t.Errorf("resumed: %+v", info)
 	}
-	nodeOf(t, name, info)
+	return info
+}
+
+// lifecycleRead reads the device's linear part (data) and its error
+// target, and checks the open count while its node is open.
+func lifecycleRead(t *testing.T, c *Control, name string, data []byte) {
+	t.Helper()
 	got := make([]byte, 128*512)
 	f, err := os.Open(NodePath(name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("reading the linear part: %v, equal %v", err, bytes.Equal(got, data))
 	}
@@ -144,8 +171,11 @@ func TestKernelLifecycle(t *testing.T) {
 	if i, _ := c.Info(name); i.OpenCount != 1 {
 		t.Errorf("open count %d with the node open", i.OpenCount)
 	}
-	f.Close()
+}
 
+// lifecycleQuery checks the device's table, status and place in the list.
+func lifecycleQuery(t *testing.T, c *Control, name, uuid string, info *Info, targets []Target) {
+	t.Helper()
 	_, table, err := c.Table(name)
 	if err != nil || !slices.Equal(table, targets) {
 		t.Errorf("table %+v, %v; want %+v", table, err, targets)
@@ -162,17 +192,13 @@ func TestKernelLifecycle(t *testing.T) {
 	if i < 0 || devs[i].UUID != uuid || devs[i].Major != info.Major || devs[i].Minor != info.Minor {
 		t.Errorf("list %+v: want %s with its UUID", devs, name)
 	}
+}
 
-	if err := c.Suspend(name, &SuspendOptions{NoFlush: true}); err != nil {
-		t.Fatal(err)
-	}
-	if i, _ := c.Info(name); !i.Suspended() {
-		t.Error("not suspended")
-	}
-	if i, err := c.Resume(ctx, name); err != nil || i.Suspended() {
-		t.Errorf("resumed again: %+v, %v", i, err)
-	}
-
+// lifecycleRemove removes the device and checks that it and its node are
+// gone.
+func lifecycleRemove(t *testing.T, c *Control, name string) {
+	t.Helper()
+	ctx := context.Background()
 	if deferred, err := c.Remove(ctx, name, nil); err != nil || deferred {
 		t.Fatalf("remove: %v %v", deferred, err)
 	}

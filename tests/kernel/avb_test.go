@@ -96,76 +96,14 @@ func TestAVBRootfs(t *testing.T) {
 	k := debianKernel(t)
 	work := t.TempDir()
 
-	// 700 blocks of random data, every 9th block zero (ignore_zero_blocks
-	// is in avbtool's line).
-	data := make([]byte, 700*4096)
-	rand.NewChaCha8(sha256.Sum256([]byte("avb rootfs"))).Read(data)
-	for b := 0; b < 700; b += 9 {
-		clear(data[b*4096 : (b+1)*4096])
-	}
-	sum := sha256.Sum256(data)
-	wantSHA := hex.EncodeToString(sum[:])
 	image := filepath.Join(work, "system.img")
-	if err := os.WriteFile(image, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(testtool.ModuleRoot(t), "avb/testdata/vectors/keys/rsa2048.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := avb.AddHashtreeFooter(context.Background(), image, &avb.HashtreeFooterOptions{
-		PartitionName: "system", Algorithm: "SHA256_RSA2048", Key: key, FEC: true, SetupAsRootfsFromKernel: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ht := res.Descriptor
-	if ht.FECNumRoots == 0 || ht.HashAlgorithm != "sha1" {
-		t.Fatalf("descriptor: %+v", ht)
-	}
-	cmdline, err := avb.CalculateKernelCmdline(context.Background(), image, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("calculate_kernel_cmdline: %s", cmdline)
-	if !strings.HasSuffix(cmdline, `" root=/dev/dm-0`) {
-		t.Errorf("the line does not end in root=/dev/dm-0: %q", cmdline)
-	}
-	if disabled, err := avb.CalculateKernelCmdline(context.Background(), image, true); err != nil || disabled != "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)" {
-		t.Errorf("with the hashtree disabled: %q, %v", disabled, err)
-	}
-	dm, err := parseAndroidDM(cmdline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dm.name != "vroot" || !dm.readOnly || dm.start != 0 || dm.target != "verity" || dm.sectors != ht.ImageSize/512 {
-		t.Fatalf("dm=: %+v, want vroot, ro, verity over %d sectors", dm, ht.ImageSize/512)
-	}
-	for _, w := range []string{" use_fec_from_device PARTUUID=$(ANDROID_SYSTEM_PARTUUID) ", fmt.Sprintf(" fec_roots %d ", ht.FECNumRoots),
-		fmt.Sprintf(" fec_start %d", ht.FECOffset/4096)} {
-		if !strings.Contains(dm.args+" ", w) {
-			t.Errorf("the verity arguments lack %q: %s", w, dm.args)
-		}
-	}
+	wantSHA, ht := makeAVBRootfs(t, image)
+	dm := avbKernelDM(t, image, ht)
 
 	// Partition 1 is the image; partition 2 a copy with 16 bytes of data
 	// block 10 spoiled.
 	spoiledImage := filepath.Join(work, "system-spoiled.img")
-	whole, err := os.ReadFile(image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spoiledBytes := 0
-	junk := make([]byte, 16)
-	rand.NewChaCha8(sha256.Sum256([]byte("avb spoil"))).Read(junk)
-	for i, b := range junk {
-		if whole[10*4096+100+i] != b {
-			spoiledBytes++
-		}
-	}
-	copy(whole[10*4096+100:], junk)
-	if err := os.WriteFile(spoiledImage, whole, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spoiledBytes := spoilAVBCopy(t, image, spoiledImage)
 	parts := []partition{{name: "system", path: image}, {name: "system-spoiled", path: spoiledImage}}
 
 	subst := func(device, mode string) string {
@@ -198,71 +136,7 @@ func TestAVBRootfs(t *testing.T) {
 			if rep == nil || !rep.ended {
 				t.Fatalf("the guest did not report this case; console:\n%s", tail(console, 40))
 			}
-			t.Logf("table: %s", rep.table)
-			for _, l := range rep.dmesg {
-				t.Logf("dmesg: %s", l)
-			}
-			for _, e := range rep.errors {
-				t.Errorf("guest: %s", e)
-			}
-			if code, out := rc(rep.create); code != 0 {
-				t.Fatalf("dmsetup create failed (rc=%d): %s", code, out)
-			}
-			got, want := strings.Fields(rep.ktable), strings.Fields(rep.table)
-			if len(got) < 13 || len(want) < 13 {
-				t.Fatalf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
-			}
-			// The devices: one partition for data, tree and parity.
-			fecAt := slices.Index(got, "use_fec_from_device")
-			if fecAt < 0 || fecAt+1 >= len(got) || got[4] != got[5] || got[fecAt+1] != got[4] {
-				t.Errorf("kernel table %q: want the same device for data, hash and FEC", rep.ktable)
-			}
-			devOf[c.name] = got[4]
-			if rep.fecdev != "" && rep.fecdev != got[4] {
-				t.Errorf("%s is %s, the kernel's table names %s", vda(c.part), rep.fecdev, got[4])
-			}
-			norm := func(w []string) []string {
-				w = slices.Clone(w)
-				w[4], w[5] = "DEV", "DEV"
-				if i := slices.Index(w, "use_fec_from_device"); i >= 0 && i+1 < len(w) {
-					w[i+1] = "DEV"
-				}
-				return w
-			}
-			gn, wn := norm(got), norm(want)
-			if !slices.Equal(gn[:13], wn[:13]) || !c.loose && !sameWords(gn[13:], wn[13:]) {
-				t.Errorf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
-			}
-			if rep.size != strconv.FormatUint(ht.ImageSize, 10) {
-				t.Errorf("mapped device size %s, want %d", rep.size, ht.ImageSize)
-			}
-			code, out := rc(rep.read)
-			if f := strings.Fields(out); code != 0 || len(f) == 0 || f[0] != wantSHA {
-				t.Errorf("reading the mapped device: rc=%d %s; want the image's data, SHA-256 %s", code, out, wantSHA)
-			}
-			status := strings.Fields(rep.status)
-			if len(status) == 0 || status[len(status)-1] != "V" {
-				t.Errorf("dmsetup status %q, want verified (V)", rep.status)
-			}
-			if len(rep.verrs) > 0 {
-				t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
-			}
-			corrected := 0
-			for _, l := range rep.dmesg {
-				var rsb uint64
-				var n int
-				if i := strings.Index(l, "verity-fec: "+got[4]+": FEC "); i >= 0 {
-					if _, err := fmt.Sscanf(l[i:], "verity-fec: "+got[4]+": FEC %d: corrected %d errors", &rsb, &n); err != nil {
-						t.Errorf("dmesg: unexpected FEC message %q", l)
-					}
-					corrected += n
-				}
-			}
-			if corrected != c.spoiled {
-				t.Errorf("the kernel log reports %d bytes corrected by FEC, want %d", corrected, c.spoiled)
-			} else if c.spoiled > 0 {
-				t.Logf("FEC corrected the %d spoiled bytes, from the parity avbtool's line points at", corrected)
-			}
+			devOf[c.name] = c.check(t, rep, ht.ImageSize, wantSHA)
 		})
 	}
 	if devOf[dm.name] != "" && devOf[dm.name] != devOf[dm.name+"-dev"] {
@@ -271,4 +145,174 @@ func TestAVBRootfs(t *testing.T) {
 	if rep := g.cases[dm.name]; rep != nil && rep.dev != "dm-0" {
 		t.Errorf("%s is %q, not dm-0 as the line's root=/dev/dm-0 says", dm.name, rep.dev)
 	}
+}
+
+// makeAVBRootfs writes to image 700 blocks of random data, every 9th block
+// zero (ignore_zero_blocks is in avbtool's line), and adds the hashtree
+// footer; it returns the data's SHA-256 and the descriptor.
+func makeAVBRootfs(t *testing.T, image string) (string, *avb.HashtreeDescriptor) {
+	t.Helper()
+	data := make([]byte, 700*4096)
+	rand.NewChaCha8(sha256.Sum256([]byte("avb rootfs"))).Read(data)
+	for b := 0; b < 700; b += 9 {
+		clear(data[b*4096 : (b+1)*4096])
+	}
+	sum := sha256.Sum256(data)
+	if err := os.WriteFile(image, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, err := avb.LoadPrivateKey(context.Background(), filepath.Join(testtool.ModuleRoot(t), "avb/testdata/vectors/keys/rsa2048.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := avb.AddHashtreeFooter(context.Background(), image, &avb.HashtreeFooterOptions{
+		PartitionName: "system", Algorithm: "SHA256_RSA2048", Key: key, FEC: true, SetupAsRootfsFromKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht := res.Descriptor
+	if ht.FECNumRoots == 0 || ht.HashAlgorithm != "sha1" {
+		t.Fatalf("descriptor: %+v", ht)
+	}
+	return hex.EncodeToString(sum[:]), ht
+}
+
+// avbKernelDM checks the kernel command line of image (and the one with
+// the hashtree disabled) and returns its dm= device.
+func avbKernelDM(t *testing.T, image string, ht *avb.HashtreeDescriptor) *androidDM {
+	t.Helper()
+	cmdline, err := avb.CalculateKernelCmdline(context.Background(), image, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("calculate_kernel_cmdline: %s", cmdline)
+	if !strings.HasSuffix(cmdline, `" root=/dev/dm-0`) {
+		t.Errorf("the line does not end in root=/dev/dm-0: %q", cmdline)
+	}
+	if disabled, err := avb.CalculateKernelCmdline(context.Background(), image, true); err != nil || disabled != "root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)" {
+		t.Errorf("with the hashtree disabled: %q, %v", disabled, err)
+	}
+	dm, err := parseAndroidDM(cmdline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dm.name != "vroot" || !dm.readOnly || dm.start != 0 || dm.target != "verity" || dm.sectors != ht.ImageSize/512 {
+		t.Fatalf("dm=: %+v, want vroot, ro, verity over %d sectors", dm, ht.ImageSize/512)
+	}
+	for _, w := range []string{" use_fec_from_device PARTUUID=$(ANDROID_SYSTEM_PARTUUID) ", fmt.Sprintf(" fec_roots %d ", ht.FECNumRoots),
+		fmt.Sprintf(" fec_start %d", ht.FECOffset/4096)} {
+		if !strings.Contains(dm.args+" ", w) {
+			t.Errorf("the verity arguments lack %q: %s", w, dm.args)
+		}
+	}
+	return dm
+}
+
+// spoilAVBCopy writes to spoiled a copy of image with 16 bytes of data
+// block 10 replaced by random ones, and returns how many differ.
+func spoilAVBCopy(t *testing.T, image, spoiled string) int {
+	t.Helper()
+	whole, err := os.ReadFile(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	junk := make([]byte, 16)
+	rand.NewChaCha8(sha256.Sum256([]byte("avb spoil"))).Read(junk)
+	for i, b := range junk {
+		if whole[10*4096+100+i] != b {
+			n++
+		}
+	}
+	copy(whole[10*4096+100:], junk)
+	if err := os.WriteFile(spoiled, whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// check checks what the guest reports of the case: the kernel's table,
+// the mapped device's size and data (wantSHA), its status and the FEC's
+// repairs. It returns the kernel's name (MAJ:MIN) of the partition.
+func (c *avbCase) check(t *testing.T, rep *report, size uint64, wantSHA string) string {
+	t.Helper()
+	t.Logf("table: %s", rep.table)
+	for _, l := range rep.dmesg {
+		t.Logf("dmesg: %s", l)
+	}
+	for _, e := range rep.errors {
+		t.Errorf("guest: %s", e)
+	}
+	if code, out := rc(rep.create); code != 0 {
+		t.Fatalf("dmsetup create failed (rc=%d): %s", code, out)
+	}
+	dev := c.checkTable(t, rep)
+	if rep.size != strconv.FormatUint(size, 10) {
+		t.Errorf("mapped device size %s, want %d", rep.size, size)
+	}
+	code, out := rc(rep.read)
+	if f := strings.Fields(out); code != 0 || len(f) == 0 || f[0] != wantSHA {
+		t.Errorf("reading the mapped device: rc=%d %s; want the image's data, SHA-256 %s", code, out, wantSHA)
+	}
+	status := strings.Fields(rep.status)
+	if len(status) == 0 || status[len(status)-1] != "V" {
+		t.Errorf("dmsetup status %q, want verified (V)", rep.status)
+	}
+	if len(rep.verrs) > 0 {
+		t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
+	}
+	corrected := fecCorrected(t, rep, dev)
+	if corrected != c.spoiled {
+		t.Errorf("the kernel log reports %d bytes corrected by FEC, want %d", corrected, c.spoiled)
+	} else if c.spoiled > 0 {
+		t.Logf("FEC corrected the %d spoiled bytes, from the parity avbtool's line points at", corrected)
+	}
+	return dev
+}
+
+// checkTable checks the kernel's table against ours, the devices aside
+// (one partition for data, tree and parity), and returns the device.
+func (c *avbCase) checkTable(t *testing.T, rep *report) string {
+	t.Helper()
+	got, want := strings.Fields(rep.ktable), strings.Fields(rep.table)
+	if len(got) < 13 || len(want) < 13 {
+		t.Fatalf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
+	}
+	fecAt := slices.Index(got, "use_fec_from_device")
+	if fecAt < 0 || fecAt+1 >= len(got) || got[4] != got[5] || got[fecAt+1] != got[4] {
+		t.Errorf("kernel table %q: want the same device for data, hash and FEC", rep.ktable)
+	}
+	if rep.fecdev != "" && rep.fecdev != got[4] {
+		t.Errorf("%s is %s, the kernel's table names %s", vda(c.part), rep.fecdev, got[4])
+	}
+	norm := func(w []string) []string {
+		w = slices.Clone(w)
+		w[4], w[5] = "DEV", "DEV"
+		if i := slices.Index(w, "use_fec_from_device"); i >= 0 && i+1 < len(w) {
+			w[i+1] = "DEV"
+		}
+		return w
+	}
+	gn, wn := norm(got), norm(want)
+	if !slices.Equal(gn[:13], wn[:13]) || !c.loose && !sameWords(gn[13:], wn[13:]) {
+		t.Errorf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
+	}
+	return got[4]
+}
+
+// fecCorrected sums the bytes the kernel log says FEC corrected on dev.
+func fecCorrected(t *testing.T, rep *report, dev string) int {
+	t.Helper()
+	corrected := 0
+	for _, l := range rep.dmesg {
+		var rsb uint64
+		var n int
+		if i := strings.Index(l, "verity-fec: "+dev+": FEC "); i >= 0 {
+			if _, err := fmt.Sscanf(l[i:], "verity-fec: "+dev+": FEC %d: corrected %d errors", &rsb, &n); err != nil {
+				t.Errorf("dmesg: unexpected FEC message %q", l)
+			}
+			corrected += n
+		}
+	}
+	return corrected
 }

@@ -294,8 +294,44 @@ func moduleBase(path string) (string, bool) {
 // first. The package ships no modules.dep (depmod makes it on install), so
 // dependencies come from each module's own .modinfo "depends=".
 func selectModules(mdir string) (mods []*module, builtin []string, err error) {
-	byName := map[string]string{} // module name -> path
-	err = filepath.WalkDir(filepath.Join(mdir, "kernel"), func(p string, d fs.DirEntry, err error) error {
+	s := &moduleSet{loaded: map[string]*module{}, done: map[string]bool{}}
+	if s.byName, err = packagedModules(mdir); err != nil {
+		return nil, nil, err
+	}
+	s.builtin, s.builtinAliases = builtinModules(mdir)
+
+	var roots []string
+	for _, r := range rootModules {
+		if s.builtin[normName(r)] {
+			builtin = append(builtin, r)
+			continue
+		}
+		roots = append(roots, normName(r))
+	}
+	for _, alg := range cryptoAlgs {
+		if mod, ok := s.builtinAliases["crypto-"+alg]; ok {
+			builtin = append(builtin, alg+" ("+mod+")")
+			continue
+		}
+		name, err := cryptoModule(s.byName, s.info, alg)
+		if err != nil {
+			return nil, nil, err
+		}
+		roots = append(roots, name)
+	}
+	for _, r := range roots {
+		if err := s.visit(r, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.mods, builtin, nil
+}
+
+// packagedModules maps the name of each module under mdir/kernel to its
+// path.
+func packagedModules(mdir string) (map[string]string, error) {
+	byName := map[string]string{}
+	err := filepath.WalkDir(filepath.Join(mdir, "kernel"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -304,103 +340,90 @@ func selectModules(mdir string) (mods []*module, builtin []string, err error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	builtinMods := map[string]bool{}
+	return byName, err
+}
+
+// builtinModules reads which modules are built into the kernel
+// (modules.builtin) and the aliases they answer to (alias -> module, from
+// modules.builtin.modinfo); a file that is missing says none.
+func builtinModules(mdir string) (map[string]bool, map[string]string) {
+	mods := map[string]bool{}
 	if b, err := os.ReadFile(filepath.Join(mdir, "modules.builtin")); err == nil {
 		for _, line := range strings.Fields(string(b)) {
 			if n, ok := moduleBase(line); ok {
-				builtinMods[normName(n)] = true
+				mods[normName(n)] = true
 			}
 		}
 	}
-	builtinAliases := map[string]string{} // alias -> module
+	aliases := map[string]string{}
 	if b, err := os.ReadFile(filepath.Join(mdir, "modules.builtin.modinfo")); err == nil {
 		for _, kv := range strings.Split(string(b), "\x00") {
 			mod, rest, ok := strings.Cut(kv, ".")
 			if a, ok2 := strings.CutPrefix(rest, "alias="); ok && ok2 {
-				builtinAliases[a] = mod
+				aliases[a] = mod
 			}
 		}
 	}
+	return mods, aliases
+}
 
-	loaded := map[string]*module{}
-	info := func(name string) (*module, error) {
-		if m, ok := loaded[name]; ok {
-			return m, nil
-		}
-		p, ok := byName[name]
-		if !ok {
-			return nil, fmt.Errorf("module %s is neither built in nor in the package", name)
-		}
-		data, err := readModule(p)
-		if err != nil {
-			return nil, err
-		}
-		m, err := parseModinfo(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		m.path = p
-		if m.name == "" {
-			m.name = name
-		}
-		loaded[name] = m
+// moduleSet is what selectModules knows of the kernel's modules, and the
+// modules it chose so far, dependencies first.
+type moduleSet struct {
+	byName         map[string]string // module name -> path
+	builtin        map[string]bool
+	builtinAliases map[string]string // alias -> module
+	loaded         map[string]*module
+	done           map[string]bool
+	mods           []*module
+}
+
+// info reads the .modinfo of the packaged module name, once.
+func (s *moduleSet) info(name string) (*module, error) {
+	if m, ok := s.loaded[name]; ok {
 		return m, nil
 	}
-
-	var roots []string
-	for _, r := range rootModules {
-		if builtinMods[normName(r)] {
-			builtin = append(builtin, r)
-			continue
-		}
-		roots = append(roots, normName(r))
+	p, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("module %s is neither built in nor in the package", name)
 	}
-	for _, alg := range cryptoAlgs {
-		if mod, ok := builtinAliases["crypto-"+alg]; ok {
-			builtin = append(builtin, alg+" ("+mod+")")
-			continue
-		}
-		name, err := cryptoModule(byName, info, alg)
-		if err != nil {
-			return nil, nil, err
-		}
-		roots = append(roots, name)
+	data, err := readModule(p)
+	if err != nil {
+		return nil, err
 	}
+	m, err := parseModinfo(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	m.path = p
+	if m.name == "" {
+		m.name = name
+	}
+	s.loaded[name] = m
+	return m, nil
+}
 
-	// Depth-first, dependencies before their users.
-	done := map[string]bool{}
-	var visit func(name string, path []string) error
-	visit = func(name string, path []string) error {
-		if done[name] || builtinMods[name] {
-			return nil
-		}
-		for _, p := range path {
-			if p == name {
-				return fmt.Errorf("module dependency cycle: %v", append(path, name))
-			}
-		}
-		m, err := info(name)
-		if err != nil {
-			return err
-		}
-		for _, d := range m.depends {
-			if err := visit(normName(d), append(path, name)); err != nil {
-				return err
-			}
-		}
-		done[name] = true
-		mods = append(mods, m)
+// visit adds name to the chosen modules after its dependencies,
+// depth-first; path is the chain of users that led to it.
+func (s *moduleSet) visit(name string, path []string) error {
+	if s.done[name] || s.builtin[name] {
 		return nil
 	}
-	for _, r := range roots {
-		if err := visit(r, nil); err != nil {
-			return nil, nil, err
+	if slices.Contains(path, name) {
+		return fmt.Errorf("module dependency cycle: %v", append(path, name))
+	}
+	m, err := s.info(name)
+	if err != nil {
+		return err
+	}
+	for _, d := range m.depends {
+		if err := s.visit(normName(d), append(path, name)); err != nil {
+			return err
 		}
 	}
-	return mods, builtin, nil
+	s.done[name] = true
+	s.mods = append(s.mods, m)
+	return nil
 }
 
 // cryptoModule names the module that provides the crypto algorithm alg

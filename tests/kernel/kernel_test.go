@@ -326,24 +326,10 @@ func roundUp(n, m int) int { return (n + m - 1) / m * m }
 // and FEC) are appended to parts.
 func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]partition) *prepared {
 	t.Helper()
-	if c.alg == "" {
-		c.alg = "sha256"
-	}
-	if c.dbs == 0 {
-		c.dbs = 4096
-	}
-	if c.hbs == 0 {
-		c.hbs = 4096
-	}
-	if c.fec != "" && c.fecRoots == 0 {
-		c.fecRoots = 2
-	}
+	c = c.withDefaults()
 	p := &prepared{kcase: c}
 	img := randomImage(c.name, c, c.dbs)
-	covered := c.blocks
-	if c.dataBlocks > 0 {
-		covered = c.dataBlocks
-	}
+	covered := c.covered()
 	sum := sha256.Sum256(img[:covered*c.dbs])
 	p.wantSHA = hex.EncodeToString(sum[:])
 	p.wantSize = uint64(covered * c.dbs)
@@ -353,6 +339,74 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	if err := os.WriteFile(data, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p.placePartitions(len(*parts))
+	args := p.veritygenArgs()
+	if c.inPlace {
+		hash = data
+		args = append(args, "--hash-offset="+strconv.Itoa(len(img)+c.hashGap))
+	}
+	fecPath, fecOffset := p.placeFEC(t, veritygen, args, data, hash, filepath.Join(dir, fmt.Sprintf("%02d-fec.img", index)), len(img))
+	if c.fec != "" {
+		args = append(args, "--fec-device="+fecPath, "--fec-offset="+strconv.Itoa(fecOffset), "--fec-roots="+strconv.Itoa(c.fecRoots))
+	}
+	args = append(args, data, hash)
+	p.vg = runVeritygen(t, veritygen, c.name, args)
+	p.checkReport(t, hash, covered, fecOffset)
+	padToSectors(t, data, hash, fecPath)
+	p.spoil(t, data, hash, covered)
+
+	*parts = append(*parts, partition{name: c.name, path: data})
+	if !c.inPlace {
+		*parts = append(*parts, partition{name: c.name + " hash", path: hash})
+	}
+	if c.fec == "file" {
+		*parts = append(*parts, partition{name: c.name + " fec", path: fecPath})
+	}
+	if n := len(*parts); n != max(p.dataPart, p.hashPart, p.fecPart) {
+		t.Fatalf("%s: %d partitions, but the table names partitions %d, %d, %d", c.name, n, p.dataPart, p.hashPart, p.fecPart)
+	}
+	p.takeTable(t)
+	return p
+}
+
+// withDefaults fills in the fields whose zero value stands for a default.
+func (c kcase) withDefaults() kcase {
+	c.alg = cmp.Or(c.alg, "sha256")
+	c.dbs = cmp.Or(c.dbs, 4096)
+	c.hbs = cmp.Or(c.hbs, 4096)
+	if c.fec != "" {
+		c.fecRoots = cmp.Or(c.fecRoots, 2)
+	}
+	return c
+}
+
+// covered is the number of data blocks the tree covers.
+func (c kcase) covered() int { return cmp.Or(c.dataBlocks, c.blocks) }
+
+// placePartitions numbers the partitions the images will be on, in the
+// order prepare appends them past the first n: data, hash (unless in the
+// image), FEC (in a file of its own).
+func (p *prepared) placePartitions(n int) {
+	p.dataPart = n + 1
+	p.hashPart = p.dataPart
+	if !p.inPlace {
+		p.hashPart = p.dataPart + 1
+	}
+	switch p.fec {
+	case "file":
+		p.fecPart = p.hashPart + 1
+	case "hash":
+		p.fecPart = p.hashPart
+	case "data":
+		p.fecPart = p.dataPart
+	}
+}
+
+// veritygenArgs are veritygen's options for the case's tree, its table
+// options and the guest's device names (not --hash-offset, FEC's place,
+// DATA or HASH).
+func (p *prepared) veritygenArgs() []string {
+	c := p.kcase
 	args := []string{"--json", "--no-progress", "--hash=" + c.alg, "--format=" + strconv.Itoa(c.format),
 		"--data-block-size=" + strconv.Itoa(c.dbs), "--hash-block-size=" + strconv.Itoa(c.hbs)}
 	salt := c.salt
@@ -371,21 +425,6 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	if c.dataBlocks > 0 {
 		args = append(args, "--data-blocks="+strconv.Itoa(c.dataBlocks))
 	}
-	// The partitions the images will be on, in the order appended below:
-	// data, hash (unless in the image), FEC (in a file of its own).
-	p.dataPart = len(*parts) + 1
-	p.hashPart = p.dataPart
-	if !c.inPlace {
-		p.hashPart = p.dataPart + 1
-	}
-	switch c.fec {
-	case "file":
-		p.fecPart = p.hashPart + 1
-	case "hash":
-		p.fecPart = p.hashPart
-	case "data":
-		p.fecPart = p.dataPart
-	}
 	args = append(args, "--data-device="+vda(p.dataPart), "--hash-device="+vda(p.hashPart))
 	if c.fec == "file" {
 		args = append(args, "--fec-device-name="+vda(p.fecPart))
@@ -393,36 +432,41 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	for _, o := range c.opts { // ignore_zero_blocks: --ignore-zero-blocks
 		args = append(args, "--"+strings.ReplaceAll(o, "_", "-"))
 	}
-	if c.inPlace {
-		hash = data
-		args = append(args, "--hash-offset="+strconv.Itoa(len(img)+c.hashGap))
-	}
-	fecPath, fecOffset := "", 0
-	switch c.fec {
+	return args
+}
+
+// placeFEC returns the file and offset the case's parity goes to (none:
+// ""): fecFile for a file of its own; the hash file past the tree, which a
+// first run of veritygen with args measures; the image past its imgSize
+// bytes of data.
+func (p *prepared) placeFEC(t *testing.T, veritygen string, args []string, data, hash, fecFile string, imgSize int) (string, int) {
+	t.Helper()
+	switch p.fec {
 	case "":
+		return "", 0
 	case "file":
-		fecPath, fecOffset = filepath.Join(dir, fmt.Sprintf("%02d-fec.img", index)), c.fecGap
+		return fecFile, p.fecGap
 	case "hash":
-		// Past the tree, which a first run without error correction measures.
-		first := runVeritygen(t, veritygen, c.name, append(slices.Clone(args), data, hash))
-		fecPath, fecOffset = hash, roundUp(int(first.HashEnd), c.hbs)+c.fecGap
+		first := runVeritygen(t, veritygen, p.name, append(slices.Clone(args), data, hash))
+		return hash, roundUp(int(first.HashEnd), p.hbs) + p.fecGap
 	case "data":
-		fecPath, fecOffset = data, roundUp(len(img), c.dbs)+c.fecGap
-	default:
-		t.Fatalf("%s: fec %q", c.name, c.fec)
+		return data, roundUp(imgSize, p.dbs) + p.fecGap
 	}
-	if c.fec != "" {
-		args = append(args, "--fec-device="+fecPath, "--fec-offset="+strconv.Itoa(fecOffset), "--fec-roots="+strconv.Itoa(c.fecRoots))
-	}
-	args = append(args, data, hash)
-	p.vg = runVeritygen(t, veritygen, c.name, args)
-	vg := p.vg
+	t.Fatalf("%s: fec %q", p.name, p.fec)
+	return "", 0
+}
+
+// checkReport checks that veritygen's --json report says what was asked
+// (covered data blocks, the parity at fecOffset), and that the superblock
+// in hash names the algorithm as it was given; it counts the FEC rounds.
+func (p *prepared) checkReport(t *testing.T, hash string, covered, fecOffset int) {
+	t.Helper()
+	c, vg := p.kcase, p.vg
 	if vg.DataBlocks != uint64(covered) || vg.DataBlockSize != uint64(c.dbs) || vg.HashBlockSize != uint64(c.hbs) ||
 		vg.HashAlgorithm != cmp.Or(c.tableAlg, c.alg) || vg.Format != c.format || vg.Superblock == c.noSB {
 		t.Fatalf("%s: veritygen --json does not report what was asked: %+v", c.name, vg)
 	}
 	if c.tableAlg != "" && !c.noSB {
-		// The superblock names the algorithm as it was given.
 		b, err := os.ReadFile(hash)
 		if err != nil {
 			t.Fatal(err)
@@ -431,17 +475,23 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 			t.Fatalf("%s: the superblock names %q, want %q", c.name, name, c.alg)
 		}
 	}
-	if c.fec != "" {
-		bs := uint64(c.dbs)
-		if vg.FECRoots != c.fecRoots || vg.FECOffset != uint64(fecOffset) || vg.FECStart*bs != vg.FECOffset ||
-			vg.FECBlocks < vg.DataBlocks+(vg.HashEnd/bs-vg.HashStartBlock) || vg.FECSize == 0 {
-			t.Fatalf("%s: veritygen --json does not report the error correction asked for (roots %d at %d): %+v",
-				c.name, c.fecRoots, fecOffset, vg)
-		}
-		p.rounds = (vg.FECBlocks + uint64(255-c.fecRoots) - 1) / uint64(255-c.fecRoots)
+	if c.fec == "" {
+		return
 	}
-	// The image files must hold whole 512-byte sectors for the virtio disk.
-	for _, f := range []string{data, hash, fecPath} {
+	bs := uint64(c.dbs)
+	if vg.FECRoots != c.fecRoots || vg.FECOffset != uint64(fecOffset) || vg.FECStart*bs != vg.FECOffset ||
+		vg.FECBlocks < vg.DataBlocks+(vg.HashEnd/bs-vg.HashStartBlock) || vg.FECSize == 0 {
+		t.Fatalf("%s: veritygen --json does not report the error correction asked for (roots %d at %d): %+v",
+			c.name, c.fecRoots, fecOffset, vg)
+	}
+	p.rounds = (vg.FECBlocks + uint64(255-c.fecRoots) - 1) / uint64(255-c.fecRoots)
+}
+
+// padToSectors extends the files (those named) to whole 512-byte sectors,
+// as the virtio disk needs.
+func padToSectors(t *testing.T, files ...string) {
+	t.Helper()
+	for _, f := range files {
 		if f == "" {
 			continue
 		}
@@ -454,11 +504,15 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 			}
 		}
 	}
+}
 
-	blk := c.flipBlock
-	if blk == 0 {
-		blk = covered / 2
-	}
+// spoil spoils in data or hash what the case says (the root hash: see
+// takeTable), noting which block the kernel must blame or repair and how
+// many bytes differ.
+func (p *prepared) spoil(t *testing.T, data, hash string, covered int) {
+	t.Helper()
+	c, vg := p.kcase, p.vg
+	blk := cmp.Or(c.flipBlock, covered/2)
 	lastHash := int64(vg.HashEnd - vg.HashBlockSize)
 	if strings.HasPrefix(c.corrupt, "hash") && vg.HashEnd < vg.HashStartBlock*vg.HashBlockSize+vg.HashBlockSize {
 		t.Fatalf("%s: no hash block to spoil: %+v", c.name, vg)
@@ -481,68 +535,66 @@ func prepare(t *testing.T, veritygen, dir string, c kcase, index int, parts *[]p
 	case "hash-block":
 		p.fixBytes = overwrite(t, hash, lastHash, c.hbs, seed)
 	case "beyond":
-		// Every codeword of the round loses roots+1 bytes.
-		if c.fec == "" {
-			t.Fatalf("%s: corrupt %q needs fec", c.name, c.corrupt)
-		}
-		for i := range c.fecRoots + 1 {
-			b := blk + i*int(p.rounds)
-			if b >= covered {
-				t.Fatalf("%s: %d rounds: block %d is past the %d data blocks", c.name, p.rounds, b, covered)
-			}
-			overwrite(t, data, int64(b*c.dbs), c.dbs, fmt.Sprint(seed, b))
-			p.spoiled = append(p.spoiled, b)
-		}
-		p.flipped = blk
-	case "root":
-		r, err := hex.DecodeString(vg.RootHash)
-		if err != nil || len(r) == 0 {
-			t.Fatalf("%s: root hash %q: %v", c.name, vg.RootHash, err)
-		}
-		r[0] ^= 1
-		vg.RootHash = hex.EncodeToString(r)
+		p.spoilBeyond(t, data, blk, covered, seed)
 	}
 	if strings.HasPrefix(c.corrupt, "hash") {
 		p.fixBlock = uint64(lastHash)/vg.HashBlockSize - vg.HashStartBlock + vg.DataBlocks
 	} else {
 		p.fixBlock = uint64(p.flipped)
 	}
+}
 
-	*parts = append(*parts, partition{name: c.name, path: data})
-	if !c.inPlace {
-		*parts = append(*parts, partition{name: c.name + " hash", path: hash})
+// spoilBeyond overwrites fecRoots+1 whole data blocks of the FEC round of
+// block blk: every codeword of the round loses roots+1 bytes.
+func (p *prepared) spoilBeyond(t *testing.T, data string, blk, covered int, seed string) {
+	t.Helper()
+	if p.fec == "" {
+		t.Fatalf("%s: corrupt %q needs fec", p.name, p.corrupt)
 	}
-	if c.fec == "file" {
-		*parts = append(*parts, partition{name: c.name + " fec", path: fecPath})
+	for i := range p.fecRoots + 1 {
+		b := blk + i*int(p.rounds)
+		if b >= covered {
+			t.Fatalf("%s: %d rounds: block %d is past the %d data blocks", p.name, p.rounds, b, covered)
+		}
+		overwrite(t, data, int64(b*p.dbs), p.dbs, fmt.Sprint(seed, b))
+		p.spoiled = append(p.spoiled, b)
 	}
-	if n := len(*parts); n != max(p.dataPart, p.hashPart, p.fecPart) {
-		t.Fatalf("%s: %d partitions, but the table names partitions %d, %d, %d", c.name, n, p.dataPart, p.hashPart, p.fecPart)
-	}
+	p.flipped = blk
+}
 
-	// The kernel loads veritygen's own table, verbatim; the harness's,
-	// made from the other fields, must be the same, so that a bug in
-	// either shows.
+// takeTable takes veritygen's table, which the kernel loads verbatim,
+// after checking it against the one the harness makes from the report's
+// other fields (so that a bug in either shows) and against the boot
+// arguments; the "root" case spoils its root hash.
+func (p *prepared) takeTable(t *testing.T) {
+	t.Helper()
+	vg := p.vg
 	p.table, p.sectors = vg.Table, vg.TableSectors
 	if want := p.expectedTable(); p.table != want {
-		t.Fatalf("%s: veritygen's table\n  %q\nthe harness makes\n  %q", c.name, p.table, want)
+		t.Fatalf("%s: veritygen's table\n  %q\nthe harness makes\n  %q", p.name, p.table, want)
 	}
 	if p.sectors != p.wantSize/512 {
-		t.Fatalf("%s: veritygen's table_sectors %d, want %d (%d bytes covered)", c.name, p.sectors, p.wantSize/512, p.wantSize)
+		t.Fatalf("%s: veritygen's table_sectors %d, want %d (%d bytes covered)", p.name, p.sectors, p.wantSize/512, p.wantSize)
 	}
 	target := fmt.Sprintf("0 %d verity %s", p.sectors, p.table)
 	if !strings.HasSuffix(vg.DMModCreate, ",ro,"+target+`"`) || !strings.HasSuffix(vg.AndroidDM, " ro 1,"+target+`"`) {
-		t.Fatalf("%s: the boot arguments do not hold the table %q: %s, %s", c.name, target, vg.DMModCreate, vg.AndroidDM)
+		t.Fatalf("%s: the boot arguments do not hold the table %q: %s, %s", p.name, target, vg.DMModCreate, vg.AndroidDM)
 	}
-	if c.corrupt == "root" {
-		// The one change to veritygen's table: the spoiled root hash.
-		f := strings.Fields(p.table)
-		if len(f) < 10 || f[8] != p.vg.RootHash {
-			t.Fatalf("%s: no root hash %s in the 9th field of %q", c.name, p.vg.RootHash, p.table)
-		}
-		f[8] = vg.RootHash
-		p.table = strings.Join(f, " ")
+	if p.corrupt != "root" {
+		return
 	}
-	return p
+	// The one change to veritygen's table: the spoiled root hash.
+	r, err := hex.DecodeString(vg.RootHash)
+	if err != nil || len(r) == 0 {
+		t.Fatalf("%s: root hash %q: %v", p.name, vg.RootHash, err)
+	}
+	r[0] ^= 1
+	f := strings.Fields(p.table)
+	if len(f) < 10 || f[8] != vg.RootHash {
+		t.Fatalf("%s: no root hash %s in the 9th field of %q", p.name, vg.RootHash, p.table)
+	}
+	f[8] = hex.EncodeToString(r)
+	p.table = strings.Join(f, " ")
 }
 
 // expectedTable is the table the harness makes itself from veritygen's
@@ -644,8 +696,26 @@ func check(t *testing.T, p *prepared, rep *report) {
 	if code, out := rc(rep.create); code != 0 {
 		t.Fatalf("dmsetup create failed (rc=%d): %s", code, out)
 	}
-	// The kernel's view of the table must be ours, devices aside; the FEC
-	// device is named by its major:minor, which the guest looked up.
+	p.checkKernelTable(t, rep)
+	if rep.size != strconv.FormatUint(p.wantSize, 10) {
+		t.Errorf("mapped device size %s, want %d", rep.size, p.wantSize)
+	}
+	fec := p.fecLog(rep)
+	for _, e := range fec.bad {
+		t.Error(e)
+	}
+	if p.mustFail() {
+		p.checkReadFailed(t, rep, fec)
+	} else {
+		p.checkReadIntact(t, rep, fec)
+	}
+}
+
+// checkKernelTable checks that the kernel's view of the table is ours,
+// devices aside; the FEC device is named by its major:minor, which the
+// guest looked up.
+func (p *prepared) checkKernelTable(t *testing.T, rep *report) {
+	t.Helper()
 	want := strings.Fields(rep.table)
 	got := strings.Fields(rep.ktable)
 	if p.fec != "" {
@@ -666,44 +736,48 @@ func check(t *testing.T, p *prepared, rep *report) {
 		!sameWords(got[13:], want[13:]) {
 		t.Errorf("dmsetup table: kernel has %q, we gave %q", rep.ktable, rep.table)
 	}
-	if rep.size != strconv.FormatUint(p.wantSize, 10) {
-		t.Errorf("mapped device size %s, want %d", rep.size, p.wantSize)
-	}
+}
+
+// checkReadIntact checks a case whose read must succeed: the original
+// bytes, the status, and the kernel's FEC messages.
+func (p *prepared) checkReadIntact(t *testing.T, rep *report, fec fecMessages) {
+	t.Helper()
 	code, out := rc(rep.read)
 	status := strings.Fields(rep.status)
-	fec := p.fecLog(rep)
-	for _, e := range fec.bad {
-		t.Error(e)
+	if code != 0 {
+		t.Errorf("reading the mapped device failed (rc=%d): %s", code, out)
+	} else if f := strings.Fields(out); len(f) == 0 || f[0] != p.wantSHA {
+		t.Errorf("the kernel read back data with SHA-256 %s, the image's is %s", out, p.wantSHA)
+	} else if p.corrected() {
+		t.Logf("read back the original bytes although the %s was spoiled", p.corrupt)
 	}
-	if !p.mustFail() {
-		if code != 0 {
-			t.Errorf("reading the mapped device failed (rc=%d): %s", code, out)
-		} else if f := strings.Fields(out); len(f) == 0 || f[0] != p.wantSHA {
-			t.Errorf("the kernel read back data with SHA-256 %s, the image's is %s", out, p.wantSHA)
-		} else if p.corrected() {
-			t.Logf("read back the original bytes although the %s was spoiled", p.corrupt)
+	if p.corrected() && strings.HasPrefix(p.corrupt, "hash") {
+		p.checkHashFixReports(t, rep, status)
+	} else {
+		if len(status) == 0 || status[len(status)-1] != "V" {
+			t.Errorf("dmsetup status %q, want verified (V)", rep.status)
 		}
-		if p.corrected() && strings.HasPrefix(p.corrupt, "hash") {
-			p.checkHashFixReports(t, rep, status)
-		} else {
-			if len(status) == 0 || status[len(status)-1] != "V" {
-				t.Errorf("dmsetup status %q, want verified (V)", rep.status)
-			}
-			if len(rep.verrs) > 0 {
-				t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
-			}
+		if len(rep.verrs) > 0 {
+			t.Errorf("verity reported corrupted blocks (type,block): %v", rep.verrs)
 		}
-		switch {
-		case p.corrected() && fec.corrected != p.fixBytes:
-			t.Errorf("the kernel log reports %d bytes corrected in FEC round %d (%d lines), want %d: the bytes spoiled in block %d of the FEC message",
-				fec.corrected, p.wantRSB(), fec.correctedLines, p.fixBytes, p.fixBlock)
-		case p.corrected():
-			t.Logf("dmesg: FEC corrected the %d spoiled bytes (%d lines)", fec.corrected, fec.correctedLines)
-		case fec.lines > 0:
-			t.Errorf("dmesg: %d FEC messages about an image that is intact (or whose spoiling is never read)", fec.lines)
-		}
-		return
 	}
+	switch {
+	case p.corrected() && fec.corrected != p.fixBytes:
+		t.Errorf("the kernel log reports %d bytes corrected in FEC round %d (%d lines), want %d: the bytes spoiled in block %d of the FEC message",
+			fec.corrected, p.wantRSB(), fec.correctedLines, p.fixBytes, p.fixBlock)
+	case p.corrected():
+		t.Logf("dmesg: FEC corrected the %d spoiled bytes (%d lines)", fec.corrected, fec.correctedLines)
+	case fec.lines > 0:
+		t.Errorf("dmesg: %d FEC messages about an image that is intact (or whose spoiling is never read)", fec.lines)
+	}
+}
+
+// checkReadFailed checks a case whose read must fail: the I/O error, the
+// status, the block blamed, and what the kernel log says.
+func (p *prepared) checkReadFailed(t *testing.T, rep *report, fec fecMessages) {
+	t.Helper()
+	code, out := rc(rep.read)
+	status := strings.Fields(rep.status)
 	if code == 0 {
 		t.Errorf("reading the mapped device succeeded (%s), want an I/O error: the %s corruption went unseen", out, p.corrupt)
 	} else {

@@ -539,92 +539,128 @@ func (g *gen) spoilFormat(opts []option, data, hash string, e *geometry) ([]opti
 		opts = setOpt(opts, "--hash", pick(g, "SHA256", "sha-256", "bogus", "", "sha512-224", "whirlpool", "md4", "rmd160",
 			"sm3", "streebog256", "crc32c", "sha3_256", "blake2b-256", "Sha1", "sha512/256", "sha3-512"))
 	case "fec":
-		if e.fec == "" {
-			opts = append(opts, option{"--fec-device", pick(g, "fec", "data", "hash")})
-			c.tweaks = append(c.tweaks, "fec-added")
-		}
-		switch g.n(4) {
-		case 0:
-			opts = setOpt(opts, "--fec-roots", pick(g, "0", "1", "25", "26", "255", "x", "", "-2"))
-		case 1:
-			opts = setOpt(opts, "--fec-offset", pick(g, "100", "513", "-1", "0", "4096", "x", "1125899906842624"))
-		case 2:
-			// parity inside the tree or the data
-			if e.layout == "sep" && !e.noSB && g.chance(0.5) {
-				opts = g.fecOverTree(opts, e)
-				break
-			}
-			opts = setOpt(opts, "--fec-device", pick(g, "data", "hash"))
-			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(8))*512, 10))
-		default:
-			opts = setOpt(opts, "--hash-block-size", strconv.Itoa(e.dbs*2))
-		}
+		opts = g.spoilFEC(opts, e)
 	case "root-hash-file":
-		v := pick(g, "data", "nodir/rh", "adir", "rh", "hash")
-		if v == "adir" {
-			c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
-		}
-		if v == "rh" {
-			c.files = append(c.files, fileSpec{name: "rh", size: int64(g.n(100)), kind: "random", key: g.key()})
-		}
-		opts = setOpt(opts, "--root-hash-file", v)
+		opts = g.spoilRootHashFile(opts)
 	case "data":
-		switch g.n(5) {
-		case 0:
-			data = "missing"
-		case 1:
-			data = "adir"
-			c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
-		case 2:
-			data = "/dev/null"
-		case 3:
-			data = "empty"
-			c.files = append(c.files, fileSpec{name: "empty", kind: "zeros"})
-		default:
-			data = "small"
-			c.files = append(c.files, fileSpec{name: "small", size: int64(1 + g.n(e.dbs-1)), kind: "random", key: g.key()})
-		}
+		data = g.spoilData(e)
 	case "hash-file":
-		switch g.n(4) {
-		case 0:
-			hash = "nodir/hash"
-		case 1:
-			hash = "adir"
-			c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
-		case 2:
-			hash = "/dev/null"
-		default:
-			// HASH = DATA by another name, at an offset inside the data
-			hash = pick(g, "data", "./data")
-			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(4))*int64(e.hbs), 10))
-		}
+		hash, opts = g.spoilHashFile(opts, e)
 	case "overlap":
-		// verity-compat-test's overlap checks: the data past the hash
-		// offset, no --data-blocks with HASH = DATA, parity in the data
-		// or the tree
-		switch g.n(4) {
-		case 0:
-			hash = "data"
-			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
-			opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
-		case 1:
-			hash = "data"
-			opts = dropOpt(setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs), 4096), 10)), "--data-blocks")
-		case 2:
-			opts = setOpt(opts, "--fec-device", "data")
-			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
-		default:
-			hash = "data"
-			opts = setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096), 10))
-			opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
-			opts = setOpt(opts, "--fec-device", "data")
-			opts = setOpt(opts, "--fec-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096)+512*int64(g.n(4)), 10))
-		}
+		hash, opts = g.spoilOverlap(opts, hash, e)
 	case "missing-value":
 		// an option that takes a value, last with none
 		g.trailing = pick(g, "--salt", "--hash", "--data-blocks", "--fec-device", "--uuid", "-s")
 	}
 	return opts, data, hash
+}
+
+// spoilFEC makes error correction's options wrong or odd, adding them
+// where the case has none.
+func (g *gen) spoilFEC(opts []option, e *geometry) []option {
+	c := g.c
+	if e.fec == "" {
+		opts = append(opts, option{"--fec-device", pick(g, "fec", "data", "hash")})
+		c.tweaks = append(c.tweaks, "fec-added")
+	}
+	switch g.n(4) {
+	case 0:
+		opts = setOpt(opts, "--fec-roots", pick(g, "0", "1", "25", "26", "255", "x", "", "-2"))
+	case 1:
+		opts = setOpt(opts, "--fec-offset", pick(g, "100", "513", "-1", "0", "4096", "x", "1125899906842624"))
+	case 2:
+		// parity inside the tree or the data
+		if e.layout == "sep" && !e.noSB && g.chance(0.5) {
+			opts = g.fecOverTree(opts, e)
+			break
+		}
+		opts = setOpt(opts, "--fec-device", pick(g, "data", "hash"))
+		opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(8))*512, 10))
+	default:
+		opts = setOpt(opts, "--hash-block-size", strconv.Itoa(e.dbs*2))
+	}
+	return opts
+}
+
+// spoilRootHashFile makes --root-hash-file name something it cannot be.
+func (g *gen) spoilRootHashFile(opts []option) []option {
+	c := g.c
+	v := pick(g, "data", "nodir/rh", "adir", "rh", "hash")
+	if v == "adir" {
+		c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
+	}
+	if v == "rh" {
+		c.files = append(c.files, fileSpec{name: "rh", size: int64(g.n(100)), kind: "random", key: g.key()})
+	}
+	return setOpt(opts, "--root-hash-file", v)
+}
+
+// spoilData returns a DATA that is missing, not a file, or too small.
+func (g *gen) spoilData(e *geometry) string {
+	c := g.c
+	var data string
+	switch g.n(5) {
+	case 0:
+		data = "missing"
+	case 1:
+		data = "adir"
+		c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
+	case 2:
+		data = "/dev/null"
+	case 3:
+		data = "empty"
+		c.files = append(c.files, fileSpec{name: "empty", kind: "zeros"})
+	default:
+		data = "small"
+		c.files = append(c.files, fileSpec{name: "small", size: int64(1 + g.n(e.dbs-1)), kind: "random", key: g.key()})
+	}
+	return data
+}
+
+// spoilHashFile returns a HASH that cannot be written, or DATA by another
+// name.
+func (g *gen) spoilHashFile(opts []option, e *geometry) (string, []option) {
+	c := g.c
+	var hash string
+	switch g.n(4) {
+	case 0:
+		hash = "nodir/hash"
+	case 1:
+		hash = "adir"
+		c.files = append(c.files, fileSpec{name: "adir", kind: "dir"})
+	case 2:
+		hash = "/dev/null"
+	default:
+		// HASH = DATA by another name, at an offset inside the data
+		hash = pick(g, "data", "./data")
+		opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(4))*int64(e.hbs), 10))
+	}
+	return hash, opts
+}
+
+// spoilOverlap makes areas overlap, as verity-compat-test's overlap checks
+// do: the data past the hash offset, no --data-blocks with HASH = DATA,
+// parity in the data or the tree.
+func (g *gen) spoilOverlap(opts []option, hash string, e *geometry) (string, []option) {
+	switch g.n(4) {
+	case 0:
+		hash = "data"
+		opts = setOpt(opts, "--hash-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
+		opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
+	case 1:
+		hash = "data"
+		opts = dropOpt(setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs), 4096), 10)), "--data-blocks")
+	case 2:
+		opts = setOpt(opts, "--fec-device", "data")
+		opts = setOpt(opts, "--fec-offset", strconv.FormatInt(int64(g.n(int(e.blocks)))*int64(e.dbs)/512*512, 10))
+	default:
+		hash = "data"
+		opts = setOpt(opts, "--hash-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096), 10))
+		opts = setOpt(opts, "--data-blocks", strconv.FormatInt(e.blocks, 10))
+		opts = setOpt(opts, "--fec-device", "data")
+		opts = setOpt(opts, "--fec-offset", strconv.FormatInt(roundUp(e.blocks*int64(e.dbs)+e.partial, 4096)+512*int64(g.n(4)), 10))
+	}
+	return hash, opts
 }
 
 func (g *gen) verifyCase() {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/avbvectors"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/internal/testtool"
@@ -24,8 +25,8 @@ import (
 // a helper that fails is reported as avbtool reports it, exit 1, the
 // image as it was.
 func TestAvbtoolFrontHashtreeSigningHelper(t *testing.T) {
-	c := fronttest.AVBCase2{Inputs: map[string]string{}}
-	fronttest.AVBWorkDir2(t, &c)
+	c := avbvectors.Case2{Inputs: map[string]string{}}
+	avbvectors.WorkDir2(t, &c)
 	t.Setenv("HELPER_LOG", "")
 	data := fronttest.AVBImageBytes(t, "blockbyte:4096:8")
 	footer := func(extra ...string) (avbRun, []byte) {
@@ -135,8 +136,8 @@ func TestAvbtoolFrontVBMetaOutputs(t *testing.T) {
 // while a signing helper that does not answer runs exits 130, saying so,
 // with the helper killed and nothing written.
 func TestAvbtoolFrontSigningInterrupted(t *testing.T) {
-	c := fronttest.AVBCase2{Inputs: map[string]string{}}
-	dir := fronttest.AVBWorkDir2(t, &c)
+	c := avbvectors.Case2{Inputs: map[string]string{}}
+	dir := avbvectors.WorkDir2(t, &c)
 	log := testtool.MkFIFO(t, t.TempDir(), "helper.log")
 	t.Setenv("HELPER_LOG", log)
 	t.Setenv("HELPER_MODE", "hang")

@@ -19,12 +19,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/avbvectors"
+	"github.com/veritytree/veritytree/internal/avbvectors/signhelper"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 func TestMain(m *testing.M) {
-	fronttest.SigningHelperMain()
+	signhelper.Main()
 	os.Exit(m.Run())
+}
+
+// loadCases2 reads the cases of avb/testdata/vectors2.
+func loadCases2(t *testing.T) []avbvectors.Case2 {
+	t.Helper()
+	cs, err := avbvectors.Cases2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // pendingAVB are the subcommands of the vectors the front does not take
@@ -53,7 +65,7 @@ const vectors2Argv0 = "/opt/avbtool-front/avbtool.py"
 // arguments, even when it then fails or only prints: the front leaves such
 // a file as it was (or absent).
 func TestAvbtoolFrontVectors2(t *testing.T) {
-	cases := fronttest.AVBCases2(t)
+	cases := loadCases2(t)
 	if len(cases) != 144 {
 		t.Fatalf("%d cases in cases.jsonl, want 144", len(cases))
 	}
@@ -80,8 +92,8 @@ func TestAvbtoolFrontVectors2(t *testing.T) {
 
 // checkPending: the front refuses a subcommand it does not take, naming
 // it, with nothing written.
-func checkPending(t *testing.T, c *fronttest.AVBCase2, reason string) {
-	dir := fronttest.AVBWorkDir2(t, c)
+func checkPending(t *testing.T, c *avbvectors.Case2, reason string) {
+	dir := avbvectors.WorkDir2(t, c)
 	before := fronttest.Listing(t, dir)
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), vectors2Argv0, c.Args, &stdout, &stderr)
@@ -94,8 +106,8 @@ func checkPending(t *testing.T, c *fronttest.AVBCase2, reason string) {
 
 // checkDeviation: the front refuses the case, exit 1, one line in our
 // words, nothing changed.
-func checkDeviation(t *testing.T, c *fronttest.AVBCase2, reason string) {
-	dir := fronttest.AVBWorkDir2(t, c)
+func checkDeviation(t *testing.T, c *avbvectors.Case2, reason string) {
+	dir := avbvectors.WorkDir2(t, c)
 	before := fronttest.Listing(t, dir)
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), vectors2Argv0, c.Args, &stdout, &stderr)
@@ -106,8 +118,8 @@ func checkDeviation(t *testing.T, c *fronttest.AVBCase2, reason string) {
 	t.Logf("deliberate difference: %s", reason)
 }
 
-func replayVector2(t *testing.T, c *fronttest.AVBCase2) {
-	dir := fronttest.AVBWorkDir2(t, c)
+func replayVector2(t *testing.T, c *avbvectors.Case2) {
+	dir := avbvectors.WorkDir2(t, c)
 	log := filepath.Join(t.TempDir(), "helper.log")
 	t.Setenv("HELPER_LOG", log)
 	t.Setenv("HELPER_MODE", c.Env["HELPER_MODE"])
@@ -142,7 +154,7 @@ func replayVector2(t *testing.T, c *fronttest.AVBCase2) {
 
 // checkVector2Files checks every file of the work directory: each output
 // as avbtool left it, every other file as it was, nothing new.
-func checkVector2Files(t *testing.T, c *fronttest.AVBCase2, dir string) {
+func checkVector2Files(t *testing.T, c *avbvectors.Case2, dir string) {
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -160,7 +172,7 @@ func checkVector2Files(t *testing.T, c *fronttest.AVBCase2, dir string) {
 		if _, isOutput := c.Outputs[name]; isOutput {
 			continue
 		}
-		if b, err := os.ReadFile(name); err != nil || !bytes.Equal(b, fronttest.AVBInput2(t, src)) {
+		if b, err := os.ReadFile(name); err != nil || !bytes.Equal(b, avbvectors.Input2(t, src)) {
 			t.Errorf("%s changed (%v); avbtool left it", name, err)
 		}
 	}
@@ -174,7 +186,7 @@ func checkVector2Files(t *testing.T, c *fronttest.AVBCase2, dir string) {
 			continue
 		case want.Size == 0 && c.Inputs[name] == "" && errors.Is(err, fs.ErrNotExist):
 			continue // avbtool made it while parsing; we make nothing we do not write
-		case want.Size == 0 && c.Inputs[name] != "" && err == nil && bytes.Equal(b, fronttest.AVBInput2(t, c.Inputs[name])):
+		case want.Size == 0 && c.Inputs[name] != "" && err == nil && bytes.Equal(b, avbvectors.Input2(t, c.Inputs[name])):
 			continue // avbtool emptied it while parsing; we leave it
 		case err != nil:
 			t.Errorf("%s: %v", name, err)
@@ -206,7 +218,7 @@ func TestAvbtoolFrontDeviceSet(t *testing.T) {
 	}
 	t.Chdir(dir)
 	steps := 0
-	for _, c := range fronttest.AVBCases2(t) {
+	for _, c := range loadCases2(t) {
 		if !strings.HasPrefix(c.Name, "dev-") {
 			continue
 		}
@@ -216,7 +228,7 @@ func TestAvbtoolFrontDeviceSet(t *testing.T) {
 			case !strings.HasPrefix(name, "dev/"):
 			case strings.HasPrefix(src, "spec:"):
 				// A partition's raw content: the only input not made here.
-				if err := os.WriteFile(name, fronttest.AVBInput2(t, src), 0o644); err != nil {
+				if err := os.WriteFile(name, avbvectors.Input2(t, src), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			default:

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,13 +20,7 @@ import (
 
 // AVBVectors is the directory of avbtool 1.3.0's known answers
 // (avb/testdata/vectors), absolute: the tests change into work directories.
-var AVBVectors = func() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("fronttest: no source path")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "avb", "testdata", "vectors")
-}()
+var AVBVectors = avbvectors.Dir
 
 // AVBCase is one add_hashtree_footer case of the vectors' cases.tsv.
 type AVBCase struct {

@@ -8,11 +8,16 @@ package fronttest
 // and the outcomes are compared: exit code, stdout, stderr, files.
 //
 // Script lines (# starts a comment; $DIR is the case's directory, $ROOT the
-// root hash the last command printed on a "Root hash:" line; a TEXT that
-// ends in a space or starts with a quote is written as a Go string literal):
+// root hash the last command printed on a "Root hash:" line, $NAME
+// Scripts.Vars[NAME]; a TEXT that ends in a space or starts with a quote is
+// written as a Go string literal):
 //
 //	case NAME                 a new case, in a fresh directory; the lines
-//	                          before the first case are in every case
+//	                          before the first case are in every case (run
+//	                          once, and the directory they made copied into
+//	                          each case's, when they only make files: data,
+//	                          zeros, poke, fill, mkdir, symlink, write, copy,
+//	                          truncate, rm, exec, and name no $DIR)
 //	skipifroot REASON         skip the case when running as root
 //	data NAME SIZE [MODE]     a file of SIZE pseudo-random bytes (the same
 //	                          in both directories), mode 0644 by default
@@ -23,6 +28,16 @@ package fronttest
 //	chmod MODE NAME           change NAME's mode (octal)
 //	link NAME TARGET          a hard link NAME to TARGET
 //	symlink NAME TARGET       a symbolic link NAME to TARGET
+//	write NAME TEXT           a file holding TEXT
+//	copy FROM TO [OFFSET]     TO a copy of FROM; with OFFSET, FROM's bytes
+//	                          written into TO at OFFSET
+//	truncate NAME SIZE        cut or extend NAME to SIZE bytes
+//	rm NAME                   remove NAME
+//	exec PROGRAM ARGS...      run the installed PROGRAM (e.g. veritysetup
+//	                          format, to make a tree with the real tool;
+//	                          missing: skips, fails in CI) in
+//	                          the case's directories; it must exit 0; its
+//	                          "Root hash:" line sets $ROOT
 //	loop NAME FILE [ALIAS]    a loop device over FILE, as the block device
 //	                          node NAME (and ALIAS, a second node of it);
 //	                          skips the case where none can be attached
@@ -38,9 +53,15 @@ package fronttest
 //	oneerror                  the front's stderr is one "TOOL: error: " line
 //	                          first, then only "TOOL: hint: " lines
 //	error TEXT                the error line contains TEXT
+//	errorline TEXT            the error line is TEXT, the only one, first
 //	hint TEXT, nohint TEXT    a hint line contains TEXT; none does
+//	hintline TEXT             the one hint line is TEXT
+//	nohints                   no hint lines
+//	maxhints N                at most N hint lines
 //	unchanged                 the directory is as before the command: names,
-//	                          types, sizes, modes, mtimes and content
+//	                          types, sizes, modes, mtimes and content, and
+//	                          its own mode and mtime (nothing made and
+//	                          removed again)
 //	sha256 NAME HEX           NAME's content has this SHA-256
 //	absent NAME               the front left no file NAME
 //	peer stdout MODE          with a peer, how the outputs compare: exact
@@ -51,7 +72,8 @@ package fronttest
 //	                          or not, content, mode
 //
 // Outputs are compared with the peer's when the next command starts or the
-// case ends. Every command needs a code line.
+// case ends. Every command needs a code line. The front's stdout and
+// stderr never hold any of Scripts.Never's texts.
 
 import (
 	"bufio"
@@ -59,11 +81,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +105,11 @@ type Scripts struct {
 	// to the front of the same name; a missing peer skips the test (fails
 	// it in CI).
 	Peer string
+	// Never are texts no front may print, e.g. Go's own error words.
+	Never []string
+	// Vars are more variables for the scripts: $NAME stands for
+	// Vars[NAME] (e.g. a directory of the repository's test data).
+	Vars map[string]string
 }
 
 // Run runs every script file matching glob, each case a subtest, and
@@ -102,13 +131,18 @@ func (s Scripts) Run(t *testing.T, glob string) int {
 	n := 0
 	for _, path := range paths {
 		file := strings.TrimSuffix(filepath.Base(path), ".txt")
-		cases := parseScript(t, path)
+		prelude, cases := parseScript(t, path)
 		t.Run(file, func(t *testing.T) {
+			var tmpl *template
+			if cases[0].name != "" && onlyMakesFiles(prelude) {
+				tmpl = s.makeTemplate(t, file, prelude)
+				prelude = nil
+			}
 			for _, c := range cases {
 				n++
 				run := func(t *testing.T) {
 					sc := &scriptCase{t: t, file: file, s: s, peer: peer}
-					sc.run(c.lines)
+					sc.run(tmpl, append(slices.Clone(prelude), c.lines...))
 				}
 				if c.name == "" {
 					run(t)
@@ -131,15 +165,13 @@ type parsedCase struct {
 	lines []scriptLine
 }
 
-// parseScript splits a script into its cases, each with the lines before
-// the first case in front.
-func parseScript(t *testing.T, path string) []parsedCase {
+// parseScript splits a script into the lines before the first case and
+// its cases (a file without cases is one unnamed case).
+func parseScript(t *testing.T, path string) (prelude []scriptLine, cases []parsedCase) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prelude []scriptLine
-	var cases []parsedCase
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -148,7 +180,7 @@ func parseScript(t *testing.T, path string) []parsedCase {
 			continue
 		}
 		if name, ok := strings.CutPrefix(line, "case "); ok {
-			cases = append(cases, parsedCase{name: strings.TrimSpace(name), lines: append([]scriptLine(nil), prelude...)})
+			cases = append(cases, parsedCase{name: strings.TrimSpace(name)})
 			continue
 		}
 		if len(cases) == 0 {
@@ -158,9 +190,80 @@ func parseScript(t *testing.T, path string) []parsedCase {
 		}
 	}
 	if len(cases) == 0 {
-		cases = []parsedCase{{lines: prelude}}
+		return nil, []parsedCase{{lines: prelude}}
 	}
-	return cases
+	return prelude, cases
+}
+
+// fileVerbs are the script verbs that only make or change files (not
+// chmod, whose unreadable files a copy cannot take, nor link, whose hard
+// links a copy would break).
+var fileVerbs = map[string]bool{"data": true, "zeros": true, "poke": true, "fill": true, "mkdir": true, "symlink": true,
+	"write": true, "copy": true, "truncate": true, "rm": true, "exec": true}
+
+// onlyMakesFiles reports whether lines only make files, in the case's
+// directory whatever it is: then one run serves every case.
+func onlyMakesFiles(lines []scriptLine) bool {
+	for _, l := range lines {
+		verb, _, _ := strings.Cut(l.text, " ")
+		if !fileVerbs[verb] || strings.Contains(l.text, "$DIR") {
+			return false
+		}
+	}
+	return len(lines) > 0
+}
+
+// template is a directory the lines before a script's first case made,
+// and the $ROOT they set.
+type template struct {
+	dir, root string
+}
+
+// makeTemplate runs the lines before a script's first case once.
+func (s Scripts) makeTemplate(t *testing.T, file string, lines []scriptLine) *template {
+	c := &scriptCase{t: t, file: file, s: s}
+	c.dirs[1] = t.TempDir()
+	for _, l := range lines {
+		c.line = l.n
+		c.step(l.text)
+	}
+	return &template{dir: c.dirs[1], root: c.root}
+}
+
+// copyTemplate copies the template's files into dir.
+func (c *scriptCase) copyTemplate(tmpl *template, dir string) {
+	err := filepath.WalkDir(tmpl.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == tmpl.dir {
+			return err
+		}
+		rel, _ := filepath.Rel(tmpl.dir, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dir, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(to, info.Mode().Perm())
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, info.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chmod(to, info.Mode().Perm())
+	})
+	if err != nil {
+		c.fatalf("copying the files the lines before the first case made: %v", err)
+	}
 }
 
 // outcome is one command's outcome.
@@ -187,11 +290,15 @@ type scriptCase struct {
 	line     int
 }
 
-func (c *scriptCase) run(lines []scriptLine) {
+func (c *scriptCase) run(tmpl *template, lines []scriptLine) {
 	t := c.t
 	c.dirs[1] = t.TempDir()
 	if c.peer != "" {
 		c.dirs[0] = t.TempDir()
+	}
+	if tmpl != nil {
+		c.each(func(dir string) error { c.copyTemplate(tmpl, dir); return nil })
+		c.root = tmpl.root
 	}
 	// The front runs in-process: its relative paths are relative to the
 	// case's directory, as the peer's are.
@@ -212,26 +319,20 @@ func (c *scriptCase) step(line string) {
 		c.start(verb, fields, c.peer != "" && verb == c.s.Peer)
 		return
 	}
+	if c.fileStep(verb, rest, fields) {
+		return
+	}
 	switch verb {
 	case "skipifroot":
 		if os.Geteuid() == 0 {
 			c.t.Skipf("skipped: running as root: %s", rest)
 		}
-	case "data", "zeros", "poke", "fill":
-		c.writeFile(verb, fields)
-	case "mkdir":
-		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
 	case "chmod":
 		mode := c.mode(fields[0])
 		c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), mode) })
 		c.t.Cleanup(func() { c.each(func(dir string) error { return os.Chmod(filepath.Join(dir, fields[1]), 0o755) }) })
-	case "link", "symlink":
-		c.each(func(dir string) error {
-			if verb == "link" {
-				return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0]))
-			}
-			return os.Symlink(fields[1], filepath.Join(dir, fields[0]))
-		})
+	case "link":
+		c.each(func(dir string) error { return os.Link(filepath.Join(dir, fields[1]), filepath.Join(dir, fields[0])) })
 	case "loop":
 		c.each(func(dir string) error { return c.loop(dir, fields) })
 	case "front":
@@ -243,6 +344,78 @@ func (c *scriptCase) step(line string) {
 	default:
 		c.check(verb, c.unquote(rest), fields)
 	}
+}
+
+// fileStep runs a line of one of the fileVerbs, and reports whether it
+// was one.
+func (c *scriptCase) fileStep(verb, rest string, fields []string) bool {
+	if !fileVerbs[verb] {
+		return false
+	}
+	c.need(verb, fields, map[string]int{"data": 2, "zeros": 2, "poke": 3, "fill": 3, "mkdir": 1, "symlink": 2,
+		"write": 1, "copy": 2, "truncate": 2, "rm": 1, "exec": 1}[verb])
+	switch verb {
+	case "data", "zeros", "poke", "fill":
+		c.writeFile(verb, fields)
+	case "mkdir":
+		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
+	case "symlink":
+		c.each(func(dir string) error { return os.Symlink(fields[1], filepath.Join(dir, fields[0])) })
+	case "write":
+		text := c.unquote(strings.TrimSpace(strings.TrimPrefix(rest, fields[0])))
+		c.each(func(dir string) error { return os.WriteFile(filepath.Join(dir, fields[0]), []byte(text), 0o644) })
+	case "copy":
+		c.each(func(dir string) error { return c.copyFile(dir, fields) })
+	case "truncate":
+		size := c.atoi(fields[1])
+		c.each(func(dir string) error { return os.Truncate(filepath.Join(dir, fields[0]), int64(size)) })
+	case "rm":
+		c.each(func(dir string) error { return os.Remove(filepath.Join(dir, rest)) })
+	case "exec":
+		c.each(func(dir string) error { return c.exec(dir, fields) })
+	}
+	return true
+}
+
+// need fails the case unless a line of verb has at least n fields.
+func (c *scriptCase) need(verb string, fields []string, n int) {
+	if len(fields) < n {
+		c.fatalf("%s needs %d arguments, got %q", verb, n, fields)
+	}
+}
+
+// copyFile runs a copy line in dir: FROM TO [OFFSET].
+func (c *scriptCase) copyFile(dir string, fields []string) error {
+	b, err := os.ReadFile(filepath.Join(dir, fields[0]))
+	if err != nil {
+		return err
+	}
+	to := filepath.Join(dir, fields[1])
+	if len(fields) < 3 {
+		return os.WriteFile(to, b, 0o644)
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteAt(b, int64(c.atoi(fields[2])))
+	return err
+}
+
+// exec runs an exec line in dir: the installed program fields[0] with the
+// rest as its arguments.
+func (c *scriptCase) exec(dir string, fields []string) error {
+	cmd := exec.CommandContext(c.t.Context(), testtool.Require(c.t, fields[0]), fields[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(fields, " "), err, out)
+	}
+	if m := rootLine.FindStringSubmatch(string(out)); m != nil {
+		c.root = m[1]
+	}
+	return nil
 }
 
 // unquote reads TEXT written as a Go string literal: a text that ends in a
@@ -263,7 +436,6 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 	if verb != "sha256" && verb != "absent" && c.last[1] == nil {
 		c.fatalf("%s before any command", verb)
 	}
-	ours := c.last[1]
 	switch verb {
 	case "code":
 		want := c.atoi(rest)
@@ -273,42 +445,10 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 				c.errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", c.who(i), r.code, want, r.stdout, r.stderr)
 			}
 		}
-	case "contains", "outcontains":
-		out, what := ours.stderr, "stderr"
-		if verb == "outcontains" {
-			out, what = ours.stdout, "stdout"
-		}
-		if !strings.Contains(out, rest) {
-			c.errorf("the front's %s does not contain %q:\n%s", what, rest, out)
-		}
-	case "nostdout":
-		if ours.stdout != "" {
-			c.errorf("stdout is not empty:\n%s", ours.stdout)
-		}
-	case "oneerror":
-		errs, _ := c.errorLines()
-		if len(errs) != 1 {
-			c.fatalf("got %d error lines, want 1:\n%s", len(errs), ours.stderr)
-		}
-		if !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
-			c.errorf("the error line is not first:\n%s", ours.stderr)
-		}
-	case "error":
-		errs, _ := c.errorLines()
-		if len(errs) == 0 || !strings.Contains(errs[0], rest) {
-			c.errorf("error %q does not say %q", strings.Join(errs, "\n"), rest)
-		}
-	case "hint", "nohint":
-		_, hints := c.errorLines()
-		if has := strings.Contains(strings.Join(hints, "\n"), rest); has != (verb == "hint") {
-			if has {
-				c.errorf("a hint says %q:\n%s", rest, ours.stderr)
-			} else {
-				c.errorf("no hint saying %q in:\n%s", rest, ours.stderr)
-			}
-		}
+	case "contains", "outcontains", "nostdout", "oneerror", "error", "errorline", "hint", "nohint", "hintline", "nohints", "maxhints":
+		c.checkOutput(verb, rest)
 	case "unchanged":
-		SameListing(c.t, c.before, Listing(c.t, c.dirs[1]))
+		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
 	case "sha256":
 		if got := fmt.Sprintf("%x", Sum(c.t, filepath.Join(c.dirs[1], fields[0]))); got != fields[1] {
 			c.errorf("%s has sha256 %s, want %s", fields[0], got, fields[1])
@@ -337,6 +477,65 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 	}
 }
 
+// checkOutput runs an assertion about the front's output.
+func (c *scriptCase) checkOutput(verb, rest string) {
+	ours := c.last[1]
+	switch verb {
+	case "contains", "outcontains":
+		out, what := ours.stderr, "stderr"
+		if verb == "outcontains" {
+			out, what = ours.stdout, "stdout"
+		}
+		if !strings.Contains(out, rest) {
+			c.errorf("the front's %s does not contain %q:\n%s", what, rest, out)
+		}
+	case "nostdout":
+		if ours.stdout != "" {
+			c.errorf("stdout is not empty:\n%s", ours.stdout)
+		}
+	case "oneerror":
+		errs, _ := c.errorLines()
+		if len(errs) != 1 {
+			c.fatalf("got %d error lines, want 1:\n%s", len(errs), ours.stderr)
+		}
+		if !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
+			c.errorf("the error line is not first:\n%s", ours.stderr)
+		}
+	case "error":
+		errs, _ := c.errorLines()
+		if len(errs) == 0 || !strings.Contains(errs[0], rest) {
+			c.errorf("error %q does not say %q", strings.Join(errs, "\n"), rest)
+		}
+	case "errorline":
+		errs, _ := c.errorLines()
+		if len(errs) != 1 || errs[0] != rest || !strings.HasPrefix(ours.stderr, c.tool+": error: ") {
+			c.errorf("stderr:\n%s\nwant the one error line, first: %q", ours.stderr, rest)
+		}
+	case "hint", "nohint", "hintline", "nohints", "maxhints":
+		c.checkHints(verb, rest)
+	}
+}
+
+// checkHints runs an assertion about the front's hint lines.
+func (c *scriptCase) checkHints(verb, rest string) {
+	_, hints := c.errorLines()
+	switch verb {
+	case "hint", "nohint":
+		if has := strings.Contains(strings.Join(hints, "\n"), rest); has != (verb == "hint") {
+			if has {
+				c.errorf("a hint says %q:\n%s", rest, c.last[1].stderr)
+			} else {
+				c.errorf("no hint saying %q in:\n%s", rest, c.last[1].stderr)
+			}
+		}
+	case "hintline", "nohints", "maxhints":
+		if verb == "nohints" && len(hints) != 0 || verb == "hintline" && !slices.Equal(hints, []string{rest}) ||
+			verb == "maxhints" && len(hints) > c.atoi(rest) {
+			c.errorf("hints %q; want %s %q", hints, verb, rest)
+		}
+	}
+}
+
 func (c *scriptCase) needPeer(verb string) {
 	if !c.withPeer {
 		c.fatalf("%s after a command without a peer", verb)
@@ -360,7 +559,12 @@ func (c *scriptCase) errorLines() (errs, hints []string) {
 }
 
 func (c *scriptCase) expand(s string) string {
-	return strings.NewReplacer("$DIR", c.dirs[1], "$ROOT", c.root).Replace(s)
+	pairs := []string{"$DIR", c.dirs[1], "$ROOT", c.root}
+	// Longer names first: the replacer takes the first that matches.
+	for _, name := range slices.SortedFunc(maps.Keys(c.s.Vars), func(a, b string) int { return len(b) - len(a) }) {
+		pairs = append([]string{"$" + name, c.s.Vars[name]}, pairs...)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
 }
 
 // writeFile runs a script line that writes a file in each directory: data
@@ -478,7 +682,7 @@ func (c *scriptCase) start(tool string, args []string, withPeer bool) {
 	c.tool, c.args, c.withPeer = tool, args, withPeer
 	c.outMode, c.errMode, c.codeSeen = "exact", "exact", false
 	c.last = [2]*outcome{}
-	c.before = Listing(c.t, c.dirs[1])
+	c.before = ListingWithDir(c.t, c.dirs[1])
 	if withPeer {
 		cmd := exec.CommandContext(c.t.Context(), c.peer, args...)
 		// Both invoked by the same name: usage errors start with it.
@@ -499,6 +703,11 @@ func (c *scriptCase) start(tool string, args []string, withPeer bool) {
 	code := c.s.Fronts[tool](c.t.Context(), tool, args, &stdout, &stderr)
 	c.last[1] = &outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	c.t.Logf("%s line %d: %s %q -> exit %d\nstdout:\n%s\nstderr:\n%s", c.file, c.line, tool, args, code, stdout.String(), stderr.String())
+	for _, never := range c.s.Never {
+		if strings.Contains(stdout.String(), never) || strings.Contains(stderr.String(), never) {
+			c.errorf("%s %q printed %q", tool, args, never)
+		}
+	}
 	if m := rootLine.FindStringSubmatch(c.last[1].stdout); m != nil {
 		c.root = m[1]
 	}

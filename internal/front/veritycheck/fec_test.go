@@ -868,57 +868,6 @@ func TestFECWrongParameters(t *testing.T) {
 	}
 }
 
-// TestFECBadInput: bad --fec-* usage is exit 2 with a specific error, and
-// nothing is written.
-func TestFECBadInput(t *testing.T) {
-	vsPath(t)
-	m := fecMake(t, &fecTargeted, 51)
-	m.corrupt(t, rand.New(rand.NewPCG(1, 1)), map[fecBlk]bool{{-1, 9}: true}, true)
-	dir := m.dir
-	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	small := filepath.Join(dir, "small.fec")
-	vcWrite(t, small, fronttest.Read(t, m.fecPath)[:1024])
-	// A tree of unequal block sizes.
-	uneq := filepath.Join(dir, "uneq.img")
-	fronttest.Image(t, uneq, 64*4096, 3)
-	uneqRoot := vsFormat(t, uneq, uneq+".verity", "--hash-block-size=1024", "--salt=01").root
-	root := "--root-hash=" + m.root
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"roots without device", []string{root, "--fec-roots=3", m.data, m.hash}, "--fec-roots needs --fec-device"},
-		{"offset without device", []string{root, "--fec-offset=4096", m.data, m.hash}, "--fec-offset needs --fec-device"},
-		{"repair without device", []string{root, "--repair", m.data, m.hash}, "--repair needs --fec-device"},
-		{"roots 1", []string{root, "--fec-device=" + m.fecPath, "--fec-roots=1", m.data, m.hash}, "--fec-roots 1 is not from 2 to 24"},
-		{"roots 25", []string{root, "--fec-device=" + m.fecPath, "--fec-roots=25", m.data, m.hash}, "--fec-roots 25 is not from 2 to 24"},
-		{"offset not a block", []string{root, "--fec-device=" + m.fecPath, "--fec-offset=100", m.data, m.hash},
-			"--fec-offset 100 is not a multiple of the block size 512"},
-		{"device missing", []string{root, "--fec-device=" + dir + "/nothere", m.data, m.hash}, "FEC device " + dir + "/nothere does not exist"},
-		{"device a directory", []string{root, "--fec-device=" + dir + "/sub", m.data, m.hash}, "FEC device " + dir + "/sub is a directory"},
-		{"device is HASH, parity in the tree", []string{root, "--fec-device=" + m.hash, m.data, m.hash},
-			"--fec-offset 0 is inside the tree, which ends at byte 19456 of HASH"},
-		{"device is DATA, parity in the data", []string{root, "--fec-device=" + m.data, "--fec-offset=512", m.data, m.hash},
-			"--fec-offset 512 is inside the data, which ends at byte 266240 of DATA"},
-		{"device too small", []string{root, "--fec-device=" + small, m.data, m.hash},
-			"FEC device " + small + " is 1024 bytes, but the parity of 557 blocks with 2 roots is 3072 bytes from byte 0"},
-		{"unequal block sizes", []string{"--root-hash=" + uneqRoot, "--fec-device=" + m.fecPath, uneq},
-			"error correction needs equal data and hash block sizes; this tree has 4096 and 1024"},
-		{"dump", []string{"--dump", "--fec-device=" + m.fecPath, m.hash}, "--fec-device does not go with --dump"},
-		{"dump repair", []string{"--dump", "--repair", m.hash}, "--repair does not go with --dump"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := fronttest.ListingWithDir(t, dir)
-			r := vcRun(tc.args...)
-			if r.code != 2 || !strings.HasPrefix(r.stderr, "veritycheck: error: ") || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
-				t.Errorf("want exit 2 and %q:\n%v", tc.want, r)
-			}
-			fronttest.SameListing(t, before, fronttest.ListingWithDir(t, dir))
-		})
-	}
-}
-
 // fecReportIntact checks the --json report of TestFECReport's image while
 // it is intact, with and without --fec-device.
 func fecReportIntact(t *testing.T, m *fecMade) {

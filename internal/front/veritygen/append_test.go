@@ -289,41 +289,6 @@ func TestAppendRerun(t *testing.T) {
 	}
 }
 
-// TestAppendBadInput: flags that contradict --append, and what --append
-// needs; DATA is left alone.
-func TestAppendBadInput(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "img")
-	fronttest.Image(t, data, 50000, 41)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--append", data, data + ".verity"}, "--append writes the tree into DATA; got a HASH argument"},
-		{[]string{"--append", "--hash-offset=65536", data}, "--hash-offset cannot be used with --append"},
-		{[]string{"--append", "--data-blocks=3", data}, "--data-blocks cannot be used with --append"},
-		{[]string{"--append", "--fec-device=" + data + ".fec", data}, "--fec-device cannot be used with --append"},
-		{[]string{"--append", "--fec-offset=4096", data}, "--fec-offset cannot be used with --append"},
-		{[]string{"--append", "--fec-roots=4", data}, "--fec-roots needs --fec with --append"},
-		{[]string{"--append", "--fec", "--hash-block-size=1024", data}, "error correction needs equal data and hash block sizes"},
-		{[]string{"--append", "--fec", "--fec-roots=30", data}, "--fec-roots 30 is not from 2 to 24"},
-		{[]string{"--append", "--data-size=50001", data}, "--data-size 50001 is more than DATA " + data + "'s 50000 bytes"},
-		{[]string{"--append", "--data-size=0", data}, "--data-size must be at least 1"},
-		{[]string{"--append", "--no-superblock=false", data}, "--append writes no superblock"},
-		{[]string{"--fec", data}, "--fec needs --append"},
-		{[]string{"--data-size=4096", data}, "--data-size needs --append"},
-	} {
-		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {
-			before := fronttest.Listing(t, dir)
-			res := cliRun(t, t.Context(), tc.args...)
-			if res.code != 2 || !strings.HasPrefix(res.stderr, "veritygen: error: ") || !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", res.code, res.stderr, tc.want)
-			}
-			fronttest.SameListing(t, before, fronttest.Listing(t, dir))
-		})
-	}
-}
-
 // TestAppendHelp: --help says that --append writes into DATA.
 func TestAppendHelp(t *testing.T) {
 	out := cliOK(t, "--help").stdout

@@ -5,10 +5,8 @@ package veritygen
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/veritytree/veritytree/internal/front/fronttest"
@@ -89,53 +87,5 @@ func TestAvbNativeCalcMaxImageSize(t *testing.T) {
 	}
 	if n < 100 {
 		t.Fatalf("%d rows", n)
-	}
-}
-
-// TestAvbNativeErrors: what --avb refuses exits 2 with one clear line (and
-// a hint), DATA untouched.
-func TestAvbNativeErrors(t *testing.T) {
-	keys := filepath.Join(fronttest.AVBVectors, "keys")
-	for _, c := range []struct {
-		name string
-		args []string // DATA is added
-		want string
-	}{
-		{"no append", []string{"--avb"}, "--avb writes into DATA: it needs --append"},
-		{"no avb", []string{"--append", "--partition-size=1048576"}, "--partition-size needs --avb"},
-		{"key without algorithm", []string{"--append", "--avb", "--avb-key=" + keys + "/rsa2048.pem"}, "--avb-key without --avb-algorithm"},
-		{"algorithm without key", []string{"--append", "--avb", "--avb-algorithm=SHA256_RSA2048"}, "key is required for algorithm SHA256_RSA2048"},
-		{"wrong key size", []string{"--append", "--avb", "--avb-algorithm=SHA256_RSA4096", "--avb-key=" + keys + "/rsa2048.pem"}, "key is wrong size for algorithm SHA256_RSA4096"},
-		{"unknown algorithm", []string{"--append", "--avb", "--avb-algorithm=SHA1_RSA1024"}, "SHA1_RSA1024"},
-		{"data-size", []string{"--append", "--avb", "--data-size=4096"}, "--data-size does not apply to --avb"},
-		{"hash block size", []string{"--append", "--avb", "--hash-block-size=1024"}, "--hash-block-size 1024 is not --data-block-size 4096"},
-		{"partition too small", []string{"--append", "--avb", "--partition-size=131072"}, "exceeds maximum image size"},
-		{"partition unaligned", []string{"--append", "--avb", "--partition-size=1000000"}, "not a multiple of the image block size 4096"},
-		{"vbmeta lost", []string{"--append", "--avb", "--do-not-append-vbmeta-image"}, "--do-not-append-vbmeta-image without --output-vbmeta-image"},
-		{"bad salt", []string{"--append", "--avb", "--salt=xyz"}, "not hexadecimal"},
-		{"boot params", []string{"--append", "--avb", "--dm-name=x"}, "--dm-name does not apply to --avb"},
-		{"fec-roots without fec", []string{"--append", "--avb", "--fec-roots=4"}, "--fec-roots needs --fec"},
-		{"bad prop", []string{"--append", "--avb", "--prop=novalue"}, "malformed property"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			data := filepath.Join(dir, "system.img")
-			img := fronttest.AVBImageBytes(t, "blockbyte:4096:64")
-			if err := os.WriteFile(data, img, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r := cliRun(t, t.Context(), append(c.args, data)...)
-			if r.code != 2 {
-				t.Fatalf("exit %d, want 2", r.code)
-			}
-			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-			if !strings.HasPrefix(lines[0], "veritygen: error: ") || !strings.Contains(lines[0], c.want) ||
-				len(lines) > 2 || len(lines) == 2 && !strings.HasPrefix(lines[1], "veritygen: hint: ") {
-				t.Errorf("stderr %q: want one error line with %q (and a hint)", r.stderr, c.want)
-			}
-			if got, _ := os.ReadFile(data); string(got) != string(img) {
-				t.Error("DATA changed")
-			}
-		})
 	}
 }

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/avbvectors"
+	"github.com/veritytree/veritytree/internal/avbvectors/signhelper"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 func TestMain(m *testing.M) {
-	fronttest.SigningHelperMain() // the cases' ./helper.py
+	signhelper.Main() // the cases' ./helper.py
 	os.Exit(m.Run())
 }
 
@@ -90,13 +92,17 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 // file byte for byte.
 func TestNativeAVBMatchesAvbtool(t *testing.T) {
 	ran := map[string]int{}
-	for _, c := range fronttest.AVBCases2(t) {
+	cases, err := avbvectors.Cases2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
 		args, target, ok := fromAvbtoolArgs(c.Args)
 		if !ok {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			fronttest.AVBWorkDir2(t, &c)
+			avbvectors.WorkDir2(t, &c)
 			for k, v := range c.Env {
 				t.Setenv(k, v)
 			}

@@ -387,74 +387,21 @@ type treeHooks struct {
 // With fromSuperblock (verify of a tree with a superblock) the options the
 // superblock gives are not checked: veritysetup ignores them.
 func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
-	var t verity.TreeOptions
-	nums := map[string]uint64{}
-	for _, n := range []struct {
-		name, text string
-		bits32     bool
-	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
-		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
-		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
-		parse := number
-		if n.bits32 {
-			parse = number32
-		}
-		v, err := parse(n.text)
-		if err != nil {
-			return t, err
-		}
-		nums[n.name] = v
+	nums, err := o.treeNumbers()
+	if err != nil {
+		return verity.TreeOptions{}, err
 	}
-	var err error
 	if fromSuperblock {
-		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
-		if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
-			return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
-		}
-		if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-			return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
-		}
-		return t, nil
+		return superblockTree(nums)
 	}
-	if o.fs.Changed("salt") {
-		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
-			t.Salt = []byte{}
-		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
-			return t, fail(exitEINVAL, "Invalid salt string specified.")
-		} else {
-			t.Salt = salt
-		}
+	var t verity.TreeOptions
+	if err := o.treeSalt(&t); err != nil {
+		return t, err
 	}
-	if f := nums["format"]; f > 1 {
-		return t, fail(exitEINVAL, "Unsupported VERITY hash type %d.", f)
-	}
-	t.LegacyFormat = nums["format"] == 0
-	for _, name := range []string{"data-block-size", "hash-block-size"} {
-		v := nums[name]
-		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
-			return t, fail(exitEINVAL, "Unsupported VERITY block size.")
-		}
-	}
-	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
-	t.DataBlocks = nums["data-blocks"]
-	t.HashOffset = nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
-		// A negative --hash-offset wraps around past veritysetup's
-		// signed offsets.
-		return t, fail(exitEINVAL, "Device offset overflow.")
-	}
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
-		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
-	}
-	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
+	if err := treeGeometry(&t, nums); err != nil {
+		return t, err
 	}
 	t.NoSuperblock = o.noSuperblock
-	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
-		// veritysetup counts the data area's size in a signed 64-bit
-		// offset (a negative --data-blocks wraps around to a huge one).
-		return t, fail(exitEINVAL, "Device offset overflow.")
-	}
 	if hooks.afterOffsets != nil {
 		if err := hooks.afterOffsets(&t); err != nil {
 			return t, err
@@ -485,6 +432,95 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		t.UUID = &u
 	}
 	return t, nil
+}
+
+// treeNumbers parses the numeric tree options, as veritysetup's popt does
+// (some in 32 bits), by their flag names.
+func (o *options) treeNumbers() (map[string]uint64, error) {
+	nums := map[string]uint64{}
+	for _, n := range []struct {
+		name, text string
+		bits32     bool
+	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
+		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
+		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
+		parse := number
+		if n.bits32 {
+			parse = number32
+		}
+		v, err := parse(n.text)
+		if err != nil {
+			return nil, err
+		}
+		nums[n.name] = v
+	}
+	return nums, nil
+}
+
+// superblockTree is tree's answer for a tree whose superblock gives the
+// options: only the offsets are checked.
+func superblockTree(nums map[string]uint64) (verity.TreeOptions, error) {
+	var t verity.TreeOptions
+	t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
+	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
+		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
+	}
+	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
+	}
+	return t, nil
+}
+
+// treeSalt sets the salt --salt gives, if given.
+func (o *options) treeSalt(t *verity.TreeOptions) error {
+	if !o.fs.Changed("salt") {
+		return nil
+	}
+	if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
+		t.Salt = []byte{}
+		return nil
+	}
+	salt, err := cli.ParseHex("salt", o.salt)
+	if err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
+		return fail(exitEINVAL, "Invalid salt string specified.")
+	}
+	t.Salt = salt
+	return nil
+}
+
+// treeGeometry checks and sets the format, block sizes, data blocks and
+// offsets, in veritysetup's order.
+func treeGeometry(t *verity.TreeOptions, nums map[string]uint64) error {
+	if f := nums["format"]; f > 1 {
+		return fail(exitEINVAL, "Unsupported VERITY hash type %d.", f)
+	}
+	t.LegacyFormat = nums["format"] == 0
+	for _, name := range []string{"data-block-size", "hash-block-size"} {
+		v := nums[name]
+		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
+			return fail(exitEINVAL, "Unsupported VERITY block size.")
+		}
+	}
+	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
+	t.DataBlocks = nums["data-blocks"]
+	t.HashOffset = nums["hash-offset"]
+	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
+		// A negative --hash-offset wraps around past veritysetup's
+		// signed offsets.
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
+	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
+		return fail(exitEINVAL, "Unsupported VERITY hash offset.")
+	}
+	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+		return fail(exitEINVAL, "Unsupported VERITY FEC offset.")
+	}
+	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
+		// veritysetup counts the data area's size in a signed 64-bit
+		// offset (a negative --data-blocks wraps around to a huge one).
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
+	return nil
 }
 
 // overlapHooks are veritysetup's checks that the areas given do not
@@ -808,7 +844,6 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return err
 	}
 	defer res.Close()
-	g = res.Geometry
 	if res.Verified {
 		return nil
 	}
@@ -822,14 +857,20 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if res.Repair == nil {
 		return &failure{code: code, lines: lines}
 	}
-	// veritysetup checks the whole image against the parity and says how
-	// many bytes it would correct, writing nothing.
+	return fecVerdict(res, lines, dataPath, hashPath, stderr)
+}
+
+// fecVerdict is verify's answer for a tree with FEC that did not verify:
+// veritysetup checks the whole image against the parity and says how
+// many bytes it would correct, writing nothing. lines are the problem's
+// messages.
+func fecVerdict(res *verity.VerifyResult, lines []string, dataPath, hashPath string, stderr io.Writer) error {
 	for _, l := range lines {
 		fmt.Fprintln(stderr, l)
 	}
 	rp := res.Repair
 	if !rp.Whole() {
-		p := res.FEC.Params(g)
+		p := res.FEC.Params(res.Geometry)
 		round := uint64(0)
 		if lost := rp.Lost(); len(lost) > 0 {
 			round, _ = p.Round(lost[0].FECBlock)
