@@ -2,6 +2,7 @@ package avb_test
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -425,6 +426,22 @@ func TestVerifySlotVBMetaAlone(t *testing.T) {
 // ERROR_OOM, and a partition named by more descriptors than are checked
 // is refused rather than hashed again and again.
 func TestVerifySlotBounds(t *testing.T) {
+	b := newSlotBounds(t)
+	t.Run("self chain", b.selfChain)
+	t.Run("40 chains", b.manyChains)
+	t.Run("20 hash descriptors", b.manyHashDescriptors)
+}
+
+// slotBounds is what the cases of TestVerifySlotBounds share: a
+// directory, the top-level key and its public key blob.
+type slotBounds struct {
+	ctx     context.Context
+	dir     string
+	topKey  *rsa.PrivateKey
+	topBlob []byte
+}
+
+func newSlotBounds(t *testing.T) *slotBounds {
 	ctx := context.Background()
 	dir := t.TempDir()
 	topKey, err := avb.LoadPrivateKey(ctx, filepath.Join(vectorDir, "keys", "rsa4096.pem"))
@@ -435,25 +452,33 @@ func TestVerifySlotBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verify := func(top string) *avb.SlotResult {
-		t.Helper()
-		r, err := avb.VerifySlot(ctx, top, &avb.SlotImages{Dir: dir}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	return &slotBounds{ctx: ctx, dir: dir, topKey: topKey, topBlob: topBlob}
+}
 
+func (b *slotBounds) verify(t *testing.T, top string) *avb.SlotResult {
+	t.Helper()
+	r, err := avb.VerifySlot(b.ctx, top, &avb.SlotImages{Dir: b.dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (b *slotBounds) selfChain(t *testing.T) {
+	ctx, dir, topKey, topBlob := b.ctx, b.dir, b.topKey, b.topBlob
 	self := filepath.Join(dir, "vbmeta.img")
 	if err := avb.MakeVBMetaImage(ctx, self, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: topKey,
 		ChainPartitions: []avb.ChainPartition{{Name: "vbmeta", RollbackIndexLocation: 1, PublicKey: topBlob}}}); err != nil {
 		t.Fatal(err)
 	}
-	r := verify(self)
+	r := b.verify(t, self)
 	if got := verdicts(r); got != "vbmeta:vbmeta=OK vbmeta:vbmeta=ERROR_INVALID_METADATA" || r.Result != avb.SlotErrorInvalidMetadata {
 		t.Errorf("self chain: %s", got)
 	}
+}
 
+func (b *slotBounds) manyChains(t *testing.T) {
+	ctx, dir, topKey, topBlob := b.ctx, b.dir, b.topKey, b.topBlob
 	// 40 chains to signed vbmetas: libavb loads 32 vbmetas.
 	chained := filepath.Join(dir, "c.img")
 	if err := avb.MakeVBMetaImage(ctx, chained, &avb.VBMetaImageOptions{Algorithm: "SHA256_RSA4096", Key: topKey, RollbackIndexLocation: 1}); err != nil {
@@ -477,7 +502,7 @@ func TestVerifySlotBounds(t *testing.T) {
 	if err := os.WriteFile(many, manyBlob, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = verify(many)
+	r := b.verify(t, many)
 	oom := 0
 	for i, v := range r.VBMetas {
 		switch {
@@ -490,7 +515,10 @@ func TestVerifySlotBounds(t *testing.T) {
 	if len(r.VBMetas) != 41 || oom != 9 || r.Result != avb.SlotErrorOOM {
 		t.Errorf("%d vbmetas, %d out of memory, %s", len(r.VBMetas), oom, r.Result)
 	}
+}
 
+func (b *slotBounds) manyHashDescriptors(t *testing.T) {
+	dir, topKey := b.dir, b.topKey
 	// 20 hash descriptors of boot: 16 are checked.
 	boot := filepath.Join(dir, "boot.img")
 	if err := os.WriteFile(boot, []byte("boot"), 0o644); err != nil {
@@ -510,7 +538,7 @@ func TestVerifySlotBounds(t *testing.T) {
 	if err := os.WriteFile(dup, blob, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = verify(dup)
+	r := b.verify(t, dup)
 	checked, refused := 0, 0
 	for _, p := range r.Partitions {
 		if p.Checked && p.Result == avb.SlotOK {

@@ -568,36 +568,53 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 			return code, err
 		}
 	}
-	if len(args) == 2 && !o.tree.NoSuperblock && !o.tree.Changed("hash-offset") {
-		if err := notSwapped(dataPath, hashPath, o.rootPositional); err != nil {
-			return cli.ExitError, err
-		}
-	}
-	if !o.tree.NoSuperblock && givenTreeFlags(o) {
-		if err := agreesWithSuperblock(o, hashPath); err != nil {
-			return cli.ExitError, err
-		}
+	if err := superblockSense(o, dataPath, hashPath, len(args) == 2); err != nil {
+		return cli.ExitError, err
 	}
 	finish := reportTo(vo, stderr, showProgress)
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
 	finish()
 	if err != nil {
-		// The error about HASH, when it was not named and is missing.
-		var ve *verity.Error
-		if _, statErr := os.Stat(hashPath); len(args) == 1 && statErr != nil && errors.As(err, &ve) && ve.Role == verity.RoleHash {
-			err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
-		}
-		// Where the parity comes from, in the words of the commands that write it.
-		if errors.As(err, &ve) && ve.Kind == verity.KindParam && ve.Requires == "FECDevice" && ve.Hint == "" {
-			err = cli.WithHint(err, "e.g. --fec-device=HASH.fec, the file given to veritygen or veritysetup format as --fec-device")
-		}
-		return cli.ExitError, err
+		return cli.ExitError, verifyError(err, hashPath, len(args) == 2)
 	}
 	defer res.Close()
 	if err := report(o, res, root, dataPath, hashPath, stdout); err != nil {
 		return cli.ExitError, err
 	}
 	return verdict(o, res, root, stdout)
+}
+
+// superblockSense checks, before a tree with a superblock is read, that
+// DATA and HASH are not swapped (hashNamed: HASH was given) and that the
+// tree flags given agree with the superblock.
+func superblockSense(o *options, dataPath, hashPath string, hashNamed bool) error {
+	if o.tree.NoSuperblock {
+		return nil
+	}
+	if hashNamed && !o.tree.Changed("hash-offset") {
+		if err := notSwapped(dataPath, hashPath, o.rootPositional); err != nil {
+			return err
+		}
+	}
+	if givenTreeFlags(o) {
+		return agreesWithSuperblock(o, hashPath)
+	}
+	return nil
+}
+
+// verifyError adds veritycheck's hints to an error of Verify: the hash
+// file to name when the default one is missing, where the parity comes
+// from.
+func verifyError(err error, hashPath string, hashNamed bool) error {
+	var ve *verity.Error
+	if _, statErr := os.Stat(hashPath); !hashNamed && statErr != nil && errors.As(err, &ve) && ve.Role == verity.RoleHash {
+		err = cli.WithHint(err, "name the hash file: veritycheck [flags] DATA HASH")
+	}
+	// In the words of the commands that write it.
+	if errors.As(err, &ve) && ve.Kind == verity.KindParam && ve.Requires == "FECDevice" && ve.Hint == "" {
+		err = cli.WithHint(err, "e.g. --fec-device=HASH.fec, the file given to veritygen or veritysetup format as --fec-device")
+	}
+	return err
 }
 
 // report prints the problems and what error correction can do, as text or
