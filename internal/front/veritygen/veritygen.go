@@ -479,7 +479,8 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, formatHint(err)
 	}
-	l, g := fr.Layout, fr.Geometry
+	l := fr.Layout
+	g := l.Geometry
 	res := &result{
 		RootHash:       hex.EncodeToString(fr.RootHash),
 		TreeJSON:       cli.NewTreeJSON(g, dataPath, l.HashPath),
