@@ -57,7 +57,7 @@ func ExamplePlanRepair() {
 	}
 	tree.b[g.BlockOffset(g.TopLevel(), 0)] ^= 0xff
 
-	plan, rep, err := verity.PlanRepair(ctx, g, image, tree, root, verity.FEC{Parity: parity, Roots: 8, HashEnd: g.HashEnd()}, nil)
+	plan, rep, err := verity.PlanRepair(ctx, g, image, tree, root, &verity.FECInfo{Roots: 8, Blocks: p.Blocks}, parity, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,9 +10,11 @@ import (
 )
 
 // writeFEC computes the parity of the data and the tree just written to
-// hashOut and writes it where the plan says: into hashOut, or into out
-// (formatOutputs.fec), which the caller commits.
-func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Source, hashOut, out *output, opts *FormatOptions) (*FECInfo, error) {
+// hashOut and writes it where the plan pl says (its Path, Roots, Offset,
+// InHash and InData): into hashOut, or into out (formatOutputs.fec), which
+// the caller commits. It returns the parity written: what it covers is
+// counted from hashOut as it is now.
+func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECInfo, data *Source, hashOut, out *output, opts *FormatOptions) (*FECInfo, error) {
 	hashEnd := pl.Offset
 	if pl.InHash {
 		// The parity covers the hash device up to itself; bytes between the
@@ -52,8 +54,7 @@ func writeFEC(ctx context.Context, g *merkle.Geometry, pl *FECLayout, data *Sour
 		return nil, err
 	}
 	done()
-	return &FECInfo{Device: pl.Path, Roots: pl.Roots, Blocks: fp.Blocks, ParityBlocks: fp.ParityBlocks(),
-		Offset: pl.Offset, Start: pl.Offset / uint64(fp.BlockSize), Size: size, InHash: pl.InHash, InData: pl.InData}, nil
+	return newFECInfo(pl.Path, pl.Offset, fp, pl.InHash, pl.InData), nil
 }
 
 // FECProgress reports the StageFEC progress of fec.Encode with fp writing

@@ -116,7 +116,7 @@ func (f *fixture) inRound(round uint64, n int) []uint64 {
 func (f *fixture) plan(t testing.TB) (*RepairPlan, *merkle.VerifyReport) {
 	t.Helper()
 	rp, rep, err := PlanRepair(context.Background(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root,
-		FEC{Parity: bytes.NewReader(f.parity), Roots: f.roots, HashEnd: f.g.HashEnd()}, &RepairOptions{Jobs: 2})
+		&FECInfo{Roots: f.roots, Blocks: f.p.Blocks}, bytes.NewReader(f.parity), &RepairOptions{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

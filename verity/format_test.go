@@ -147,8 +147,8 @@ func TestPlanFormatWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Geometry.HashEnd() != res.Layout.Geometry.HashEnd() || l.HashOutputEnd != res.Layout.HashOutputEnd || l.FEC.Params != res.Layout.FEC.Params ||
-		l.FEC.Params.ParitySize() != res.FEC.Size || l.FEC.Params.Blocks != res.FEC.Blocks {
+	if l.Geometry.HashEnd() != res.Layout.Geometry.HashEnd() || l.HashOutputEnd != res.Layout.HashOutputEnd || *l.FEC != *res.Layout.FEC ||
+		*l.FEC != *res.FEC {
 		t.Errorf("planned %+v %+v, formatted %+v %+v", l, l.FEC, res.Layout, res.FEC)
 	}
 	if got := string(fmtRead(t, opts.RootHashFile)); got != fmt.Sprintf("%x", res.RootHash) {
@@ -348,7 +348,7 @@ func TestFormatFECPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := res.FEC; f.InHash || f.InData || f.Device != filepath.Join(dir, "own.fec") {
+	if f := res.FEC; f.InHash || f.InData || f.Path != filepath.Join(dir, "own.fec") {
 		t.Errorf("own file: %+v", f)
 	}
 

@@ -608,7 +608,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 			fmt.Fprintf(stdout, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(listed), total)
 		}
 		if rp != nil {
-			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Device)
+			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Path)
 		}
 		return nil
 	}
@@ -658,10 +658,10 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 	case rp.Whole() && res.DataFormat == "android-sparse":
 		// --repair refuses to write into a sparse file.
 		return cli.ExitCorrupt, cli.Errorf("--repair does not write into an Android sparse image: expand it first (simg2img) and run veritycheck --repair on the expanded image to fix "+repairCount(rp),
-			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Path))
 	case rp.Whole():
 		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
-			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Path))
 	}
 	hint := "nothing was written"
 	if !o.repair {
@@ -674,7 +674,7 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
-		summary(rep), res.FEC.Device, describeLost(rp), lostReasons(rp))
+		summary(rep), res.FEC.Path, describeLost(rp), lostReasons(rp))
 }
 
 func toProblem(pr *merkle.CorruptionError) problem {

@@ -282,12 +282,12 @@ func (res *result) print(stdout io.Writer, o *options) {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
 	}
-	if f := res.fecResult; f != nil {
+	if f := res.FECInfo; f != nil {
 		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
 		switch {
-		case f.inHash && h.ShowHashDeviceSize:
+		case f.InHash && h.ShowHashDeviceSize:
 			h.HashDeviceSize += f.Size // as veritysetup counts it
-		case !f.inHash && f.Offset == 0:
+		case !f.InHash && f.Offset == 0:
 			h.FECDeviceSize = f.Size
 		}
 	}
@@ -296,8 +296,8 @@ func (res *result) print(stdout io.Writer, o *options) {
 	if a := res.appendResult; a != nil {
 		fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
 		fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
-		if res.fecResult != nil {
-			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
+		if res.FECInfo != nil {
+			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.FECInfo.Offset)
 		}
 		fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
 	}
@@ -408,7 +408,8 @@ type result struct {
 	ExpandedSize uint64 `json:"expanded_size,omitempty"`
 	// TreeSize is the bytes of the tree, superblock included.
 	TreeSize uint64 `json:"tree_size"`
-	*fecResult
+	// FECInfo is the parity written (its JSON names are the report's).
+	*verity.FECInfo
 	*appendResult
 	*verity.BootParams
 	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
@@ -418,18 +419,6 @@ type result struct {
 	// them.
 	CheckCommand string `json:"check_command"`
 	separate     bool
-}
-
-// fecResult is what the report says of the parity.
-type fecResult struct {
-	Device       string `json:"fec_device"`
-	Roots        int    `json:"fec_roots"`
-	Blocks       uint64 `json:"fec_blocks"`        // message blocks: the kernel table's fec_blocks
-	ParityBlocks uint64 `json:"fec_parity_blocks"` // what veritysetup prints as "FEC blocks"
-	Offset       uint64 `json:"fec_offset"`
-	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
-	Size         uint64 `json:"fec_size"`
-	inHash       bool
 }
 
 // appendResult is what the report says of an --append layout: DATA is the
@@ -488,15 +477,12 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		DataFormat:     l.SourceFormat,
 		DataSize:       l.CoveredBytes,
 		TreeSize:       l.TreeSize(),
+		FECInfo:        fr.FEC,
 		separate:       !l.TreeInData,
 	}
 	res.RootHashSignature = newSignResult(sign, strings.ToLower(o.sign.digest))
 	if l.SourceFormat == "android-sparse" {
 		res.ExpandedSize = uint64(l.SourceSize)
-	}
-	if f := fr.FEC; f != nil {
-		res.fecResult = &fecResult{Device: f.Device, Roots: f.Roots, Blocks: f.Blocks, ParityBlocks: f.ParityBlocks,
-			Offset: f.Offset, Start: f.Start, Size: f.Size, inHash: f.InHash}
 	}
 	if a := l.Append; a != nil {
 		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
@@ -540,8 +526,8 @@ func checkCommand(res *result, dataPath string, raw bool) string {
 	if res.HashOffset != 0 {
 		args = append(args, fmt.Sprintf("--hash-offset=%d", res.HashOffset))
 	}
-	if f := res.fecResult; f != nil {
-		args = append(args, "--fec-device="+f.Device)
+	if f := res.FECInfo; f != nil {
+		args = append(args, "--fec-device="+f.Path)
 		if f.Offset != 0 {
 			args = append(args, fmt.Sprintf("--fec-offset=%d", f.Offset))
 		}
