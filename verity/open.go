@@ -34,11 +34,21 @@ type OpenOptions struct {
 // are returned. A read of a corrupted block fails with a
 // *merkle.CorruptionError (errors.Is ErrCorrupt). Safe for concurrent use.
 type Reader struct {
-	*merkle.Reader
+	r        *merkle.Reader
 	geometry *merkle.Geometry
 	src      *Source
 	hash     *os.File
 }
+
+// ReadAt reads len(p) bytes of the data at off (io.ReaderAt), each block
+// checked against the tree before any of its bytes are returned; past Size
+// it returns io.EOF. On failure n counts the verified bytes before the
+// first block that failed, and err is that block's failure (see
+// merkle.Reader.ReadAt).
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.r.ReadAt(p, off) }
+
+// Size is the size of the data the tree covers, in bytes.
+func (r *Reader) Size() int64 { return r.r.Size() }
 
 // Geometry is the tree the Reader checks against.
 func (r *Reader) Geometry() *merkle.Geometry { return r.geometry }
@@ -119,7 +129,7 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	if err != nil {
 		return fail(errorf(KindParam, "", "%v", err))
 	}
-	r.Reader, r.geometry = mr, g
+	r.r, r.geometry = mr, g
 	return r, nil
 }
 
