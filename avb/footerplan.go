@@ -209,7 +209,7 @@ func (o *HashtreeFooterOptions) hashSize() int {
 func (pl *FooterPlan) layTree(imageSize uint64) error {
 	o, p := pl.o, pl.p
 	bs := uint64(o.blockSize())
-	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Format: 1, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
+	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
 		DataBlocks: imageSize / bs, HashOffset: imageSize})
 	if err != nil {
 		return paramErr("", "", "%v", err)

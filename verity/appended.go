@@ -237,7 +237,7 @@ func paddedFrom(r io.ReaderAt, padded, align uint64) (uint64, error) {
 // the file tells it, or found false. For callers that append otherwise
 // (veritygen --avb), which must not take such a tree for data either.
 func EarlierAppend(path string, t TreeOptions, fecRoots int) (padded, original uint64, found bool, err error) {
-	p, err := t.params()
+	p, err := t.Params()
 	if err != nil {
 		return 0, 0, false, err
 	}

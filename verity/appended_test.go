@@ -337,7 +337,7 @@ func FuzzAppendTail(f *testing.F) {
 			t.Fatalf("AVB footer %+v in %d bytes", av, n)
 		}
 		size := 512 << (bs % 4)
-		p := merkle.Params{Hash: sha256, Format: 1, DataBlockSize: size, HashBlockSize: size}
+		p := merkle.Params{Hash: sha256, DataBlockSize: size, HashBlockSize: size}
 		if salted {
 			p.Salt = []byte{1}
 		}

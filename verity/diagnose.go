@@ -79,7 +79,7 @@ search:
 				if alg.Size() != len(root) {
 					continue
 				}
-				for _, format := range []int{g.Format, 1 - g.Format} {
+				for _, format := range []int{g.Format(), 1 - g.Format()} {
 					for _, salt := range salts {
 						if !bytes.Equal(digest(alg, format, salt, b), root) {
 							continue
@@ -130,7 +130,7 @@ func changedFlags(g *merkle.Geometry, name string, format int, salt []byte, bs i
 	if name != g.Hash.Name() {
 		out = append(out, "--hash="+name)
 	}
-	if format != g.Format {
+	if format != g.Format() {
 		out = append(out, fmt.Sprintf("--format=%d", format))
 	}
 	if !bytes.Equal(salt, g.Salt) {
@@ -175,7 +175,7 @@ func diagnoseShape(g *merkle.Geometry, d *RootDiagnosis, top []byte, data, hash 
 	if m.LegacyFormat {
 		format = 0
 	}
-	shape, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: format, Salt: m.Salt, DataBlockSize: g.DataBlockSize,
+	shape, err := merkle.NewGeometry(merkle.Params{Hash: alg, LegacyFormat: format == 0, Salt: m.Salt, DataBlockSize: g.DataBlockSize,
 		HashBlockSize: m.HashBlockSize, DataBlocks: 1, HashOffset: m.HashOffset})
 	if err != nil {
 		return ""

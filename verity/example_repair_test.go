@@ -28,7 +28,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 
 func ExamplePlanRepair() {
 	ctx := context.Background()
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte("salt"), UUID: [16]byte{1},
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte("salt"), UUID: [16]byte{1},
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100, Superblock: true})
 	if err != nil {
 		log.Fatal(err)

@@ -48,7 +48,7 @@ func newFixture(t testing.TB, blocks uint64, bs, roots int, seed uint64) *fixtur
 	var s [32]byte
 	s[0] = byte(seed)
 	rand.NewChaCha8(s).Read(f.data)
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1, 2, 3}, UUID: [16]byte{1, 2},
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte{1, 2, 3}, UUID: [16]byte{1, 2},
 		DataBlockSize: bs, HashBlockSize: bs, DataBlocks: blocks, Superblock: true})
 	if err != nil {
 		t.Fatal(err)

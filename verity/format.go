@@ -112,9 +112,9 @@ func (o *FormatOptions) warn(msg string) {
 	}
 }
 
-// params checks the options that need no file; see TreeOptions.params.
+// params checks the options that need no file; see TreeOptions.Params.
 func (o *FormatOptions) params() (merkle.Params, error) {
-	p, err := o.TreeOptions.params()
+	p, err := o.TreeOptions.Params()
 	if err != nil {
 		return p, err
 	}

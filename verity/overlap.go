@@ -219,7 +219,7 @@ func firstTreeBlockMatches(g *merkle.Geometry, src *Source, hash *os.File) bool 
 		if _, err := src.ReadAt(block, int64(i)*int64(g.DataBlockSize)); err != nil {
 			return false
 		}
-		copy(want[i*uint64(g.DigestSlot):], digest(g.Hash, g.Format, g.Salt, block))
+		copy(want[i*uint64(g.DigestSlot):], digest(g.Hash, g.Format(), g.Salt, block))
 	}
 	return bytes.Equal(have, want)
 }
@@ -238,7 +238,7 @@ func treeVerifies(ctx context.Context, g *merkle.Geometry, src *Source, hash *os
 	if _, err := hash.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
 		return false
 	}
-	root := digest(g.Hash, g.Format, g.Salt, top)
+	root := digest(g.Hash, g.Format(), g.Salt, top)
 	rep, err := merkle.Verify(ctx, g, src, hash, root, &merkle.VerifyOptions{Jobs: jobs, MaxProblems: 1,
 		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 	return err == nil && rep.CorruptHashBlocks == 0 && rep.CorruptHeaderBytes == 0 && rep.CorruptDataBlocks < g.DataBlocks

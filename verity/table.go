@@ -216,7 +216,7 @@ func verityTable(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo) s
 	if len(g.Salt) > 0 {
 		salt = hex.EncodeToString(g.Salt)
 	}
-	t := fmt.Sprintf("%d %s %s %d %d %d %d %s %x %s", g.Format, o.DataDevice, o.HashDevice, g.DataBlockSize, g.HashBlockSize,
+	t := fmt.Sprintf("%d %s %s %d %d %d %d %s %x %s", g.Format(), o.DataDevice, o.HashDevice, g.DataBlockSize, g.HashBlockSize,
 		g.DataBlocks, g.HashStartBlock, g.Hash.Name(), root, salt)
 	if len(opts) > 0 {
 		t += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))

@@ -408,7 +408,7 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 	}
 	if o.NoSuperblock {
 		var err error
-		if p, err = o.params(); err != nil {
+		if p, err = o.Params(); err != nil {
 			return p, err
 		}
 		if o.Salt == nil {
@@ -520,7 +520,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 		if !g.Superblock {
 			// Smaller hash blocks, or another algorithm, make a smaller
 			// tree: the top block may say which.
-			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.Format == 0, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
+			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.LegacyFormat, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
 				HashBlockSize: g.HashBlockSize, DataBlocks: givenBlocks, HashOffset: g.HashOffset, NoSuperblock: true}
 			dataAvail := uint64(dataSize)
 			if inPlace {

@@ -125,7 +125,7 @@ func fecMake(t *testing.T, c *fecCase, seed uint64) *fecMade {
 	}
 	salt, _ := hex.DecodeString(fecSalt)
 	uuid := [16]byte{0xa6, 0x0c, 0x98, 0xd2, 0xae, 0x9b, 0x48, 0x65, 0xbf, 0xcb, 0xb4, 0xe3, 0xac, 0xe1, 0x10, 0x33}
-	p := merkle.Params{Hash: alg, Format: c.format, Salt: salt, DataBlockSize: c.bs, HashBlockSize: c.bs,
+	p := merkle.Params{Hash: alg, LegacyFormat: c.format == 0, Salt: salt, DataBlockSize: c.bs, HashBlockSize: c.bs,
 		DataBlocks: uint64(c.blocks), Superblock: !c.noSB, UUID: uuid}
 	if c.layout == "in-image" {
 		p.HashOffset = uint64(c.blocks * c.bs)

@@ -324,7 +324,11 @@ func agreesWithSuperblock(o *options, hashPath string) error {
 	if err != nil {
 		return nil
 	}
-	p, err := o.tree.Params()
+	to, err := o.tree.Options()
+	if err != nil {
+		return err
+	}
+	p, err := to.Params()
 	if err != nil {
 		return err
 	}
@@ -340,8 +344,8 @@ func agreesWithSuperblock(o *options, hashPath string) error {
 		return conflict("salt", t.Salt, saltText(g.Salt))
 	case t.Changed("uuid") && p.UUID != g.UUID:
 		return conflict("uuid", t.UUID, cli.FormatUUID(g.UUID))
-	case t.Changed("format") && p.Format != g.Format:
-		return conflict("format", strconv.Itoa(p.Format), strconv.Itoa(g.Format))
+	case t.Changed("format") && p.Format() != g.Format():
+		return conflict("format", strconv.Itoa(p.Format()), strconv.Itoa(g.Format()))
 	case t.Changed("data-block-size") && p.DataBlockSize != g.DataBlockSize:
 		return conflict("data-block-size", strconv.Itoa(p.DataBlockSize), strconv.Itoa(g.DataBlockSize))
 	case t.Changed("hash-block-size") && p.HashBlockSize != g.HashBlockSize:
@@ -484,17 +488,16 @@ func verifyOptions(o *options) (*verity.VerifyOptions, error) {
 		vo.MaxProblems = 1 // 0 would be the library's default; none is listed
 	}
 	if o.tree.NoSuperblock {
-		p, err := o.tree.Params()
+		t, err := o.tree.Options()
 		if err != nil {
 			return nil, err
 		}
-		vo.Hash, vo.LegacyFormat, vo.Salt = p.Hash.Name(), p.Format == 0, p.Salt
-		vo.DataBlockSize, vo.HashBlockSize, vo.DataBlocks = p.DataBlockSize, p.HashBlockSize, p.DataBlocks
+		vo.TreeOptions = t
 	} else if givenTreeFlags(o) {
 		// Given with a superblock, they must agree with it (a script may
 		// give the same values to veritysetup and to veritycheck):
 		// checked once the superblock is read (agreesWithSuperblock).
-		if _, err := o.tree.Params(); err != nil {
+		if _, err := o.tree.Options(); err != nil {
 			return nil, err
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -244,7 +243,7 @@ func (o *options) files(args, rest []string, stdout io.Writer) (data, hash strin
 	if len(pos) < 1 || len(pos) > 2 {
 		if _, err := hashes.Lookup(o.tree.Hash); err != nil {
 			// "-h DATA": -h took DATA as the algorithm.
-			_, err = o.tree.Params()
+			_, err = o.tree.Options()
 			return "", "", false, err
 		}
 		return "", "", false, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
@@ -433,7 +432,7 @@ type appendResult struct {
 // verity.Format and builds the report (with the boot parameters, which
 // only --boot-params and its companions make a failure).
 func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGiven bool, stderr io.Writer, showProgress bool) (*result, error) {
-	p, err := o.tree.Params()
+	t, err := o.tree.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +446,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
-	opts := o.formatOptions(p, stderr)
+	opts := o.formatOptions(t, stderr)
 	opts.Sign = sign
 	var bar *cli.Progress
 	opts.OnLayout = func(l *verity.Layout) {
@@ -545,16 +544,9 @@ func checkCommand(res *result, dataPath string, raw bool) string {
 	return cli.CommandLine("veritycheck", args)
 }
 
-// formatOptions turns the flags into the library's options; p holds the
-// tree flags, checked.
-func (o *options) formatOptions(p merkle.Params, stderr io.Writer) *verity.FormatOptions {
-	t := verity.TreeOptions{Hash: o.tree.Hash, LegacyFormat: p.Format == 0, Salt: p.Salt,
-		DataBlockSize: p.DataBlockSize, HashBlockSize: p.HashBlockSize, DataBlocks: p.DataBlocks,
-		HashOffset: p.HashOffset, NoSuperblock: !p.Superblock}
-	if o.changed("uuid") {
-		u := p.UUID
-		t.UUID = &u
-	}
+// formatOptions turns the flags into the library's options; t is the
+// tree flags' (TreeFlags.Options).
+func (o *options) formatOptions(t verity.TreeOptions, stderr io.Writer) *verity.FormatOptions {
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"),
 		Append: o.appendTree, AppendFEC: o.fecAppend, FECDevice: o.fecDevice, FECOffset: o.fecOffset, FECRoots: o.fecRoots,
 		RootHashFile: o.rootHashFile, Force: o.force, Raw: o.raw, Jobs: o.jobs,
