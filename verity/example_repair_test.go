@@ -40,12 +40,11 @@ func ExamplePlanRepair() {
 		log.Fatal(err)
 	}
 	// Parity of 8 roots over the data and the tree, as veritysetup format
-	// --fec-device --fec-roots=8 writes it (Format does it too).
-	p, err := verity.FECParams(g, 8, g.HashEnd())
-	if err != nil {
-		log.Fatal(err)
-	}
-	msg := verity.FECMessage(g, p, image, tree)
+	// --fec-device --fec-roots=8 writes it (Format does it too): the
+	// message is the data blocks, then the tree.
+	p := fec.Params{Roots: 8, BlockSize: 4096, Blocks: fec.MessageBlocks(g.DataBlocks, g.HashStartBlock, g.HashEnd(), 4096)}
+	msg := fec.Concat(fec.Part{R: image, Size: int64(g.DataSize())},
+		fec.Part{R: tree, Off: int64(g.TreeOffset()), Size: int64(g.HashEnd() - g.TreeOffset())})
 	parity := &memFile{}
 	if err := fec.Encode(ctx, p, msg, parity, 0, 1); err != nil {
 		log.Fatal(err)

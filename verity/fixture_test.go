@@ -59,11 +59,11 @@ func newFixture(t testing.TB, blocks uint64, bs, roots int, seed uint64) *fixtur
 		t.Fatal(err)
 	}
 	f.hash = hash.b
-	if f.p, err = FECParams(g, roots, g.HashEnd()); err != nil {
+	if f.p, err = fecParams(g, roots, g.HashEnd()); err != nil {
 		t.Fatal(err)
 	}
 	parity := &memFile{}
-	msg := FECMessage(g, f.p, bytes.NewReader(f.data), bytes.NewReader(f.hash))
+	msg := fecMessage(g, f.p, bytes.NewReader(f.data), bytes.NewReader(f.hash))
 	if err := fec.Encode(ctx, f.p, msg, parity, 0, 1); err != nil {
 		t.Fatal(err)
 	}

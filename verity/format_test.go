@@ -243,12 +243,12 @@ func TestFormatAppend(t *testing.T) {
 	padded := got[:g.HashOffset]
 	fmtVerifyIn(t, g, padded, got, res.RootHash)
 	// The parity is that of the image and the tree.
-	fp, err := FECParams(g, 2, res.FEC.Offset)
+	fp, err := fecParams(g, 2, res.FEC.Offset)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var parity memWriter
-	if err := fec.Encode(context.Background(), fp, FECMessage(g, fp, bytes.NewReader(got), bytes.NewReader(got)), &parity, 0, 1); err != nil {
+	if err := fec.Encode(context.Background(), fp, fecMessage(g, fp, bytes.NewReader(got), bytes.NewReader(got)), &parity, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(parity.b, got[res.FEC.Offset:]) {

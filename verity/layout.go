@@ -488,7 +488,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 		}
 		// avbtool's layout: the parity right after the tree, covering the
 		// image and the tree.
-		fp, err := FECParams(g, roots, g.HashEnd())
+		fp, err := fecParams(g, roots, g.HashEnd())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -542,7 +542,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 	if !inHash {
 		hashEnd = keptHashEnd(g, hashPath, hashInfo)
 	}
-	fp, err := FECParams(g, roots, hashEnd)
+	fp, err := fecParams(g, roots, hashEnd)
 	if err != nil || offset+fp.ParitySize() > maxFileOffset {
 		return nil, nil, fecOffsetTooLarge("FormatOptions", offset)
 	}

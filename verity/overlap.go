@@ -340,12 +340,12 @@ func (l *Layout) parityInPlace(ctx context.Context, src *Source, f *os.File, job
 	if err != nil {
 		return false
 	}
-	fp, err := FECParams(g, fl.Roots, uint64(size))
+	fp, err := fecParams(g, fl.Roots, uint64(size))
 	if err != nil {
 		return false
 	}
 	c := &parityComparer{f: f}
-	err = fec.Encode(ctx, fp, FECMessage(g, fp, src, hash), c, int64(fl.Offset), jobs)
+	err = fec.Encode(ctx, fp, fecMessage(g, fp, src, hash), c, int64(fl.Offset), jobs)
 	return errors.Is(err, errParityMatch)
 }
 

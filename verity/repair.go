@@ -332,9 +332,9 @@ func repairParams(g *merkle.Geometry, f *FECInfo) (fec.Params, error) {
 	if roots < fec.MinRoots || roots > fec.MaxRoots {
 		return fec.Params{}, paramErrorf("Roots", "", "FECInfo.Roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
 	}
-	// FECParams checks the block sizes and gives the fewest blocks the
+	// fecParams checks the block sizes and gives the fewest blocks the
 	// parity may cover: the data and the tree.
-	least, err := FECParams(g, roots, g.HashEnd())
+	least, err := fecParams(g, roots, g.HashEnd())
 	if err != nil {
 		return fec.Params{}, err
 	}

@@ -75,7 +75,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		copy(rp.header, merkle.EncodeSuperblock(g))
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
-	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: FECMessage(g, s.p, data, hash), root: root, jobs: jobs,
+	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: fecMessage(g, s.p, data, hash), root: root, jobs: jobs,
 		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{},
 		progress: progress, toSettle: rep.CorruptDataBlocks + rep.CorruptHashBlocks}
 	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g

@@ -584,7 +584,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 				"VerifyOptions.FECOffset %d is inside the data, which ends at byte %d of DATA", offset, g.DataSize()))
 		}
 	}
-	p, err := FECParams(g, roots, hashEnd)
+	p, err := fecParams(g, roots, hashEnd)
 	switch {
 	// In HASH, the parity covers HASH up to the offset: too large an
 	// offset is too large a message.
