@@ -1,15 +1,9 @@
 package verity
 
 import (
-	"context"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -131,50 +125,6 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	}
 	r.r, r.geometry = mr, g
 	return r, nil
-}
-
-// maxRootHashFile bounds what is read of a root hash file: a root hash is
-// at most 128 hex digits, and room is left for spaces and a newline.
-const maxRootHashFile = 4096
-
-// ReadRootHashFile reads a root hash written in hex (as veritygen
-// --root-hash-file writes it; spaces and newlines around it are ignored)
-// from path, which may be a pipe or a FIFO (bash's <(...)): the wait for
-// its writer ends when ctx does (with ctx's error). A file of more than
-// 4 KiB is refused unread: no root hash is that long.
-func ReadRootHashFile(ctx context.Context, path string) ([]byte, error) {
-	b, err := readSmallFile(ctx, "--root-hash-file", path, maxRootHashFile)
-	if errors.Is(err, safefile.ErrTooLarge) {
-		return nil, errorf(KindInput, "the file holds the root hash in hex, as veritygen --root-hash-file writes it",
-			"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", path, maxRootHashFile)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ParseRootHash("root hash in "+path, strings.TrimSpace(string(b)))
-}
-
-// ParseRootHash decodes a root hash given in hex; what names it in errors
-// (e.g. "--root-hash").
-func ParseRootHash(what, text string) ([]byte, error) {
-	const hint = "the root hash is the hex string veritygen prints as \"Root hash\""
-	root, err := hex.DecodeString(text)
-	if err != nil {
-		var ie hex.InvalidByteError
-		switch {
-		case errors.As(err, &ie):
-			err = fmt.Errorf("%s %q is not hexadecimal: bad character %q", what, text, rune(ie))
-		case errors.Is(err, hex.ErrLength):
-			err = fmt.Errorf("%s %q has an odd number of hex digits", what, text)
-		default:
-			err = fmt.Errorf("%s %q: %v", what, text, err)
-		}
-		return nil, &Error{Kind: KindInput, Err: err, Hint: hint}
-	}
-	if len(root) == 0 {
-		return nil, errorf(KindInput, "", "%s is empty", what)
-	}
-	return root, nil
 }
 
 var _ io.ReaderAt = (*Reader)(nil)

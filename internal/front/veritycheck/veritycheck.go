@@ -426,12 +426,12 @@ func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) boo
 		return nil, cli.Errorf("e.g. --root-hash-file=root.hex (as written by veritygen --root-hash-file), or --root-hash=HEX",
 			"no root hash: give --root-hash or --root-hash-file")
 	case fromFile:
-		return verity.ReadRootHashFile(ctx, o.rootHashFile)
+		return cli.ReadRootHashFile(ctx, o.rootHashFile)
 	}
 	if o.rootPositional {
-		return verity.ParseRootHash("the root hash argument", o.rootHex)
+		return cli.ParseRootHash("the root hash argument", o.rootHex)
 	}
-	return verity.ParseRootHash("--root-hash", o.rootHex)
+	return cli.ParseRootHash("--root-hash", o.rootHex)
 }
 
 // result is the JSON report of a check.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/veritytree/veritytree/dm"
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -173,14 +174,14 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 // rootHash is the root hash given, or read from --root-hash-file.
 func (o *options) rootHash(ctx context.Context, rootText string) ([]byte, error) {
 	if rootText != "" && o.rootHashFile == "" {
-		return verity.ParseRootHash("root hash", rootText)
+		return cli.ParseRootHash("root hash", rootText)
 	}
 	if _, err := os.Stat(o.rootHashFile); err != nil {
 		// veritysetup 2.6.1 says so and exits 0, opening nothing: a
 		// script would take that for success.
 		return nil, fail(exitENODEV, "Cannot read root hash file %s.", o.rootHashFile)
 	}
-	return verity.ReadRootHashFile(ctx, o.rootHashFile)
+	return cli.ReadRootHashFile(ctx, o.rootHashFile)
 }
 
 // maxSignatureFile bounds what is read of a signature file: PKCS#7

@@ -848,7 +848,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			return err
 		}
 	} else {
-		root, err = verity.ParseRootHash("root hash", rootText)
+		root, err = cli.ParseRootHash("root hash", rootText)
 	}
 	if err != nil || g != nil && len(root) != g.DigestSize {
 		return fail(exitEINVAL, "Invalid root hash string specified.")
