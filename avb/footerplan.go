@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/fecmsg"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -209,7 +210,7 @@ func (o *HashtreeFooterOptions) hashSize() int {
 func (pl *FooterPlan) layTree(imageSize uint64) error {
 	o, p := pl.o, pl.p
 	bs := uint64(o.blockSize())
-	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Format: 1, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
+	g, err := merkle.NewGeometry(merkle.Params{Hash: p.hash, Salt: p.salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
 		DataBlocks: imageSize / bs, HashOffset: imageSize})
 	if err != nil {
 		return paramErr("", "", "%v", err)
@@ -249,9 +250,9 @@ func (pl *FooterPlan) layParity() error {
 	// The message ends where the parity starts: a tree padded to the
 	// sparse block size has its padding covered, as the kernel (fec_blocks
 	// = fec_offset / block size) reads it.
-	fp, err := verity.FECParams(pl.g, o.fecRoots(), pl.TreeEnd)
+	fp, err := fecmsg.Params(pl.g, o.fecRoots(), pl.TreeEnd)
 	if err != nil {
-		return err
+		return &verity.Error{Kind: verity.KindParam, Err: err}
 	}
 	pl.fec, ht.FECSize = &fp, fp.ParitySize()
 	return nil

@@ -33,6 +33,7 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/fecmsg"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -109,8 +110,12 @@ func (pl *FooterPlan) parity(ctx context.Context, src *verity.Source, hash io.Re
 		return nil
 	}
 	fp := *pl.fec
-	msg := verity.FECMessage(pl.g, fp, src, hash)
-	out, done := verity.FECProgress(fp, out, pl.o.Progress)
+	msg := fecmsg.Message(pl.g, fp, src, hash)
+	var report func(done, total uint64)
+	if progress := pl.o.Progress; progress != nil {
+		report = func(done, total uint64) { progress(verity.StageFEC, done, total) }
+	}
+	out, done := fecmsg.Progress(fp, out, report)
 	if err := fec.Encode(ctx, fp, msg, out, off, pl.o.Jobs); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err

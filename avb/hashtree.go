@@ -405,7 +405,7 @@ func (s *rawSink) truncate(n uint64) error {
 // (at offset 0, no superblock) and returns its root digest; w is discard{}
 // for avbtool's --no_hashtree.
 func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *hashes.Algorithm, salt []byte, o *HashtreeFooterOptions, w io.WriterAt) ([]byte, error) {
-	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: 1, Salt: salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
+	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Salt: salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
 		DataBlocks: imageSize / bs})
 	if err != nil {
 		return nil, paramErr("", "", "%v", err)

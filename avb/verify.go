@@ -165,7 +165,7 @@ func ownRoot(ctx context.Context, src *verity.Source, o *verity.VerifyOptions) (
 		format = 0
 	}
 	bs := o.DataBlockSize
-	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: format, Salt: o.Salt, DataBlockSize: bs, HashBlockSize: bs, DataBlocks: o.DataBlocks})
+	g, err := merkle.NewGeometry(merkle.Params{Hash: h, LegacyFormat: format == 0, Salt: o.Salt, DataBlockSize: bs, HashBlockSize: bs, DataBlocks: o.DataBlocks})
 	if err != nil {
 		return nil, paramErr("", "", "%v", err)
 	}

@@ -44,7 +44,7 @@ func BenchmarkVerify(b *testing.B) {
 }
 
 func benchTree(b *testing.B, a *hashes.Algorithm) *builtTree {
-	return buildRandom(b, rand.New(rand.NewPCG(1, 2)), Params{Hash: a, Format: 1, Salt: make([]byte, 32),
+	return buildRandom(b, rand.New(rand.NewPCG(1, 2)), Params{Hash: a, Salt: make([]byte, 32),
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 64 << 20 / 4096, Superblock: true})
 }
 
@@ -54,7 +54,7 @@ func BenchmarkLevelHasher(b *testing.B) {
 	for _, a := range []*hashes.Algorithm{hashes.SHA256, hashes.SHA512} {
 		for _, jobs := range []int{1, runtime.GOMAXPROCS(0)} {
 			b.Run(fmt.Sprintf("%s/jobs%d", a.Name(), jobs), func(b *testing.B) {
-				g, err := NewGeometry(Params{Hash: a, Format: 1, Salt: make([]byte, 32), DataBlockSize: 4096,
+				g, err := NewGeometry(Params{Hash: a, Salt: make([]byte, 32), DataBlockSize: 4096,
 					HashBlockSize: 4096, DataBlocks: 1 << 20})
 				if err != nil {
 					b.Fatal(err)

@@ -42,7 +42,7 @@ func naiveTree(p Params, data []byte) (tree, root []byte) {
 	h := p.Hash.New()
 	digest := func(block []byte) []byte {
 		h.Reset()
-		if p.Format == 1 {
+		if !p.LegacyFormat {
 			h.Write(p.Salt)
 			h.Write(block)
 		} else {
@@ -53,7 +53,7 @@ func naiveTree(p Params, data []byte) (tree, root []byte) {
 	}
 	ds := p.Hash.Size()
 	slot := ds
-	if p.Format == 1 {
+	if !p.LegacyFormat {
 		for slot = 1; slot < ds; slot *= 2 {
 		}
 	}
@@ -91,7 +91,7 @@ func randomParams(rng *rand.Rand) Params {
 	sizes := []int{512, 1024, 2048, 4096, 8192}
 	p := Params{
 		Hash:          algs[rng.IntN(len(algs))],
-		Format:        rng.IntN(2),
+		LegacyFormat:  rng.IntN(2) == 0,
 		Salt:          make([]byte, []int{0, 1, 32, 100, 256}[rng.IntN(5)]),
 		DataBlockSize: sizes[rng.IntN(len(sizes))],
 		HashBlockSize: sizes[rng.IntN(len(sizes))],
@@ -121,7 +121,7 @@ func TestBuildMatchesNaiveModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 60 {
 		p := randomParams(rng)
-		name := fmt.Sprintf("%d-%s-v%d-%d-%d-n%d-salt%d-sb%v-off%d", i, p.Hash.Name(), p.Format, p.DataBlockSize,
+		name := fmt.Sprintf("%d-%s-v%d-%d-%d-n%d-salt%d-sb%v-off%d", i, p.Hash.Name(), p.Format(), p.DataBlockSize,
 			p.HashBlockSize, p.DataBlocks, len(p.Salt), p.Superblock, p.HashOffset)
 		t.Run(name, func(t *testing.T) {
 			g, err := NewGeometry(p)
@@ -208,7 +208,7 @@ func (w *errWriterAt) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	g, err := NewGeometry(Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096,
+	g, err := NewGeometry(Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096,
 		DataBlocks: 2000, Superblock: true})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestBuildProgress(t *testing.T) {
-	g, _ := NewGeometry(Params{Hash: hashes.SHA1, Format: 1, DataBlockSize: 512, HashBlockSize: 4096, DataBlocks: 5000})
+	g, _ := NewGeometry(Params{Hash: hashes.SHA1, DataBlockSize: 512, HashBlockSize: 4096, DataBlocks: 5000})
 	var last uint64
 	_, err := Build(context.Background(), g, errReaderAt{size: 1 << 40}, &memFile{}, &BuildOptions{Jobs: 2,
 		Progress: func(done uint64) {
@@ -264,7 +264,7 @@ func TestBuildMemoryBounded(t *testing.T) {
 	levelBatchBytes = 16 * 4096
 	defer func() { levelBatchBytes = old }()
 	alloc := func(blocks uint64) uint64 {
-		g, _ := NewGeometry(Params{Hash: hashes.SHA1, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: blocks})
+		g, _ := NewGeometry(Params{Hash: hashes.SHA1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: blocks})
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		if _, err := Build(context.Background(), g, errReaderAt{size: 1 << 50}, discard{}, &BuildOptions{Jobs: 2}); err != nil {

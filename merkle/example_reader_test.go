@@ -26,7 +26,7 @@ func (f *rdExampleFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func ExampleNewReader() {
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte("salt"),
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte("salt"),
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 4})
 	if err != nil {
 		log.Fatal(err)

@@ -25,7 +25,7 @@ func FuzzNewGeometry(f *testing.F) {
 		if saltLen < 0 || saltLen > 1024 {
 			return
 		}
-		p := Params{Hash: a, Format: format, Salt: make([]byte, saltLen), DataBlockSize: dbs, HashBlockSize: hbs,
+		p := Params{Hash: a, LegacyFormat: format == 0, Salt: make([]byte, saltLen), DataBlockSize: dbs, HashBlockSize: hbs,
 			DataBlocks: blocks, HashOffset: offset, Superblock: sb}
 		g, err := NewGeometry(p)
 		if err != nil {

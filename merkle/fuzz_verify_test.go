@@ -15,7 +15,7 @@ func fuzzTree(f *testing.F) (g *Geometry, data, hash, root []byte) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	g, err = NewGeometry(Params{Hash: a, Format: 1, Salt: []byte{1, 2, 3}, DataBlockSize: 512, HashBlockSize: 512,
+	g, err = NewGeometry(Params{Hash: a, Salt: []byte{1, 2, 3}, DataBlockSize: 512, HashBlockSize: 512,
 		DataBlocks: 300, Superblock: true})
 	if err != nil {
 		f.Fatal(err)

@@ -36,9 +36,10 @@ type Params struct {
 	// "sha2-256" for sha256). "", or a name of another algorithm, means
 	// Hash.Name(). The kernel table names Hash.Name() whatever it is.
 	HashName string
-	// Format is the hash type: 1 (salt before each block, digests in
-	// power-of-two slots) or 0 (Chrome OS: salt after, digests packed).
-	Format        int
+	// LegacyFormat selects hash type 0 (Chrome OS: the salt after each
+	// block, digests packed); the zero value is hash type 1 (the salt
+	// before, digests in power-of-two slots), veritysetup's default.
+	LegacyFormat  bool
 	Salt          []byte
 	DataBlockSize int
 	HashBlockSize int
@@ -103,9 +104,6 @@ func NewGeometry(p Params) (*Geometry, error) {
 	if p.Hash == nil {
 		return nil, invalid("no hash algorithm")
 	}
-	if p.Format != 0 && p.Format != 1 {
-		return nil, invalid("format (hash type) %d is not 0 or 1", p.Format)
-	}
 	if len(p.Salt) > MaxSaltSize {
 		return nil, invalid("salt is %d bytes, more than %d", len(p.Salt), MaxSaltSize)
 	}
@@ -136,7 +134,7 @@ func NewGeometry(p Params) (*Geometry, error) {
 	g.Salt = append([]byte(nil), p.Salt...)
 	g.DigestSize = p.Hash.Size()
 	g.DigestSlot = g.DigestSize
-	if p.Format == 1 {
+	if !p.LegacyFormat {
 		g.DigestSlot = 1 << bits.Len(uint(g.DigestSize-1))
 	}
 	// Digests per block is a power of two in both formats.
@@ -192,9 +190,18 @@ func (p *Params) SuperblockHashName() string {
 	return p.Hash.Name()
 }
 
+// Format is the hash type, as the superblock and the kernel table give
+// it: 0 with LegacyFormat, else 1.
+func (p *Params) Format() int {
+	if p.LegacyFormat {
+		return 0
+	}
+	return 1
+}
+
 // SaltPosition is where each block's salt goes in this format.
 func (g *Geometry) SaltPosition() hashes.SaltPosition {
-	if g.Format == 0 {
+	if g.LegacyFormat {
 		return hashes.SaltAfter
 	}
 	return hashes.SaltBefore

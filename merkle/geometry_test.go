@@ -39,7 +39,7 @@ func TestGeometryShapes(t *testing.T) {
 	for _, c := range cases {
 		hpb := uint64(c.hpb)
 		for _, n := range []uint64{1, 2, 3, hpb - 1, hpb, hpb + 1, hpb * hpb, hpb*hpb + 1, hpb*hpb*hpb + 7, 1 << 40} {
-			g, err := NewGeometry(Params{Hash: c.alg, Format: c.format, DataBlockSize: 4096, HashBlockSize: c.hbs, DataBlocks: n})
+			g, err := NewGeometry(Params{Hash: c.alg, LegacyFormat: c.format == 0, DataBlockSize: 4096, HashBlockSize: c.hbs, DataBlocks: n})
 			if err != nil {
 				t.Fatalf("%s/%d/%d blocks: %v", c.alg.Name(), c.hbs, n, err)
 			}
@@ -92,7 +92,7 @@ func TestGeometryHashStart(t *testing.T) {
 		{512, 1 << 33, true, (1<<33)/512 + 1},
 		{4096, 5 << 32, false, (5 << 32) / 4096},
 	} {
-		g, err := NewGeometry(Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: c.hbs,
+		g, err := NewGeometry(Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: c.hbs,
 			DataBlocks: 1000, HashOffset: c.offset, Superblock: c.superblock})
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestGeometryHashStart(t *testing.T) {
 }
 
 func TestGeometryDigestOffsets(t *testing.T) {
-	g, err := NewGeometry(Params{Hash: hashes.SHA1, Format: 0, DataBlockSize: 512, HashBlockSize: 512,
+	g, err := NewGeometry(Params{Hash: hashes.SHA1, LegacyFormat: true, DataBlockSize: 512, HashBlockSize: 512,
 		DataBlocks: 16*16*16 + 3, Superblock: true, HashOffset: 1 << 32})
 	if err != nil {
 		t.Fatal(err)
@@ -127,11 +127,9 @@ func TestGeometryDigestOffsets(t *testing.T) {
 }
 
 func TestGeometryInvalid(t *testing.T) {
-	ok := Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 10, Superblock: true}
+	ok := Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 10, Superblock: true}
 	for name, mod := range map[string]func(*Params){
 		"no hash":              func(p *Params) { p.Hash = nil },
-		"format 2":             func(p *Params) { p.Format = 2 },
-		"format -1":            func(p *Params) { p.Format = -1 },
 		"salt 257":             func(p *Params) { p.Salt = make([]byte, 257) },
 		"dbs 256":              func(p *Params) { p.DataBlockSize = 256 },
 		"dbs 1 MiB":            func(p *Params) { p.DataBlockSize = 1 << 20 },

@@ -84,7 +84,7 @@ func TestPythonModel(t *testing.T) {
 						c := &peerModelCase{
 							name: fmt.Sprintf("%s/v%d/%d-%d/blocks=%d/salt=%d", a.alg.Name(), format, bs.dbs, bs.hbs, blocks, ss),
 							p: merkle.Params{
-								Hash: a.alg, Format: format, Salt: salts[ss],
+								Hash: a.alg, LegacyFormat: format == 0, Salt: salts[ss],
 								DataBlockSize: bs.dbs, HashBlockSize: bs.hbs, DataBlocks: uint64(blocks),
 							},
 							// Partial trailing bytes, which neither side covers.
@@ -129,7 +129,7 @@ func peerModelArgs(c *peerModelCase) []string {
 	if len(c.p.Salt) > 0 {
 		salt = hex.EncodeToString(c.p.Salt)
 	}
-	return []string{c.data, c.p.Hash.Name(), fmt.Sprint(c.p.Format),
+	return []string{c.data, c.p.Hash.Name(), fmt.Sprint(c.p.Format()),
 		fmt.Sprint(c.p.DataBlockSize), fmt.Sprint(c.p.HashBlockSize), salt, c.modelTree}
 }
 

@@ -66,7 +66,7 @@ func (im *rdImage) reader(t testing.TB, opts *ReaderOptions) *Reader {
 }
 
 func rdName(p Params) string {
-	return fmt.Sprintf("%s-v%d-%d-%d-n%d-salt%d-sb%v-off%d", p.Hash.Name(), p.Format, p.DataBlockSize,
+	return fmt.Sprintf("%s-v%d-%d-%d-n%d-salt%d-sb%v-off%d", p.Hash.Name(), p.Format(), p.DataBlockSize,
 		p.HashBlockSize, p.DataBlocks, len(p.Salt), p.Superblock, p.HashOffset)
 }
 
@@ -178,15 +178,15 @@ func rdParamCases() []Params {
 		}
 	}
 	salt := func(n int) []byte { return bytes.Repeat([]byte{0x5a, 0x13, 0xc7}, 100)[:n] }
-	add(Params{Hash: hashes.SHA256, Format: 1, Salt: salt(32), DataBlockSize: 4096, HashBlockSize: 4096, Superblock: true},
+	add(Params{Hash: hashes.SHA256, Salt: salt(32), DataBlockSize: 4096, HashBlockSize: 4096, Superblock: true},
 		1, 2, 128, 129, 1000)
-	add(Params{Hash: hashes.SHA512, Format: 0, Salt: salt(1), DataBlockSize: 512, HashBlockSize: 512},
+	add(Params{Hash: hashes.SHA512, LegacyFormat: true, Salt: salt(1), DataBlockSize: 512, HashBlockSize: 512},
 		1, 2, 8, 9, 64, 65, 513, 3000)
-	add(Params{Hash: hashes.SHA1, Format: 1, DataBlockSize: 1024, HashBlockSize: 8192, HashOffset: 8192},
+	add(Params{Hash: hashes.SHA1, DataBlockSize: 1024, HashBlockSize: 8192, HashOffset: 8192},
 		1, 256, 257)
-	add(Params{Hash: hashes.BLAKE2b256, Format: 1, Salt: salt(256), DataBlockSize: 8192, HashBlockSize: 512,
+	add(Params{Hash: hashes.BLAKE2b256, Salt: salt(256), DataBlockSize: 8192, HashBlockSize: 512,
 		Superblock: true, HashOffset: 3 * 512}, 16, 17, 300)
-	add(Params{Hash: hashes.SHA1, Format: 0, Salt: salt(100), DataBlockSize: 2048, HashBlockSize: 1024,
+	add(Params{Hash: hashes.SHA1, LegacyFormat: true, Salt: salt(100), DataBlockSize: 2048, HashBlockSize: 1024,
 		HashOffset: 2048}, 32, 33, 1025)
 	return ps
 }
@@ -354,7 +354,7 @@ func TestReaderCorruptHash(t *testing.T) {
 			hbs, ds := p.HashBlockSize, p.Hash.Size()
 			hpb := rdHPB(p)
 			slot := ds
-			if p.Format == 1 {
+			if !p.LegacyFormat {
 				slot = 1 << bits.Len(uint(ds-1))
 			}
 			for level := range g.Levels {
@@ -455,7 +455,7 @@ func (c *rdCountingReaderAt) reset() int64 {
 func TestReaderCache(t *testing.T) {
 	// hpb 16 and 1000 blocks: three levels of 63, 4 and 1 blocks.
 	rng := rand.New(rand.NewPCG(9, 10))
-	im := rdRandomImage(t, rng, Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1, 2, 3}, DataBlockSize: 1024,
+	im := rdRandomImage(t, rng, Params{Hash: hashes.SHA256, Salt: []byte{1, 2, 3}, DataBlockSize: 1024,
 		HashBlockSize: 512, DataBlocks: 1000, Superblock: true})
 	g := im.g
 	if g.Levels != 3 {
@@ -524,9 +524,9 @@ func TestReaderCache(t *testing.T) {
 func TestReaderIgnoreZeroBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, p := range []Params{
-		{Hash: hashes.SHA256, Format: 1, Salt: []byte("salt"), DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 300},
-		{Hash: hashes.SHA1, Format: 0, Salt: []byte("salt"), DataBlockSize: 512, HashBlockSize: 1024, DataBlocks: 200, Superblock: true},
-		{Hash: hashes.SHA512, Format: 1, DataBlockSize: 1024, HashBlockSize: 512, DataBlocks: 1},
+		{Hash: hashes.SHA256, Salt: []byte("salt"), DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 300},
+		{Hash: hashes.SHA1, LegacyFormat: true, Salt: []byte("salt"), DataBlockSize: 512, HashBlockSize: 1024, DataBlocks: 200, Superblock: true},
+		{Hash: hashes.SHA512, DataBlockSize: 1024, HashBlockSize: 512, DataBlocks: 1},
 	} {
 		t.Run(rdName(p), func(t *testing.T) {
 			dbs := p.DataBlockSize
@@ -592,7 +592,7 @@ func TestReaderIgnoreZeroBlocks(t *testing.T) {
 	}
 
 	// A device that cannot be read at all is fine if all of it is zeros.
-	g, _ := NewGeometry(Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 1})
+	g, _ := NewGeometry(Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 1})
 	im := rdBuild(t, g.Params, make([]byte, 4096))
 	r, err := NewReader(g, errReaderAt{err: errors.New("no medium")}, im.hash, im.root, &ReaderOptions{IgnoreZeroBlocks: true})
 	if err != nil {
@@ -607,7 +607,7 @@ func TestReaderCheckAtMostOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, once := range []bool{true, false} {
 		t.Run(fmt.Sprint("once=", once), func(t *testing.T) {
-			im := rdRandomImage(t, rng, Params{Hash: hashes.BLAKE2b256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
+			im := rdRandomImage(t, rng, Params{Hash: hashes.BLAKE2b256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
 			r := im.reader(t, &ReaderOptions{CheckAtMostOnce: once})
 			const b, c = 40, 60
 			faultAt := func(blocks ...uint64) rdFault {
@@ -657,7 +657,7 @@ func TestReaderCheckAtMostOnce(t *testing.T) {
 
 func TestReaderConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	p := Params{Hash: hashes.SHA256, Format: 1, Salt: []byte("concurrent"), DataBlockSize: 1024, HashBlockSize: 512,
+	p := Params{Hash: hashes.SHA256, Salt: []byte("concurrent"), DataBlockSize: 1024, HashBlockSize: 512,
 		DataBlocks: 2000, Superblock: true}
 	im := rdRandomImage(t, rng, p)
 	g := im.g
@@ -716,7 +716,7 @@ func (f rdFailingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func TestReaderErrors(t *testing.T) {
-	p := Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 1000, Superblock: true}
+	p := Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 1000, Superblock: true}
 	g, err := NewGeometry(p)
 	if err != nil {
 		t.Fatal(err)

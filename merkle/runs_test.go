@@ -92,7 +92,7 @@ func TestBuildRunsMatchModel(t *testing.T) {
 			p.DataBlocks = 5000 + uint64(rng.IntN(3000)) // several chunks
 		}
 		runs := randomRuns(rng, p.DataBlockSize, p.DataBlocks)
-		name := fmt.Sprintf("%d-%s-v%d-%d-%d-n%d-runs%d", i, p.Hash.Name(), p.Format, p.DataBlockSize,
+		name := fmt.Sprintf("%d-%s-v%d-%d-%d-n%d-runs%d", i, p.Hash.Name(), p.Format(), p.DataBlockSize,
 			p.HashBlockSize, p.DataBlocks, len(runs))
 		t.Run(name, func(t *testing.T) {
 			g, err := NewGeometry(p)
@@ -133,7 +133,7 @@ func TestBuildRunsMatchModel(t *testing.T) {
 // TestBuildRunsAllKnown: an image made of one run reads nothing at all.
 func TestBuildRunsAllKnown(t *testing.T) {
 	const blocks = 100000 // 400 MiB of zeros, never read
-	g, err := NewGeometry(Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1, 2, 3},
+	g, err := NewGeometry(Params{Hash: hashes.SHA256, Salt: []byte{1, 2, 3},
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: blocks, Superblock: true})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestBuildRunsAllKnown(t *testing.T) {
 }
 
 func TestBuildRunsInvalid(t *testing.T) {
-	g, err := NewGeometry(Params{Hash: hashes.SHA256, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
+	g, err := NewGeometry(Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

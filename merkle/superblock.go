@@ -55,7 +55,7 @@ func encodeParams(g Params) []byte {
 	copy(b, sbSignature)
 	le := binary.LittleEndian
 	le.PutUint32(b[sbOffVersion:], sbVersion)
-	le.PutUint32(b[sbOffHashType:], uint32(g.Format))
+	le.PutUint32(b[sbOffHashType:], uint32(g.Format()))
 	copy(b[sbOffUUID:], g.UUID[:])
 	copy(b[sbOffAlgorithm:sbOffAlgorithm+sbAlgorithmLen-1], g.SuperblockHashName())
 	le.PutUint32(b[sbOffDataBlock:], uint32(g.DataBlockSize))
@@ -140,7 +140,7 @@ func DecodeSuperblock(b []byte) (Params, error) {
 	if ht > 1 {
 		return bad("hash type", sbOffHashType, "%d is not 0 or 1", ht)
 	}
-	p.Format = int(ht)
+	p.LegacyFormat = ht == 0
 	copy(p.UUID[:], b[sbOffUUID:])
 
 	algField := b[sbOffAlgorithm : sbOffAlgorithm+sbAlgorithmLen]

@@ -10,7 +10,7 @@ import (
 )
 
 func testSuperblockGeometry(t testing.TB) *Geometry {
-	g, err := NewGeometry(Params{Hash: hashes.BLAKE2b256, Format: 1, Salt: []byte{1, 2, 3},
+	g, err := NewGeometry(Params{Hash: hashes.BLAKE2b256, Salt: []byte{1, 2, 3},
 		DataBlockSize: 4096, HashBlockSize: 1024, DataBlocks: 1<<33 + 5, Superblock: true,
 		UUID: [16]byte{0xa6, 0x0c, 0x98, 0xd2, 0xae, 0x9b, 0x48, 0x65, 0xbf, 0xcb, 0xb4, 0xe3, 0xac, 0xe1, 0x10, 0x33}})
 	if err != nil {
@@ -40,7 +40,7 @@ func TestSuperblockLayout(t *testing.T) {
 func TestSuperblockRoundTrip(t *testing.T) {
 	for _, alg := range []*hashes.Algorithm{hashes.SHA1, hashes.SHA256, hashes.SHA512, hashes.BLAKE2b256} {
 		for _, saltLen := range []int{0, 1, 32, 256} {
-			g, err := NewGeometry(Params{Hash: alg, Format: saltLen % 2, Salt: bytes.Repeat([]byte{0xee}, saltLen),
+			g, err := NewGeometry(Params{Hash: alg, LegacyFormat: saltLen%2 == 0, Salt: bytes.Repeat([]byte{0xee}, saltLen),
 				DataBlockSize: 512, HashBlockSize: 512 << 10, DataBlocks: 77, Superblock: true, UUID: [16]byte{9: 1}})
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +49,7 @@ func TestSuperblockRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Hash != alg || p.Format != g.Format || !bytes.Equal(p.Salt, g.Salt) || p.DataBlockSize != 512 ||
+			if p.Hash != alg || p.Format() != g.Format() || !bytes.Equal(p.Salt, g.Salt) || p.DataBlockSize != 512 ||
 				p.HashBlockSize != 512<<10 || p.DataBlocks != 77 || p.UUID != g.UUID || !p.Superblock {
 				t.Fatalf("round trip: got %+v, want %+v", p, g.Params)
 			}

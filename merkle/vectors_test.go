@@ -137,7 +137,7 @@ func peerCheckVector(t *testing.T, v peerVector) {
 		t.Fatalf("%s:%d: %v", v.file, v.line, err)
 	}
 	p := merkle.Params{
-		Hash: alg, Format: v.format, DataBlockSize: v.dbs, HashBlockSize: v.hbs, Salt: []byte{},
+		Hash: alg, LegacyFormat: v.format == 0, DataBlockSize: v.dbs, HashBlockSize: v.hbs, Salt: []byte{},
 	}
 	if v.salt != "-" {
 		if p.Salt, err = hex.DecodeString(v.salt); err != nil {

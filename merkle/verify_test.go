@@ -152,7 +152,7 @@ func TestVerifyCorruptionCampaign(t *testing.T) {
 
 func TestVerifyWrongRootAndManyProblems(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	p := Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 512, HashBlockSize: 512, DataBlocks: 1000, Superblock: true}
+	p := Params{Hash: randomParams(rng).Hash, DataBlockSize: 512, HashBlockSize: 512, DataBlocks: 1000, Superblock: true}
 	bt := buildRandom(t, rng, p)
 	wrong := bytes.Clone(bt.root)
 	wrong[0] ^= 1
@@ -184,7 +184,7 @@ func TestVerifyWrongRootAndManyProblems(t *testing.T) {
 
 func TestVerifyShortHashDevice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
-	bt := buildRandom(t, rng, Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 300, Superblock: true})
+	bt := buildRandom(t, rng, Params{Hash: randomParams(rng).Hash, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 300, Superblock: true})
 	short := &memFile{b: bt.hash.b[:len(bt.hash.b)-100]}
 	_, err := Verify(context.Background(), bt.g, bt.data, short, bt.root, nil)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -199,7 +199,7 @@ func TestVerifyShortHashDevice(t *testing.T) {
 // cap, so that a caller can stream them in bounded memory.
 func TestVerifyOnProblem(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
-	p := Params{Hash: randomParams(rng).Hash, Format: 1, DataBlockSize: 512, HashBlockSize: 4096, DataBlocks: 1000, Superblock: true}
+	p := Params{Hash: randomParams(rng).Hash, DataBlockSize: 512, HashBlockSize: 4096, DataBlocks: 1000, Superblock: true}
 	bt := buildRandom(t, rng, p)
 	bt.hash.b[bt.g.HashOffset+SuperblockSize+3] = 1 // the zero gap after the superblock
 	bt.hash.b[bt.g.BlockOffset(0, 1)] ^= 1
@@ -235,8 +235,7 @@ func TestVerifyOnProblem(t *testing.T) {
 // its place by PaddingAt, without reading Reason.
 func TestVerifyFaultPadding(t *testing.T) {
 	for _, pad := range []bool{true, false} {
-		bt := buildRandom(t, rand.New(rand.NewPCG(5, 6)), Params{Hash: hashes.SHA256, Format: 1,
-			DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 3})
+		bt := buildRandom(t, rand.New(rand.NewPCG(5, 6)), Params{Hash: hashes.SHA256, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 3})
 		const at = 3*32 + 5 // past the three digests of the only hash block
 		want := CorruptionError{Level: DataLevel, Index: 1, Offset: 4096, Fault: FaultDigest}
 		if pad {

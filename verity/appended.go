@@ -55,7 +55,7 @@ func appendGeometry(p merkle.Params, padded uint64, fecRoots int) (*merkle.Geome
 	}
 	end := g.HashEnd()
 	if fecRoots > 0 {
-		fp, err := FECParams(g, fecRoots, end)
+		fp, err := fecParams(g, fecRoots, end)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -196,12 +196,12 @@ func parityMatches(r io.ReaderAt, g *merkle.Geometry, fecRoots int) (bool, error
 	if fecRoots == 0 {
 		return false, nil
 	}
-	fp, err := FECParams(g, fecRoots, g.HashEnd())
+	fp, err := fecParams(g, fecRoots, g.HashEnd())
 	if err != nil {
 		return false, nil
 	}
 	parity := io.NewSectionReader(r, int64(g.HashEnd()), int64(fp.ParitySize()))
-	d, err := fec.NewRoundDecoder(fp, FECMessage(g, fp, r, r), parity)
+	d, err := fec.NewRoundDecoder(fp, fecMessage(g, fp, r, r), parity)
 	if err != nil {
 		return false, nil
 	}
@@ -237,7 +237,7 @@ func paddedFrom(r io.ReaderAt, padded, align uint64) (uint64, error) {
 // the file tells it, or found false. For callers that append otherwise
 // (veritygen --avb), which must not take such a tree for data either.
 func EarlierAppend(path string, t TreeOptions, fecRoots int) (padded, original uint64, found bool, err error) {
-	p, err := t.params()
+	p, err := t.Params()
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -97,8 +97,8 @@ func TestFindEarlierAppend(t *testing.T) {
 					if found == nil && !s.checked && c.roots == 0 && c.hash != "sha1" && size == 128*4096 && c.dbs == 4096 && c.hbs == 4096 {
 						continue // full levels, no salt, no parity: nothing to tell it by
 					}
-					if found == nil || found.checked != s.checked || found.padded != res.Geometry.HashOffset {
-						t.Fatalf("with %s: found %+v, want the tree at %d, checked %v", s.name, found, res.Geometry.HashOffset, s.checked)
+					if found == nil || found.checked != s.checked || found.padded != res.Layout.Geometry.HashOffset {
+						t.Fatalf("with %s: found %+v, want the tree at %d, checked %v", s.name, found, res.Layout.Geometry.HashOffset, s.checked)
 					}
 					if found.original != uint64(size) {
 						t.Errorf("with %s: original size %d, want %d", s.name, found.original, size)
@@ -163,8 +163,8 @@ func TestFormatAppendAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(fmtRead(t, path), want) || res.Append.OriginalSize != size || len(notes) != 1 || !strings.Contains(notes[0], "written again in place") {
-		t.Fatalf("the second run changed DATA, or original size %d, notes %q", res.Append.OriginalSize, notes)
+	if !bytes.Equal(fmtRead(t, path), want) || res.Layout.Append.OriginalSize != size || len(notes) != 1 || !strings.Contains(notes[0], "written again in place") {
+		t.Fatalf("the second run changed DATA, or original size %d, notes %q", res.Layout.Append.OriginalSize, notes)
 	}
 	for _, salt := range [][]byte{nil, {1, 2}} {
 		_, err := Format(context.Background(), path, "", appendCases[1].options(salt))
@@ -178,7 +178,7 @@ func TestFormatAppendAgain(t *testing.T) {
 	}
 	all := uint64(len(want))
 	opts.OriginalSize = &all
-	if res, err = Format(context.Background(), path, "", opts); err != nil || res.Append.OriginalSize != all {
+	if res, err = Format(context.Background(), path, "", opts); err != nil || res.Layout.Append.OriginalSize != all {
 		t.Fatalf("with OriginalSize: %v", err)
 	}
 }
@@ -228,7 +228,7 @@ func TestFormatAppendAVBImage(t *testing.T) {
 	}
 	opts := appendCases[0].options([]byte{1})
 	opts.Force = true
-	if res, err := Format(context.Background(), path, "", opts); err != nil || res.Append.OriginalSize != 1<<20 {
+	if res, err := Format(context.Background(), path, "", opts); err != nil || res.Layout.Append.OriginalSize != 1<<20 {
 		t.Fatalf("Force: %v", err)
 	}
 }
@@ -337,7 +337,7 @@ func FuzzAppendTail(f *testing.F) {
 			t.Fatalf("AVB footer %+v in %d bytes", av, n)
 		}
 		size := 512 << (bs % 4)
-		p := merkle.Params{Hash: sha256, Format: 1, DataBlockSize: size, HashBlockSize: size}
+		p := merkle.Params{Hash: sha256, DataBlockSize: size, HashBlockSize: size}
 		if salted {
 			p.Salt = []byte{1}
 		}

@@ -83,7 +83,7 @@ search:
 				if alg.Size() != len(root) {
 					continue
 				}
-				for _, format := range []int{g.Format, 1 - g.Format} {
+				for _, format := range []int{g.Format(), 1 - g.Format()} {
 					for _, salt := range salts {
 						if !bytes.Equal(digest(alg, format, salt, b), root) {
 							continue
@@ -135,7 +135,7 @@ func changedFlags(g *merkle.Geometry, name string, format int, salt []byte, bs i
 	if name != g.Hash.Name() {
 		out = append(out, "TreeOptions.Hash="+name)
 	}
-	if format != g.Format {
+	if format != g.Format() {
 		out = append(out, fmt.Sprintf("TreeOptions.LegacyFormat=%t", format == 0))
 	}
 	if !bytes.Equal(salt, g.Salt) {
@@ -180,7 +180,7 @@ func diagnoseShape(g *merkle.Geometry, d *RootDiagnosis, top []byte, data, hash 
 	if m.LegacyFormat {
 		format = 0
 	}
-	shape, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: format, Salt: m.Salt, DataBlockSize: g.DataBlockSize,
+	shape, err := merkle.NewGeometry(merkle.Params{Hash: alg, LegacyFormat: format == 0, Salt: m.Salt, DataBlockSize: g.DataBlockSize,
 		HashBlockSize: m.HashBlockSize, DataBlocks: 1, HashOffset: m.HashOffset})
 	if err != nil {
 		return ""

@@ -47,7 +47,7 @@ func ExampleFormat() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("data blocks: %d, tree: %d bytes\n", res.Geometry.DataBlocks, res.TreeSize())
+	fmt.Printf("data blocks: %d, tree: %d bytes\n", res.Layout.Geometry.DataBlocks, res.Layout.TreeSize())
 	fmt.Printf("root hash: %x\n", res.RootHash)
 	// Output:
 	// data blocks: 256, tree: 16384 bytes
@@ -73,7 +73,7 @@ func ExampleFormat_appendFEC() {
 		log.Fatal(err)
 	}
 	fmt.Printf("image %d bytes, tree at %d, parity at %d (%d roots, %d bytes), %d bytes in all\n",
-		res.Append.OriginalSize, res.Geometry.HashOffset, res.FEC.Offset, res.FEC.Roots, res.FEC.Size, res.Append.ImageSize)
+		res.Layout.Append.OriginalSize, res.Layout.Geometry.HashOffset, res.FEC.Offset, res.FEC.Roots, res.FEC.Size, res.Layout.Append.ImageSize)
 	fmt.Printf("root hash: %x\n", res.RootHash)
 	// Output:
 	// image 1049576 bytes, tree at 1052672, parity at 1069056 (2 roots, 16384 bytes), 1085440 bytes in all

@@ -28,7 +28,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 
 func ExamplePlanRepair() {
 	ctx := context.Background()
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte("salt"), UUID: [16]byte{1},
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte("salt"), UUID: [16]byte{1},
 		DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100, Superblock: true})
 	if err != nil {
 		log.Fatal(err)
@@ -40,12 +40,11 @@ func ExamplePlanRepair() {
 		log.Fatal(err)
 	}
 	// Parity of 8 roots over the data and the tree, as veritysetup format
-	// --fec-device --fec-roots=8 writes it (Format does it too).
-	p, err := verity.FECParams(g, 8, g.HashEnd())
-	if err != nil {
-		log.Fatal(err)
-	}
-	msg := verity.FECMessage(g, p, image, tree)
+	// --fec-device --fec-roots=8 writes it (Format does it too): the
+	// message is the data blocks, then the tree.
+	p := fec.Params{Roots: 8, BlockSize: 4096, Blocks: fec.MessageBlocks(g.DataBlocks, g.HashStartBlock, g.HashEnd(), 4096)}
+	msg := fec.Concat(fec.Part{R: image, Size: int64(g.DataSize())},
+		fec.Part{R: tree, Off: int64(g.TreeOffset()), Size: int64(g.HashEnd() - g.TreeOffset())})
 	parity := &memFile{}
 	if err := fec.Encode(ctx, p, msg, parity, 0, 1); err != nil {
 		log.Fatal(err)
@@ -57,7 +56,7 @@ func ExamplePlanRepair() {
 	}
 	tree.b[g.BlockOffset(g.TopLevel(), 0)] ^= 0xff
 
-	plan, rep, err := verity.PlanRepair(ctx, g, image, tree, root, verity.FEC{Parity: parity, Roots: 8, HashEnd: g.HashEnd()}, nil)
+	plan, rep, err := verity.PlanRepair(ctx, g, image, tree, root, &verity.FECInfo{Roots: 8, Blocks: p.Blocks}, parity, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

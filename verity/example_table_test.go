@@ -27,7 +27,7 @@ func ExampleTable() {
 		log.Fatal(err)
 	}
 
-	boot, err := verity.Table(res.Geometry, res.RootHash, res.FEC, &verity.TableOptions{
+	boot, err := verity.Table(res.Layout.Geometry, res.RootHash, res.FEC, &verity.TableOptions{
 		DataDevice:       "/dev/sda5",
 		HashDevice:       "/dev/sda6",
 		IgnoreZeroBlocks: true,

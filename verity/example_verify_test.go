@@ -76,7 +76,7 @@ func ExampleReadSuperblock() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s, format %d, salt %q: %d data blocks of %d bytes, %d hash blocks\n",
-		g.Hash.Name(), g.Format, g.Salt, g.DataBlocks, g.DataBlockSize, g.HashBlocks)
+		g.Hash.Name(), g.Format(), g.Salt, g.DataBlocks, g.DataBlockSize, g.HashBlocks)
 	// Output:
 	// sha256, format 1, salt "salt": 300 data blocks of 4096 bytes, 4 hash blocks
 }

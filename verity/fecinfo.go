@@ -5,6 +5,44 @@ import (
 	"github.com/veritytree/veritytree/merkle"
 )
 
+// FECInfo describes the error-correction parity of a tree: where it is,
+// how it was made and what it covers. Format gives it for the parity it
+// plans (Layout.FEC) and writes (FormatResult.FEC), Verify and DescribeFEC
+// for the parity they read. Table takes its Start, Blocks and Roots (the
+// device is TableOptions.FECDevice), PlanRepair its Roots, Blocks and
+// Offset. The JSON names are those of veritygen's report.
+type FECInfo struct {
+	// Path is the file or device the parity is in.
+	Path string `json:"fec_device"`
+	// Roots is the number of parity bytes per 255-byte codeword.
+	Roots int `json:"fec_roots"`
+	// Blocks is the number of message blocks covered (data, then the hash
+	// device from the tree on): the table's fec_blocks.
+	Blocks uint64 `json:"fec_blocks"`
+	// ParityBlocks is the number of parity blocks (veritysetup's "FEC
+	// blocks").
+	ParityBlocks uint64 `json:"fec_parity_blocks"`
+	// Offset is the parity's byte offset in Path; Start the same in
+	// blocks, the table's fec_start.
+	Offset uint64 `json:"fec_offset"`
+	Start  uint64 `json:"fec_start"`
+	// Size is the parity's size in bytes.
+	Size uint64 `json:"fec_size"`
+	// InHash: the parity is in the hash device past the tree (when the
+	// tree is in DATA, in DATA past the tree) and covers that device up to
+	// Offset. InData: in DATA past the data, while the tree is in a file
+	// of its own.
+	InHash bool `json:"-"`
+	InData bool `json:"-"`
+}
+
+// newFECInfo describes the parity with parameters p (of a tree whose data
+// and hash block sizes are p.BlockSize) in path at offset.
+func newFECInfo(path string, offset uint64, p fec.Params, inHash, inData bool) *FECInfo {
+	return &FECInfo{Path: path, Roots: p.Roots, Blocks: p.Blocks, ParityBlocks: p.ParityBlocks(),
+		Offset: offset, Start: offset / uint64(p.BlockSize), Size: p.ParitySize(), InHash: inHash, InData: inData}
+}
+
 // DescribeFEC describes the error-correction parity of an existing tree,
 // as Format describes what it writes (FormatResult.FEC) and Verify what it
 // reads (VerifyResult.FEC): the FECInfo that Table takes for its FEC

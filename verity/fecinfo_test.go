@@ -56,7 +56,7 @@ func TestDescribeFEC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		got, err := DescribeFEC(fr.Geometry, dataPath, hashPath, fecPath, c.fecOffset, c.roots)
+		got, err := DescribeFEC(fr.Layout.Geometry, dataPath, hashPath, fecPath, c.fecOffset, c.roots)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -72,13 +72,13 @@ func TestDescribeFEC(t *testing.T) {
 			t.Errorf("%s: DescribeFEC %+v, Verify read %+v", c.name, got, res.FEC)
 		}
 		res.Close()
-		p := got.Params(fr.Geometry)
+		p := got.Params(fr.Layout.Geometry)
 		if p.Validate() != nil || p.ParityBlocks() != got.ParityBlocks || p.ParitySize() != got.Size {
 			t.Errorf("%s: Params %+v do not give %+v", c.name, p, got)
 		}
 		opts := &TableOptions{DataDevice: "/dev/sda1", HashDevice: "/dev/sda2", FECDevice: "/dev/sda3"}
 		want, err1 := fr.Table(opts)
-		ours, err2 := Table(fr.Geometry, fr.RootHash, got, opts)
+		ours, err2 := Table(fr.Layout.Geometry, fr.RootHash, got, opts)
 		if err1 != nil || err2 != nil || *want != *ours {
 			t.Errorf("%s: table\n%+v (%v), from Format\n%+v (%v)", c.name, ours, err2, want, err1)
 		}

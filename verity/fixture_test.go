@@ -48,7 +48,7 @@ func newFixture(t testing.TB, blocks uint64, bs, roots int, seed uint64) *fixtur
 	var s [32]byte
 	s[0] = byte(seed)
 	rand.NewChaCha8(s).Read(f.data)
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1, 2, 3}, UUID: [16]byte{1, 2},
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte{1, 2, 3}, UUID: [16]byte{1, 2},
 		DataBlockSize: bs, HashBlockSize: bs, DataBlocks: blocks, Superblock: true})
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +59,11 @@ func newFixture(t testing.TB, blocks uint64, bs, roots int, seed uint64) *fixtur
 		t.Fatal(err)
 	}
 	f.hash = hash.b
-	if f.p, err = FECParams(g, roots, g.HashEnd()); err != nil {
+	if f.p, err = fecParams(g, roots, g.HashEnd()); err != nil {
 		t.Fatal(err)
 	}
 	parity := &memFile{}
-	msg := FECMessage(g, f.p, bytes.NewReader(f.data), bytes.NewReader(f.hash))
+	msg := fecMessage(g, f.p, bytes.NewReader(f.data), bytes.NewReader(f.hash))
 	if err := fec.Encode(ctx, f.p, msg, parity, 0, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func (f *fixture) inRound(round uint64, n int) []uint64 {
 func (f *fixture) plan(t testing.TB) (*RepairPlan, *merkle.VerifyReport) {
 	t.Helper()
 	rp, rep, err := PlanRepair(context.Background(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root,
-		FEC{Parity: bytes.NewReader(f.parity), Roots: f.roots, HashEnd: f.g.HashEnd()}, &RepairOptions{Jobs: 2})
+		&FECInfo{Roots: f.roots, Blocks: f.p.Blocks}, bytes.NewReader(f.parity), &RepairOptions{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

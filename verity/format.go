@@ -112,9 +112,9 @@ func (o *FormatOptions) warn(msg string) {
 	}
 }
 
-// params checks the options that need no file; see TreeOptions.params.
+// params checks the options that need no file; see TreeOptions.Params.
 func (o *FormatOptions) params() (merkle.Params, error) {
-	p, err := o.TreeOptions.params()
+	p, err := o.TreeOptions.Params()
 	if err != nil {
 		return p, err
 	}
@@ -165,12 +165,11 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 // FormatResult is what Format wrote.
 type FormatResult struct {
 	// Layout is where everything went.
-	*Layout
+	Layout *Layout
 	// RootHash is the root hash of the tree.
 	RootHash []byte
-	// FEC describes the parity written, as Table takes it (it hides
-	// Layout.FEC, the plan, which stays reachable as r.Layout.FEC); nil
-	// without error correction.
+	// FEC describes the parity written, as Table takes it (Layout.FEC is
+	// the plan); nil without error correction.
 	FEC *FECInfo
 	// RootHashSignature is the signature of the root hash (DER PKCS#7)
 	// when FormatOptions.Sign asked for one.
@@ -180,7 +179,7 @@ type FormatResult struct {
 // Table returns the kernel table and boot arguments of the tree written;
 // see the package function Table. opts names the devices.
 func (r *FormatResult) Table(opts *TableOptions) (*BootParams, error) {
-	return Table(r.Geometry, r.RootHash, r.FEC, opts)
+	return Table(r.Layout.Geometry, r.RootHash, r.FEC, opts)
 }
 
 // buildTree builds the tree; tests look at what it is given through it.

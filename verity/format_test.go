@@ -77,12 +77,12 @@ func fixedOptions() *FormatOptions {
 // and the layout.
 func fmtVerify(t *testing.T, res *FormatResult, data []byte) {
 	t.Helper()
-	hash, err := os.Open(res.HashPath)
+	hash, err := os.Open(res.Layout.HashPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hash.Close()
-	rep, err := merkle.Verify(context.Background(), res.Geometry, bytes.NewReader(data), hash, res.RootHash, nil)
+	rep, err := merkle.Verify(context.Background(), res.Layout.Geometry, bytes.NewReader(data), hash, res.RootHash, nil)
 	if err != nil {
 		t.Fatalf("verify: %v (%+v)", err, rep)
 	}
@@ -101,16 +101,16 @@ func TestFormatSeparate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.HashPath != data+".verity" || res.TreeInData || res.Geometry.DataBlocks != 64 || res.UncoveredBytes != 100 || res.CoveredBytes != 64*4096 {
+	if res.Layout.HashPath != data+".verity" || res.Layout.TreeInData || res.Layout.Geometry.DataBlocks != 64 || res.Layout.UncoveredBytes != 100 || res.Layout.CoveredBytes != 64*4096 {
 		t.Errorf("layout %+v", res.Layout)
 	}
-	want, err := merkle.Build(context.Background(), res.Geometry, bytes.NewReader(b), &memWriter{}, nil)
+	want, err := merkle.Build(context.Background(), res.Layout.Geometry, bytes.NewReader(b), &memWriter{}, nil)
 	if err != nil || !bytes.Equal(want, res.RootHash) {
 		t.Errorf("root hash %x, merkle.Build's %x (%v)", res.RootHash, want, err)
 	}
 	fmtVerify(t, res, b[:64*4096])
-	if res.Geometry.UUID != *opts.UUID || !bytes.Equal(res.Geometry.Salt, opts.Salt) {
-		t.Errorf("salt %x, UUID %x", res.Geometry.Salt, res.Geometry.UUID)
+	if res.Layout.Geometry.UUID != *opts.UUID || !bytes.Equal(res.Layout.Geometry.Salt, opts.Salt) {
+		t.Errorf("salt %x, UUID %x", res.Layout.Geometry.Salt, res.Layout.Geometry.UUID)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "the last 100 bytes of DATA are not a whole 4096-byte block") {
 		t.Errorf("warnings %q", warnings)
@@ -147,8 +147,8 @@ func TestPlanFormatWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Geometry.HashEnd() != res.Geometry.HashEnd() || l.HashOutputEnd != res.HashOutputEnd || l.FEC.Params != res.Layout.FEC.Params ||
-		l.FEC.Params.ParitySize() != res.FEC.Size || l.FEC.Params.Blocks != res.FEC.Blocks {
+	if l.Geometry.HashEnd() != res.Layout.Geometry.HashEnd() || l.HashOutputEnd != res.Layout.HashOutputEnd || *l.FEC != *res.Layout.FEC ||
+		*l.FEC != *res.FEC {
 		t.Errorf("planned %+v %+v, formatted %+v %+v", l, l.FEC, res.Layout, res.FEC)
 	}
 	if got := string(fmtRead(t, opts.RootHashFile)); got != fmt.Sprintf("%x", res.RootHash) {
@@ -206,7 +206,7 @@ func TestFormatInData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.TreeInData || res.Geometry.DataBlocks != 16 || res.UncoveredBytes != 0 {
+	if !res.Layout.TreeInData || res.Layout.Geometry.DataBlocks != 16 || res.Layout.UncoveredBytes != 0 {
 		t.Errorf("layout %+v", res.Layout)
 	}
 	got := fmtRead(t, data)
@@ -231,24 +231,24 @@ func TestFormatAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := res.Geometry
-	if g.HashOffset != 11*4096 || g.Superblock || g.DataBlocks != 11 || res.Append.OriginalSize != size ||
-		res.FEC == nil || !res.FEC.InHash || res.FEC.Offset != g.HashEnd() || res.Append.ImageSize != g.HashEnd()+res.FEC.Size {
-		t.Fatalf("layout %+v, append %+v, fec %+v", res.Layout, res.Append, res.FEC)
+	g := res.Layout.Geometry
+	if g.HashOffset != 11*4096 || g.Superblock || g.DataBlocks != 11 || res.Layout.Append.OriginalSize != size ||
+		res.FEC == nil || !res.FEC.InHash || res.FEC.Offset != g.HashEnd() || res.Layout.Append.ImageSize != g.HashEnd()+res.FEC.Size {
+		t.Fatalf("layout %+v, append %+v, fec %+v", res.Layout, res.Layout.Append, res.FEC)
 	}
 	got := fmtRead(t, data)
-	if uint64(len(got)) != res.Append.ImageSize || !bytes.Equal(got[:size], b) || slices.ContainsFunc(got[size:g.HashOffset], func(c byte) bool { return c != 0 }) {
-		t.Fatalf("DATA is %d bytes, want %d: the image, then zeros to %d", len(got), res.Append.ImageSize, g.HashOffset)
+	if uint64(len(got)) != res.Layout.Append.ImageSize || !bytes.Equal(got[:size], b) || slices.ContainsFunc(got[size:g.HashOffset], func(c byte) bool { return c != 0 }) {
+		t.Fatalf("DATA is %d bytes, want %d: the image, then zeros to %d", len(got), res.Layout.Append.ImageSize, g.HashOffset)
 	}
 	padded := got[:g.HashOffset]
 	fmtVerifyIn(t, g, padded, got, res.RootHash)
 	// The parity is that of the image and the tree.
-	fp, err := FECParams(g, 2, res.FEC.Offset)
+	fp, err := fecParams(g, 2, res.FEC.Offset)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var parity memWriter
-	if err := fec.Encode(context.Background(), fp, FECMessage(g, fp, bytes.NewReader(got), bytes.NewReader(got)), &parity, 0, 1); err != nil {
+	if err := fec.Encode(context.Background(), fp, fecMessage(g, fp, bytes.NewReader(got), bytes.NewReader(got)), &parity, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(parity.b, got[res.FEC.Offset:]) {
@@ -328,11 +328,11 @@ func TestFormatFECPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := res.FEC; !f.InHash || f.InData || f.Offset != 16384 || f.Start != 4 || res.HashOutputEnd != 16384+f.Size {
+	if f := res.FEC; !f.InHash || f.InData || f.Offset != 16384 || f.Start != 4 || res.Layout.HashOutputEnd != 16384+f.Size {
 		t.Errorf("in HASH: %+v", f)
 	}
-	if n := len(fmtRead(t, hash)); uint64(n) != res.HashOutputEnd {
-		t.Errorf("HASH is %d bytes, want %d", n, res.HashOutputEnd)
+	if n := len(fmtRead(t, hash)); uint64(n) != res.Layout.HashOutputEnd {
+		t.Errorf("HASH is %d bytes, want %d", n, res.Layout.HashOutputEnd)
 	}
 	res, err = run(data, 32*4096)
 	if err != nil {
@@ -348,7 +348,7 @@ func TestFormatFECPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := res.FEC; f.InHash || f.InData || f.Device != filepath.Join(dir, "own.fec") {
+	if f := res.FEC; f.InHash || f.InData || f.Path != filepath.Join(dir, "own.fec") {
 		t.Errorf("own file: %+v", f)
 	}
 
@@ -521,13 +521,13 @@ func TestFormatProgressAndRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first != [2]uint64{0, res.CoveredBytes} || last != [2]uint64{res.CoveredBytes, res.CoveredBytes} {
+	if first != [2]uint64{0, res.Layout.CoveredBytes} || last != [2]uint64{res.Layout.CoveredBytes, res.Layout.CoveredBytes} {
 		t.Errorf("progress from %v to %v", first, last)
 	}
-	if planned != res.Layout || fmt.Sprint(built) != fmt.Sprint(res.KnownRuns) {
-		t.Errorf("built with runs %v, layout's %v", built, res.KnownRuns)
+	if planned != res.Layout || fmt.Sprint(built) != fmt.Sprint(res.Layout.KnownRuns) {
+		t.Errorf("built with runs %v, layout's %v", built, res.Layout.KnownRuns)
 	}
-	if len(res.KnownRuns) == 0 {
+	if len(res.Layout.KnownRuns) == 0 {
 		t.Log("this file system reports no holes")
 	}
 }

@@ -39,7 +39,7 @@ func FuzzBootNames(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: a, Format: 1, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
+	g, err := merkle.NewGeometry(merkle.Params{Hash: a, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 100})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestFormatInPlaceKeepsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmtRead(t, ref.HashPath)
+	want := fmtRead(t, ref.Layout.HashPath)
 
 	hashPath := filepath.Join(dir, "existing.bin")
 	old := bytes.Repeat([]byte("not a tree "), 2000) // 22000 bytes, past the tree's 8192
@@ -43,7 +43,7 @@ func TestFormatInPlaceKeepsBytes(t *testing.T) {
 		t.Errorf("root hash %x, Format's %x", res.RootHash, ref.RootHash)
 	}
 	got := fmtRead(t, hashPath)
-	g := res.Geometry
+	g := res.Layout.Geometry
 	tree := g.TreeOffset()
 	switch {
 	case len(got) != len(old):

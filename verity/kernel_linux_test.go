@@ -45,7 +45,7 @@ type kimage struct {
 }
 
 func (k *kimage) sum() string {
-	s := sha256.Sum256(k.bytes[:k.res.Geometry.DataSize()])
+	s := sha256.Sum256(k.bytes[:k.res.Layout.Geometry.DataSize()])
 	return hex.EncodeToString(s[:])
 }
 
@@ -179,10 +179,10 @@ func TestKernelActivateFile(t *testing.T) {
 	if s.Table.String() != d.Table {
 		t.Errorf("the kernel's table\n %s\nwe loaded\n %s", s.Table, d.Table)
 	}
-	if want := "CRYPT-VERITY-" + hex.EncodeToString(k.res.Geometry.UUID[:]) + "-vt-file"; s.UUID != want {
+	if want := "CRYPT-VERITY-" + hex.EncodeToString(k.res.Layout.Geometry.UUID[:]) + "-vt-file"; s.UUID != want {
 		t.Errorf("UUID %q, want %q", s.UUID, want)
 	}
-	if g := s.Geometry; g == nil || g.TreeOffset() != k.res.Geometry.TreeOffset() || g.DataBlocks != 1024 || !bytes.Equal(s.Table.RootHash, k.root) {
+	if g := s.Geometry; g == nil || g.TreeOffset() != k.res.Layout.Geometry.TreeOffset() || g.DataBlocks != 1024 || !bytes.Equal(s.Table.RootHash, k.root) {
 		t.Errorf("the table's tree %+v", g)
 	}
 	if err := d.Close(ctx); err != nil {
@@ -374,7 +374,7 @@ func TestKernelHashOffsetNoSuperblock(t *testing.T) {
 		}
 		wantUUID := "CRYPT-VERITY-" + name
 		if !noSB {
-			wantUUID = "CRYPT-VERITY-" + hex.EncodeToString(k.res.Geometry.UUID[:]) + "-" + name
+			wantUUID = "CRYPT-VERITY-" + hex.EncodeToString(k.res.Layout.Geometry.UUID[:]) + "-" + name
 		}
 		s, err := Status(context.Background(), name)
 		if err != nil || s.UUID != wantUUID || s.Table.Hash != "sha512" || noSB && len(s.Table.Salt) != 0 || s.Table.DataDevice != s.Table.HashDevice {
@@ -419,7 +419,7 @@ func TestKernelActivateTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	if _, err := ctl.Create("vt-twice", dmUUID(k.res.Geometry, "vt-twice")); err != nil {
+	if _, err := ctl.Create("vt-twice", dmUUID(k.res.Layout.Geometry, "vt-twice")); err != nil {
 		t.Fatal(err)
 	}
 	d, err = Activate(context.Background(), "vt-twice", k.data, k.hash, k.root, nil)

@@ -234,10 +234,13 @@ func (t *KernelTable) Geometry() (*merkle.Geometry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.Format != 0 && t.Format != 1 {
+		return nil, fmt.Errorf("format (hash type) %d is not 0 or 1", t.Format)
+	}
 	if t.HashBlockSize == 0 || t.HashStartBlock > (1<<63-1)/uint64(t.HashBlockSize) {
 		return nil, fmt.Errorf("hash start block %d is past the end of any device", t.HashStartBlock)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: t.Format, Salt: t.Salt, DataBlockSize: t.DataBlockSize,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, LegacyFormat: t.Format == 0, Salt: t.Salt, DataBlockSize: t.DataBlockSize,
 		HashBlockSize: t.HashBlockSize, DataBlocks: t.DataBlocks, HashOffset: t.HashStartBlock * uint64(t.HashBlockSize)})
 	if err != nil {
 		return nil, err

@@ -124,12 +124,17 @@ func TestParseTableErrors(t *testing.T) {
 	if _, err := kt.Geometry(); err == nil {
 		t.Error("a tree past the end of any device")
 	}
+	kt, _ = ParseTable("1 7:1 7:0 4096 4096 8 1 sha256 " + root + " -")
+	kt.Format = 2 // a table of no format the kernel knows, made by hand
+	if _, err := kt.Geometry(); err == nil {
+		t.Error("a tree of format 2")
+	}
 }
 
 // FuzzParseTable: any line is an error or a table whose String parses
 // back to the same.
 func FuzzParseTable(f *testing.F) {
-	g, _ := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 8})
+	g, _ := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096, DataBlocks: 8})
 	bp, _ := Table(g, make([]byte, 32), &FECInfo{Roots: 2, Blocks: 9}, &TableOptions{DataDevice: "7:0", HashDevice: "7:1", FECDevice: "7:2",
 		OnCorruption: IgnoreCorruption, IgnoreZeroBlocks: true, CheckAtMostOnce: true, UseTasklets: true, RootHashSigKey: "k"})
 	f.Add(bp.Table)

@@ -33,8 +33,10 @@ type Layout struct {
 	TreeInData bool
 	// Append is the appended layout, as avbtool's: nil otherwise.
 	Append *AppendLayout
-	// FEC is where the error correction goes; nil without.
-	FEC *FECLayout
+	// FEC is where the error correction goes and what it covers; nil
+	// without. For parity in a file of its own, what it covers assumes the
+	// hash file ends where Format will leave it.
+	FEC *FECInfo
 	// SourceFormat is "raw", or "android-sparse" for a sparse image read
 	// as the image it expands to; SourceSize the size of the image read
 	// (expanded), SourceFileSize that of the file itself.
@@ -53,6 +55,7 @@ type Layout struct {
 	KnownRuns []merkle.Run
 
 	hashInfo fs.FileInfo // nil when HASH does not exist yet
+	fecFile  fs.FileInfo // the FEC file as it is, nil if none or not a file of its own
 }
 
 // TreeSize is the size of the tree, superblock included.
@@ -67,25 +70,6 @@ type AppendLayout struct {
 	regular  bool                   // DATA is a regular file (it grows, and is cut back)
 	fileSize uint64                 // DATA's size when planned
 	record   *safefile.ResumeRecord // the record DATA ends in, of an interrupted Append
-}
-
-// FECLayout is where the error-correction parity goes and what it covers.
-type FECLayout struct {
-	// Path is the file the parity is written to.
-	Path string
-	// Roots is the number of parity bytes per 255-byte codeword.
-	Roots int
-	// Offset is the byte offset of the parity in Path.
-	Offset uint64
-	// InHash: the parity goes into the hash file past the tree (with
-	// Append: into the data after the tree) and covers that file up to
-	// Offset. InData: into the data file while the tree is elsewhere.
-	InHash, InData bool
-	// Params are the parity's parameters as planned: for parity in a file
-	// of its own they assume the hash file ends where Format will leave it.
-	Params fec.Params
-
-	existing fs.FileInfo // the FEC file as it is, nil if none
 }
 
 // PlanFormat lays out what Format(dataPath, hashPath, opts) would write,
@@ -307,7 +291,7 @@ func (l *Layout) planGeometry(opts *FormatOptions, p *merkle.Params) error {
 // it inside a sparse DATA.
 func (l *Layout) placeFEC(opts *FormatOptions, src *Source, files formatFiles) error {
 	var err error
-	if l.FEC, err = planFEC(opts, l.Geometry, l.DataPath, files.dataInfo, l.HashPath, l.hashInfo); err != nil {
+	if l.FEC, l.fecFile, err = planFEC(opts, l.Geometry, l.DataPath, files.dataInfo, l.HashPath, l.hashInfo); err != nil {
 		return err
 	}
 	if l.FEC != nil && l.FEC.InData && src.sparse != nil {
@@ -338,7 +322,7 @@ func (l *Layout) planCoverage(opts *FormatOptions, p *merkle.Params, dataSize ui
 func (l *Layout) planOutputEnd() {
 	l.HashOutputEnd = l.Geometry.HashEnd()
 	if f := l.FEC; f != nil && f.InHash {
-		l.HashOutputEnd = f.Offset + f.Params.ParitySize()
+		l.HashOutputEnd = f.Offset + f.Size
 	}
 	if l.Append != nil {
 		l.Append.ImageSize = l.HashOutputEnd
@@ -476,91 +460,93 @@ func avbImageRefused(dataPath string, av *avbFooter) error {
 		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): --append would bury the footer and take the AVB metadata for data", dataPath, av.originalSize)
 }
 
-// planFEC checks the FEC options against the tree; nil without FEC.
-func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) (*FECLayout, error) {
+// planFEC checks the FEC options against the tree and describes the
+// parity, nil without FEC, and the FEC file as it is, if it exists and is
+// not HASH or DATA.
+func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo fs.FileInfo, hashPath string, hashInfo fs.FileInfo) (*FECInfo, fs.FileInfo, error) {
 	if opts.FECDevice == "" && !opts.AppendFEC {
-		return nil, nil
+		return nil, nil, nil
 	}
 	roots := opts.FECRoots
 	if roots == 0 {
 		roots = fec.DefaultRoots
 	}
 	if roots < fec.MinRoots || roots > fec.MaxRoots {
-		return nil, paramErrorf("FECRoots", "2 (the default) corrects one lost byte in 253, 24 one in ten",
+		return nil, nil, paramErrorf("FECRoots", "2 (the default) corrects one lost byte in 253, 24 one in ten",
 			"FormatOptions.FECRoots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
 	}
 	bs := uint64(g.DataBlockSize)
 	if g.DataBlockSize != g.HashBlockSize {
-		return nil, paramErrorf("FECRoots", "use the same TreeOptions.DataBlockSize and TreeOptions.HashBlockSize",
+		return nil, nil, paramErrorf("FECRoots", "use the same TreeOptions.DataBlockSize and TreeOptions.HashBlockSize",
 			"error correction needs equal data and hash block sizes, not %d and %d", g.DataBlockSize, g.HashBlockSize)
 	}
 	if opts.AppendFEC {
 		if !opts.Append {
 			e := paramErrorf("AppendFEC", "", "FormatOptions.AppendFEC needs FormatOptions.Append")
 			e.Requires = "Append"
-			return nil, e
+			return nil, nil, e
 		}
 		// avbtool's layout: the parity right after the tree, covering the
 		// image and the tree.
-		pl := &FECLayout{Path: dataPath, Roots: roots, Offset: g.HashEnd(), InHash: true}
-		var err error
-		if pl.Params, err = FECParams(g, roots, pl.Offset); err != nil {
-			return nil, err
+		fp, err := fecParams(g, roots, g.HashEnd())
+		if err != nil {
+			return nil, nil, err
 		}
-		return pl, nil
+		return newFECInfo(dataPath, g.HashEnd(), fp, true, false), nil, nil
 	}
 	// Checked first: rounding a huge offset up would wrap.
 	if opts.FECOffset > maxFileOffset-bs+1 {
-		return nil, fecOffsetTooLarge("FormatOptions", opts.FECOffset)
+		return nil, nil, fecOffsetTooLarge("FormatOptions", opts.FECOffset)
 	}
 	if opts.FECOffset%bs != 0 {
-		return nil, paramErrorf("FECOffset", fmt.Sprintf("round it up: FormatOptions.FECOffset=%d", roundUp(opts.FECOffset, bs)),
+		return nil, nil, paramErrorf("FECOffset", fmt.Sprintf("round it up: FormatOptions.FECOffset=%d", roundUp(opts.FECOffset, bs)),
 			"FormatOptions.FECOffset %d is not a multiple of the block size %d", opts.FECOffset, bs)
 	}
-	pl := &FECLayout{Path: opts.FECDevice, Roots: roots, Offset: opts.FECOffset}
+	offset := opts.FECOffset
+	var inHash, inData bool
+	var existing fs.FileInfo
 	info, err := os.Stat(opts.FECDevice)
 	if err == nil {
 		if info.IsDir() {
-			return nil, errorf(KindInput, "", "FormatOptions.FECDevice %s is a directory", opts.FECDevice)
+			return nil, nil, errorf(KindInput, "", "FormatOptions.FECDevice %s is a directory", opts.FECDevice)
 		}
 		// The parity is written at an offset: a FIFO cannot take it.
 		if err := checkImageType("FEC device", opts.FECDevice, info.Mode(), "written"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		pl.existing = info
+		existing = info
 	}
 	sameAsHash := err == nil && sameDevice(info, hashInfo) ||
 		filepath.Clean(opts.FECDevice) == filepath.Clean(hashPath)
 	switch {
 	case sameAsHash:
-		pl.InHash = true
-		if pl.Offset < g.HashEnd() {
-			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: FormatOptions.FECOffset=%d", g.HashEnd()),
-				"FormatOptions.FECOffset %d would overwrite the tree, which ends at byte %d of HASH", pl.Offset, g.HashEnd())
+		inHash, existing = true, nil
+		if offset < g.HashEnd() {
+			return nil, nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the tree: FormatOptions.FECOffset=%d", g.HashEnd()),
+				"FormatOptions.FECOffset %d would overwrite the tree, which ends at byte %d of HASH", offset, g.HashEnd())
 		}
 	case err == nil && sameDevice(info, dataInfo):
-		pl.InData = true
-		if pl.Offset < g.DataSize() {
-			return nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: FormatOptions.FECOffset=%d", roundUp(g.DataSize(), bs)),
-				"FormatOptions.FECOffset %d would overwrite the data, which ends at byte %d of DATA", pl.Offset, g.DataSize())
+		inData, existing = true, nil
+		if offset < g.DataSize() {
+			return nil, nil, paramErrorf("FECOffset", fmt.Sprintf("put it past the data: FormatOptions.FECOffset=%d", roundUp(g.DataSize(), bs)),
+				"FormatOptions.FECOffset %d would overwrite the data, which ends at byte %d of DATA", offset, g.DataSize())
 		}
 	}
 	if flag := sameAsSmallOutput(opts, opts.FECDevice); flag != "" {
-		return nil, paramErrorf("FECDevice", "", "--fec-device and %s are the same file", flag)
+		return nil, nil, paramErrorf("FECDevice", "", "--fec-device and %s are the same file", flag)
 	}
 	// The parity must end before 2^63, checked now, before anything is
 	// written. In HASH it covers HASH up to itself; elsewhere what HASH
 	// will hold: at least the tree.
-	hashEnd := pl.Offset
-	if !pl.InHash {
+	hashEnd := offset
+	if !inHash {
 		hashEnd = keptHashEnd(g, hashPath, hashInfo)
 	}
-	fp, err := FECParams(g, pl.Roots, hashEnd)
-	if err != nil || pl.Offset+fp.ParitySize() > maxFileOffset {
-		return nil, fecOffsetTooLarge("FormatOptions", pl.Offset)
+	fp, err := fecParams(g, roots, hashEnd)
+	if err != nil || offset+fp.ParitySize() > maxFileOffset {
+		return nil, nil, fecOffsetTooLarge("FormatOptions", offset)
 	}
-	pl.Params = fp
-	return pl, nil
+	return newFECInfo(opts.FECDevice, offset, fp, inHash, inData), existing, nil
 }
 
 // keptHashEnd is where the hash file will end once the tree is written,
@@ -687,7 +673,7 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 		}
 	}
 	fl := l.FEC
-	if fl == nil || fl.InHash || fl.InData || fl.existing == nil {
+	if fl == nil || l.fecFile == nil {
 		return nil
 	}
 	if err := checkNotLocked("FEC device", fl.Path); err != nil {
@@ -695,7 +681,7 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	}
 	// The parity covers the hash output as it will be: the tree, or all of
 	// an existing HASH whose bytes are kept.
-	why, err := foreignOutput(fl.Path, fl.existing, -1, false, fl.Offset+fl.Params.ParitySize(), magicOnly)
+	why, err := foreignOutput(fl.Path, l.fecFile, -1, false, fl.Offset+fl.Size, magicOnly)
 	if err != nil {
 		return errorf(KindIO, "", "--fec-device %s: %w", fl.Path, unwrapPath(err))
 	}

@@ -1,15 +1,9 @@
 package verity
 
 import (
-	"context"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -34,11 +28,21 @@ type OpenOptions struct {
 // are returned. A read of a corrupted block fails with a
 // *merkle.CorruptionError (errors.Is ErrCorrupt). Safe for concurrent use.
 type Reader struct {
-	*merkle.Reader
+	r        *merkle.Reader
 	geometry *merkle.Geometry
 	src      *Source
 	hash     *os.File
 }
+
+// ReadAt reads len(p) bytes of the data at off (io.ReaderAt), each block
+// checked against the tree before any of its bytes are returned; past Size
+// it returns io.EOF. On failure n counts the verified bytes before the
+// first block that failed, and err is that block's failure (see
+// merkle.Reader.ReadAt).
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.r.ReadAt(p, off) }
+
+// Size is the size of the data the tree covers, in bytes.
+func (r *Reader) Size() int64 { return r.r.Size() }
 
 // Geometry is the tree the Reader checks against.
 func (r *Reader) Geometry() *merkle.Geometry { return r.geometry }
@@ -119,52 +123,8 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	if err != nil {
 		return fail(errorf(KindParam, "", "%v", err))
 	}
-	r.Reader, r.geometry = mr, g
+	r.r, r.geometry = mr, g
 	return r, nil
-}
-
-// maxRootHashFile bounds what is read of a root hash file: a root hash is
-// at most 128 hex digits, and room is left for spaces and a newline.
-const maxRootHashFile = 4096
-
-// ReadRootHashFile reads a root hash written in hex (as veritygen
-// --root-hash-file writes it; spaces and newlines around it are ignored)
-// from path, which may be a pipe or a FIFO (bash's <(...)): the wait for
-// its writer ends when ctx does (with ctx's error). A file of more than
-// 4 KiB is refused unread: no root hash is that long.
-func ReadRootHashFile(ctx context.Context, path string) ([]byte, error) {
-	b, err := readSmallFile(ctx, "--root-hash-file", path, maxRootHashFile)
-	if errors.Is(err, safefile.ErrTooLarge) {
-		return nil, errorf(KindInput, "the file holds the root hash in hex, as veritygen --root-hash-file writes it",
-			"--root-hash-file %s is larger than any root hash (more than %d bytes): is it the right file?", path, maxRootHashFile)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ParseRootHash("root hash in "+path, strings.TrimSpace(string(b)))
-}
-
-// ParseRootHash decodes a root hash given in hex; what names it in errors
-// (e.g. "--root-hash").
-func ParseRootHash(what, text string) ([]byte, error) {
-	const hint = "the root hash is the hex string veritygen prints as \"Root hash\""
-	root, err := hex.DecodeString(text)
-	if err != nil {
-		var ie hex.InvalidByteError
-		switch {
-		case errors.As(err, &ie):
-			err = fmt.Errorf("%s %q is not hexadecimal: bad character %q", what, text, rune(ie))
-		case errors.Is(err, hex.ErrLength):
-			err = fmt.Errorf("%s %q has an odd number of hex digits", what, text)
-		default:
-			err = fmt.Errorf("%s %q: %v", what, text, err)
-		}
-		return nil, &Error{Kind: KindInput, Err: err, Hint: hint}
-	}
-	if len(root) == 0 {
-		return nil, errorf(KindInput, "", "%s is empty", what)
-	}
-	return root, nil
 }
 
 var _ io.ReaderAt = (*Reader)(nil)

@@ -59,7 +59,7 @@ func (w *formatOutputs) open(l *Layout, opts *FormatOptions) error {
 	case fl.InData:
 		w.fec, err = openInPlace(l.DataPath, "DATA")
 	default:
-		w.fec, err = w.openFile(fl.Path, "FEC device", fl.existing, fl.Offset, opts.Note)
+		w.fec, err = w.openFile(fl.Path, "FEC device", l.fecFile, fl.Offset, opts.Note)
 	}
 	if err != nil {
 		return err

@@ -153,7 +153,7 @@ func (l *Layout) userByteIn(ctx context.Context, w *writtenFile, src *Source, fr
 	prove := func(e extent) {
 		ours = append(ours, e)
 		if w.parity {
-			ours = append(ours, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()})
+			ours = append(ours, extent{fl.Offset, fl.Offset + fl.Size})
 		}
 	}
 	proven := false
@@ -219,7 +219,7 @@ func firstTreeBlockMatches(g *merkle.Geometry, src *Source, hash *os.File) bool 
 		if _, err := src.ReadAt(block, int64(i)*int64(g.DataBlockSize)); err != nil {
 			return false
 		}
-		copy(want[i*uint64(g.DigestSlot):], digest(g.Hash, g.Format, g.Salt, block))
+		copy(want[i*uint64(g.DigestSlot):], digest(g.Hash, g.Format(), g.Salt, block))
 	}
 	return bytes.Equal(have, want)
 }
@@ -238,7 +238,7 @@ func treeVerifies(ctx context.Context, g *merkle.Geometry, src *Source, hash *os
 	if _, err := hash.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
 		return false
 	}
-	root := digest(g.Hash, g.Format, g.Salt, top)
+	root := digest(g.Hash, g.Format(), g.Salt, top)
 	rep, err := merkle.Verify(ctx, g, src, hash, root, &merkle.VerifyOptions{Jobs: jobs, MaxProblems: 1,
 		Runs: src.Runs(g.DataBlockSize, g.DataBlocks)})
 	return err == nil && rep.CorruptHashBlocks == 0 && rep.CorruptHeaderBytes == 0 && rep.CorruptDataBlocks < g.DataBlocks
@@ -299,7 +299,7 @@ func (l *Layout) checkWrittenTails(ctx context.Context, opts *FormatOptions, src
 // be written over there.
 func (l *Layout) checkKeptFEC(ctx context.Context, src *Source, jobs int) error {
 	fl := l.FEC
-	if fl == nil || fl.InHash || fl.InData || fl.existing == nil || fl.Offset == 0 || !fl.existing.Mode().IsRegular() {
+	if fl == nil || l.fecFile == nil || fl.Offset == 0 || !l.fecFile.Mode().IsRegular() {
 		return nil
 	}
 	f, err := os.Open(fl.Path)
@@ -307,7 +307,7 @@ func (l *Layout) checkKeptFEC(ctx context.Context, src *Source, jobs int) error 
 		return errorf(KindIO, "", "cannot open FormatOptions.FECDevice %s: %w", fl.Path, unwrapPath(err))
 	}
 	defer f.Close()
-	off, found, err := firstUserByte(ctx, f, fl.Offset, fl.Offset+fl.Params.ParitySize(), nil)
+	off, found, err := firstUserByte(ctx, f, fl.Offset, fl.Offset+fl.Size, nil)
 	if err == nil && found && l.parityInPlace(ctx, src, f, jobs) {
 		return nil
 	}
@@ -340,12 +340,12 @@ func (l *Layout) parityInPlace(ctx context.Context, src *Source, f *os.File, job
 	if err != nil {
 		return false
 	}
-	fp, err := FECParams(g, fl.Roots, uint64(size))
+	fp, err := fecParams(g, fl.Roots, uint64(size))
 	if err != nil {
 		return false
 	}
 	c := &parityComparer{f: f}
-	err = fec.Encode(ctx, fp, FECMessage(g, fp, src, hash), c, int64(fl.Offset), jobs)
+	err = fec.Encode(ctx, fp, fecMessage(g, fp, src, hash), c, int64(fl.Offset), jobs)
 	return errors.Is(err, errParityMatch)
 }
 
@@ -393,7 +393,7 @@ func (l *Layout) checkKeptHash(ctx context.Context, src *Source, jobs int) error
 	w := &writtenFile{f: f, tree: true, parity: fl != nil && fl.InHash}
 	areas := []extent{{g.HashOffset, g.HashEnd()}}
 	if w.parity {
-		areas = append(areas, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()})
+		areas = append(areas, extent{fl.Offset, fl.Offset + fl.Size})
 	}
 	for _, a := range areas {
 		off, found, err := l.userByteIn(ctx, w, src, a.from, a.to, jobs)
@@ -470,7 +470,7 @@ func (l *Layout) checkLoopOverlap(dataInfo fs.FileInfo) error {
 	}
 	outputs := []output{{"HASH", l.HashPath, l.hashInfo, extent{g.HashOffset, l.HashOutputEnd}}}
 	if fl != nil && !fl.InHash && !fl.InData {
-		outputs = append(outputs, output{"FormatOptions.FECDevice", fl.Path, fl.existing, extent{fl.Offset, fl.Offset + fl.Params.ParitySize()}})
+		outputs = append(outputs, output{"FormatOptions.FECDevice", fl.Path, l.fecFile, extent{fl.Offset, fl.Offset + fl.Size}})
 	}
 	for _, o := range outputs {
 		if o.info == nil {

@@ -122,8 +122,8 @@ func TestFormatInDataOwnBytes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if res.Geometry.DataBlocks != offset/4096 {
-			t.Fatalf("%s: %d data blocks, want the %d before the offset", what, res.Geometry.DataBlocks, offset/4096)
+		if res.Layout.Geometry.DataBlocks != offset/4096 {
+			t.Fatalf("%s: %d data blocks, want the %d before the offset", what, res.Layout.Geometry.DataBlocks, offset/4096)
 		}
 		if !bytes.Equal(fmtRead(t, data)[:offset], head) {
 			t.Fatalf("%s: the data changed", what)
@@ -310,7 +310,7 @@ func TestFormatInPlaceWholeDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := res.Geometry; g.DataBlocks != 350 || g.HashOffset != 1433600 || !res.TreeInData {
+	if g := res.Layout.Geometry; g.DataBlocks != 350 || g.HashOffset != 1433600 || !res.Layout.TreeInData {
 		t.Errorf("layout %+v", g.Params)
 	}
 }

@@ -16,38 +16,18 @@ import (
 	"github.com/veritytree/veritytree/merkle"
 )
 
-// FEC is error-correction parity, as veritygen --fec-device or
-// veritysetup format --fec-device wrote it, for PlanRepair.
-type FEC struct {
-	// Parity reads the parity from its first byte.
-	Parity io.ReaderAt
-	// Roots is the number of parity bytes per 255-byte codeword it was
-	// made with (veritysetup's --fec-roots); 0 means 2, veritysetup's
-	// default.
-	Roots int
-	// HashEnd is where the part of the hash device that the parity covers
-	// ends: the FEC offset when the parity is in the hash device itself,
-	// else the hash device's size (as veritysetup computes it).
-	HashEnd uint64
-}
-
-// fecSetup is the parity and what it covers.
+// fecSetup is the parity open for reading, and what it covers.
 type fecSetup struct {
-	path   string   // "" when not a file
-	f      *os.File // nil when not a file
-	roots  int
-	offset uint64
-	p      fec.Params
-	parity io.ReaderAt
-	// inHash: the parity is in the hash device past the tree; inData: in
-	// the data device, past the data, while the tree is elsewhere.
-	inHash, inData bool
+	FECInfo
+	p      fec.Params  // the Reed-Solomon parameters of FECInfo
+	parity io.ReaderAt // the parity, from its first byte
+	f      *os.File    // the file it is in, nil when not a file
 }
 
 // info describes the parity as Table and the reports take it.
 func (s *fecSetup) info() *FECInfo {
-	return &FECInfo{Device: s.path, Roots: s.roots, Blocks: s.p.Blocks, ParityBlocks: s.p.ParityBlocks(),
-		Offset: s.offset, Start: s.offset / uint64(s.p.BlockSize), Size: s.p.ParitySize(), InHash: s.inHash, InData: s.inData}
+	i := s.FECInfo
+	return &i
 }
 
 func (s *fecSetup) close() {
@@ -291,10 +271,16 @@ type RepairOptions struct {
 // Wrong parity or parameters can only end in blocks that cannot be
 // recovered (RepairPlan.Lost), never in a wrong block being kept.
 //
+// f describes the parity (DescribeFEC, or Format's FormatResult.FEC, gives
+// it); PlanRepair reads its Roots (0 means 2, veritysetup's default),
+// Blocks (the message blocks, the table's fec_blocks: fec.MessageBlocks
+// gives them) and Offset. parity reads the file or device the parity is
+// in, the parity from byte f.Offset.
+//
 // It returns the verification's report (with the blocks found under
 // rebuilt hash blocks counted, Problems capped at 100) and, when something
 // is corrupted, the plan, which the caller closes; Apply writes it.
-func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt, root []byte, parity FEC, opts *RepairOptions) (*RepairPlan, *merkle.VerifyReport, error) {
+func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt, root []byte, f *FECInfo, parity io.ReaderAt, opts *RepairOptions) (*RepairPlan, *merkle.VerifyReport, error) {
 	if opts == nil {
 		opts = &RepairOptions{}
 	}
@@ -305,21 +291,15 @@ func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt,
 	if len(root) != g.DigestSize {
 		return nil, nil, paramErrorf("root", "", "the root hash is %d bytes, but %s digests are %d bytes", len(root), g.Hash.Name(), g.DigestSize)
 	}
-	roots := parity.Roots
-	if roots == 0 {
-		roots = fec.DefaultRoots
+	if f == nil || parity == nil {
+		return nil, nil, paramErrorf("parity", "", "no parity to repair from")
 	}
-	if roots < fec.MinRoots || roots > fec.MaxRoots {
-		return nil, nil, paramErrorf("Roots", "", "RepairOptions.Roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
-	}
-	if parity.Parity == nil {
-		return nil, nil, paramErrorf("Parity", "", "no parity to repair from")
-	}
-	p, err := FECParams(g, roots, parity.HashEnd)
+	p, err := repairParams(g, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &fecSetup{roots: roots, p: p, parity: parity.Parity}
+	s := &fecSetup{FECInfo: *f, p: p, parity: io.NewSectionReader(parity, int64(f.Offset), int64(p.ParitySize()))}
+	s.Roots = p.Roots
 	var problems []*merkle.CorruptionError
 	rep, marks, err := verifyMarked(ctx, g, s, data, hash, root, &merkle.VerifyOptions{Jobs: jobs}, func(pr *merkle.CorruptionError) {
 		if len(problems) < 100 {
@@ -340,6 +320,35 @@ func PlanRepair(ctx context.Context, g *merkle.Geometry, data, hash io.ReaderAt,
 	}
 	rp.updateReport(rep)
 	return rp, rep, nil
+}
+
+// repairParams checks the parity f describes against the tree g, as
+// PlanRepair takes it, and returns its parameters.
+func repairParams(g *merkle.Geometry, f *FECInfo) (fec.Params, error) {
+	roots := f.Roots
+	if roots == 0 {
+		roots = fec.DefaultRoots
+	}
+	if roots < fec.MinRoots || roots > fec.MaxRoots {
+		return fec.Params{}, paramErrorf("Roots", "", "FECInfo.Roots %d is not from %d to %d", roots, fec.MinRoots, fec.MaxRoots)
+	}
+	// fecParams checks the block sizes and gives the fewest blocks the
+	// parity may cover: the data and the tree.
+	least, err := fecParams(g, roots, g.HashEnd())
+	if err != nil {
+		return fec.Params{}, err
+	}
+	if f.Blocks < least.Blocks {
+		return fec.Params{}, paramErrorf("Blocks", "", "FECInfo.Blocks %d does not cover the data and the tree, %d blocks", f.Blocks, least.Blocks)
+	}
+	p := fec.Params{Roots: roots, BlockSize: g.DataBlockSize, Blocks: f.Blocks}
+	if err := p.Validate(); err != nil {
+		return fec.Params{}, &Error{Kind: KindParam, Field: "Blocks", Err: err}
+	}
+	if f.Offset > maxFileOffset-p.ParitySize() {
+		return fec.Params{}, paramErrorf("Offset", "", "FECInfo.Offset %d is too large: the parity would end past byte %d", f.Offset, uint64(maxFileOffset))
+	}
+	return p, nil
 }
 
 // Close releases the temporary file holding rebuilt blocks, if any.

@@ -75,7 +75,7 @@ func planRepair(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, hash
 		copy(rp.header, merkle.EncodeSuperblock(g))
 		rp.headerBytes = rep.CorruptHeaderBytes
 	}
-	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: FECMessage(g, s.p, data, hash), root: root, jobs: jobs,
+	rr := &repairer{ctx: ctx, g: g, s: s, data: data, hash: hash, msg: fecMessage(g, s.p, data, hash), root: root, jobs: jobs,
 		marks: marks, rebuilt: newBlockStore(g.DataBlockSize, rebuildBudget), roundReason: map[uint64]string{},
 		progress: progress, toSettle: rep.CorruptDataBlocks + rep.CorruptHashBlocks}
 	rp.store, rp.marks, rp.s, rp.g = rr.rebuilt, marks, s, g
@@ -295,8 +295,8 @@ const runWorkBytes = 512 << 10
 // root (fec's erasure solvers).
 func (rr *repairer) runWork(j *roundJob) int {
 	work := j.bad * rr.g.DataBlockSize
-	if j.bad > 0 && j.bad <= rr.s.roots {
-		work += 2 * rr.s.roots * 6 << 10
+	if j.bad > 0 && j.bad <= rr.s.Roots {
+		work += 2 * rr.s.Roots * 6 << 10
 	}
 	return work
 }
@@ -420,7 +420,7 @@ func (rr *repairer) decodeAll(list []*roundJob) error {
 	}
 	wg.Wait()
 	if first != nil && !errors.Is(first, context.Canceled) {
-		return fmt.Errorf("reading the FEC message or the parity in %s: %w", rr.s.path, first)
+		return fmt.Errorf("reading the FEC message or the parity in %s: %w", rr.s.Path, first)
 	}
 	return first
 }
@@ -467,7 +467,7 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 	g := rr.g
 	digest := make([]byte, g.DigestSlot)
 	for st := fec.EraseSuspects; st <= fec.ErrorsOnly; st++ {
-		if st > fec.EraseSuspects && res.Same(rr.s.roots, st) {
+		if st > fec.EraseSuspects && res.Same(rr.s.Roots, st) {
 			continue // would decode the same
 		}
 		if st > fec.EraseSuspects {
@@ -518,7 +518,7 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 // gives back what is on the disk.
 func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWhy {
 	r, _ := rr.s.p.Round(m)
-	roots := rr.s.roots
+	roots := rr.s.Roots
 	ref := rr.s.locate(rr.g, m)
 	switch {
 	case res.Failed > 0 && res.Bad > roots:

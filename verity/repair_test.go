@@ -175,7 +175,7 @@ func TestRepairSuspects(t *testing.T) {
 	// The marks: a child matching the corrupted parent's digest is intact,
 	// one that does not is a suspect (fec.Unknown), until the parent is
 	// rebuilt.
-	rr := &repairer{g: f.g, s: &fecSetup{p: f.p, roots: 2}, hash: bytes.NewReader(f.hash), data: bytes.NewReader(f.data),
+	rr := &repairer{g: f.g, s: &fecSetup{p: f.p, FECInfo: FECInfo{Roots: 2}}, hash: bytes.NewReader(f.hash), data: bytes.NewReader(f.data),
 		marks: newBlockMarks(f.g, &fecSetup{p: f.p})}
 	h := f.msg(0, 0)
 	rr.marks.set(h, markBad)
@@ -268,10 +268,43 @@ func TestPlanRepairIntact(t *testing.T) {
 	if rp != nil || !rep.OK() {
 		t.Errorf("plan %v, report %+v", rp, rep)
 	}
-	_, _, err := PlanRepair(t.Context(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root, FEC{Roots: 2}, nil)
+	_, _, err := PlanRepair(t.Context(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root, &FECInfo{Roots: 2}, nil, nil)
 	if !errors.Is(err, ErrParam) {
 		t.Errorf("no parity: %v", err)
 	}
 }
 
 var _ io.WriterAt = (*recorder)(nil)
+
+// TestPlanRepairFECInfo: PlanRepair reads the parity at FECInfo.Offset of
+// the device it is given, as DescribeFEC describes it, and refuses a
+// description that cannot be the parity of the tree.
+func TestPlanRepairFECInfo(t *testing.T) {
+	orig := newFixture(t, 64, 512, 2, 19)
+	f := orig.clone()
+	f.corrupt(merkle.DataLevel, 3, 0)
+	const at = 7 * 512
+	device := append(bytes.Repeat([]byte{0xee}, at), f.parity...)
+	rp, rep, err := PlanRepair(t.Context(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root,
+		&FECInfo{Roots: f.roots, Blocks: f.p.Blocks, Offset: at}, bytes.NewReader(device), nil)
+	if err != nil || rp == nil || !rp.Whole() || rp.RebuiltCount() != 1 || rep.CorruptDataBlocks != 1 {
+		t.Fatalf("parity at an offset: plan %+v, report %+v, %v", rp, rep, err)
+	}
+	rp.Close()
+
+	for _, c := range []struct {
+		name  string
+		info  FECInfo
+		field string
+	}{
+		{"too few blocks for the tree", FECInfo{Roots: f.roots, Blocks: f.g.DataBlocks}, "Blocks"},
+		{"roots out of range", FECInfo{Roots: 30, Blocks: f.p.Blocks}, "Roots"},
+		{"offset past any file", FECInfo{Roots: f.roots, Blocks: f.p.Blocks, Offset: 1 << 63}, "Offset"},
+	} {
+		_, _, err := PlanRepair(t.Context(), f.g, bytes.NewReader(f.data), bytes.NewReader(f.hash), f.root, &c.info, bytes.NewReader(device), nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindParam || e.Field != c.field {
+			t.Errorf("%s: %v, want a KindParam error about %s", c.name, err, c.field)
+		}
+	}
+}

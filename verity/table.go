@@ -55,30 +55,6 @@ type TableOptions struct {
 	RootHashSigKey string
 }
 
-// FECInfo is where the error-correction parity of a tree is and what it
-// covers, as the table's FEC arguments and veritysetup's report need it.
-type FECInfo struct {
-	// Device is the file the parity was written to.
-	Device string
-	// Roots is the number of parity bytes per 255-byte codeword.
-	Roots int
-	// Blocks is the number of message blocks covered (data, then the hash
-	// device from the tree on): the table's fec_blocks.
-	Blocks uint64
-	// ParityBlocks is the number of parity blocks (veritysetup's "FEC
-	// blocks").
-	ParityBlocks uint64
-	// Offset is the parity's byte offset in Device; Start the same in
-	// blocks, the table's fec_start.
-	Offset, Start uint64
-	// Size is the parity's size in bytes.
-	Size uint64
-	// InHash: the parity is in the hash device (or, when the tree is in
-	// DATA, in DATA) past the tree. InData: in DATA while the tree is in
-	// a file of its own.
-	InHash, InData bool
-}
-
 // BootParams are a dm-verity table line and the two boot arguments that
 // load it at boot.
 type BootParams struct {
@@ -242,7 +218,7 @@ func verityTable(g *merkle.Geometry, root []byte, o *TableOptions, f *FECInfo) s
 	if len(g.Salt) > 0 {
 		salt = hex.EncodeToString(g.Salt)
 	}
-	t := fmt.Sprintf("%d %s %s %d %d %d %d %s %x %s", g.Format, o.DataDevice, o.HashDevice, g.DataBlockSize, g.HashBlockSize,
+	t := fmt.Sprintf("%d %s %s %d %d %d %d %s %x %s", g.Format(), o.DataDevice, o.HashDevice, g.DataBlockSize, g.HashBlockSize,
 		g.DataBlocks, g.HashStartBlock, g.Hash.Name(), root, salt)
 	if len(opts) > 0 {
 		t += fmt.Sprintf(" %d %s", len(opts), strings.Join(opts, " "))

@@ -30,7 +30,7 @@ func TestDMTableLine(t *testing.T) {
 		{"512-byte blocks, an odd count", tblGeometry(t, 12345, func(p *merkle.Params) { p.DataBlockSize, p.HashBlockSize = 512, 512 }), nil,
 			TableOptions{IgnoreZeroBlocks: true}},
 		{"64 KiB blocks, format 0, sha1", tblGeometry(t, 3, func(p *merkle.Params) {
-			p.DataBlockSize, p.HashBlockSize, p.Format, p.Hash, p.Superblock = 65536, 65536, 0, hashes.SHA1, false
+			p.DataBlockSize, p.HashBlockSize, p.LegacyFormat, p.Hash, p.Superblock = 65536, 65536, true, hashes.SHA1, false
 		}), nil, TableOptions{OnCorruption: PanicOnCorruption, CheckAtMostOnce: true}},
 		{"FEC and a signature key", tblGeometry(t, 960, nil), fecInfo,
 			TableOptions{FECDevice: "/dev/sdc", RootHashSigKey: "veritykey", UseTasklets: true, OnCorruption: RestartOnCorruption}},
@@ -62,7 +62,7 @@ func TestDMTableLine(t *testing.T) {
 			t.Errorf("%s: %+v from DMTable, %+v (%v) from Table", c.name, whole, params, err)
 		}
 		if whole.DataBlocks != c.g.DataBlocks || whole.DataBlockSize != c.g.DataBlockSize || whole.HashStartBlock != c.g.HashStartBlock ||
-			whole.Hash != c.g.Hash.Name() || whole.Format != int(c.g.Format) || fmt.Sprintf("%x", whole.RootHash) != fmt.Sprintf("%x", root) ||
+			whole.Hash != c.g.Hash.Name() || whole.Format != int(c.g.Format()) || fmt.Sprintf("%x", whole.RootHash) != fmt.Sprintf("%x", root) ||
 			whole.DataDevice != "/dev/sda1" || whole.HashDevice != "8:2" {
 			t.Errorf("%s: %+v does not describe the tree %+v", c.name, whole, c.g)
 		}

@@ -17,7 +17,7 @@ import (
 // tblGeometry is a 4096/4096 sha256 tree of blocks blocks.
 func tblGeometry(t *testing.T, blocks uint64, mod func(*merkle.Params)) *merkle.Geometry {
 	t.Helper()
-	p := merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{0xab, 0xcd}, DataBlockSize: 4096, HashBlockSize: 4096,
+	p := merkle.Params{Hash: hashes.SHA256, Salt: []byte{0xab, 0xcd}, DataBlockSize: 4096, HashBlockSize: 4096,
 		DataBlocks: blocks, Superblock: true}
 	if mod != nil {
 		mod(&p)
@@ -46,7 +46,7 @@ func TestTableFormat(t *testing.T) {
 		{"plain", tblGeometry(t, 2048, nil), TableOptions{}, nil,
 			"1 /dev/sda1 /dev/sda2 4096 4096 2048 1 sha256 " + rootHex + " abcd"},
 		{"no superblock, offset, no salt, format 0", tblGeometry(t, 100, func(p *merkle.Params) {
-			p.Superblock, p.HashOffset, p.Salt, p.Format, p.Hash = false, 1<<20, nil, 0, hashes.SHA1
+			p.Superblock, p.HashOffset, p.Salt, p.LegacyFormat, p.Hash = false, 1<<20, nil, true, hashes.SHA1
 			p.DataBlockSize, p.HashBlockSize = 512, 1024
 		}), TableOptions{}, nil, "0 /dev/sda1 /dev/sda2 512 1024 100 1024 sha1 " + rootHex + " -"},
 		{"superblock past an offset", tblGeometry(t, 7, func(p *merkle.Params) { p.HashOffset = 8192 + 512 }), TableOptions{}, nil,

@@ -52,10 +52,12 @@ type TreeOptions struct {
 // 2^63 (offsets are int64).
 const maxFileOffset = 1<<63 - 1
 
-// params checks the options that need no file and returns the parameters
-// they give, defaults filled in. DataBlocks stays 0 when not given; Salt
-// and UUID stay nil when not given (see fillRandom).
-func (t *TreeOptions) params() (merkle.Params, error) {
+// Params checks the options that need no file and returns the tree
+// parameters they give, defaults filled in: the one conversion from
+// TreeOptions to merkle.Params. DataBlocks stays 0 when not given (the
+// data decides it); Salt stays nil and UUID zero when not given (Format
+// draws them at random).
+func (t *TreeOptions) Params() (merkle.Params, error) {
 	var p merkle.Params
 	name := t.Hash
 	if name == "" {
@@ -69,9 +71,7 @@ func (t *TreeOptions) params() (merkle.Params, error) {
 	if n := strings.ToLower(name); n != alg.Name() {
 		p.HashName = n // another of veritysetup's spellings, which the superblock keeps
 	}
-	if !t.LegacyFormat {
-		p.Format = 1
-	}
+	p.LegacyFormat = t.LegacyFormat
 	if len(t.Salt) > merkle.MaxSaltSize {
 		return p, paramErrorf("Salt", "", "salt is %d bytes; at most %d are allowed", len(t.Salt), merkle.MaxSaltSize)
 	}

@@ -408,7 +408,7 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 	}
 	if o.NoSuperblock {
 		var err error
-		if p, err = o.params(); err != nil {
+		if p, err = o.Params(); err != nil {
 			return p, err
 		}
 		if o.Salt == nil {
@@ -520,7 +520,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 		if !g.Superblock {
 			// Smaller hash blocks, or another algorithm, make a smaller
 			// tree: the top block may say which.
-			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.Format == 0, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
+			given := TreeOptions{Hash: g.Hash.Name(), LegacyFormat: g.LegacyFormat, Salt: g.Salt, DataBlockSize: g.DataBlockSize,
 				HashBlockSize: g.HashBlockSize, DataBlocks: givenBlocks, HashOffset: g.HashOffset, NoSuperblock: true}
 			dataAvail := uint64(dataSize)
 			if inPlace {
@@ -552,7 +552,7 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	if err != nil {
 		return nil, err
 	}
-	s := &fecSetup{path: o.FECDevice, f: f, roots: o.fecRoots(), offset: o.FECOffset}
+	path, roots, offset := o.FECDevice, o.fecRoots(), o.FECOffset
 	fail := func(err error) (*fecSetup, error) {
 		f.Close()
 		return nil, err
@@ -569,37 +569,37 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	// As veritysetup computes it: the message covers the hash device up to
 	// the parity when the parity is in it, else up to its end.
 	hashEnd := uint64(hashSize)
+	var inHash, inData bool
 	switch {
 	case sameDevice(info, hashInfo):
-		hashEnd, s.inHash = s.offset, true
-		if s.offset < g.HashEnd() {
+		hashEnd, inHash = offset, true
+		if offset < g.HashEnd() {
 			return fail(paramErrorf("FECOffset", "the parity follows the tree: give the VerifyOptions.FECOffset it was written at",
-				"VerifyOptions.FECOffset %d is inside the tree, which ends at byte %d of HASH %s", s.offset, g.HashEnd(), hashPath))
+				"VerifyOptions.FECOffset %d is inside the tree, which ends at byte %d of HASH %s", offset, g.HashEnd(), hashPath))
 		}
 	case sameDevice(info, dataInfo):
-		s.inData = true
-		if s.offset < g.DataSize() {
+		inData = true
+		if offset < g.DataSize() {
 			return fail(paramErrorf("FECOffset", "the parity follows the data: give the VerifyOptions.FECOffset it was written at",
-				"VerifyOptions.FECOffset %d is inside the data, which ends at byte %d of DATA", s.offset, g.DataSize()))
+				"VerifyOptions.FECOffset %d is inside the data, which ends at byte %d of DATA", offset, g.DataSize()))
 		}
 	}
-	p, err := FECParams(g, s.roots, hashEnd)
+	p, err := fecParams(g, roots, hashEnd)
 	switch {
 	// In HASH, the parity covers HASH up to the offset: too large an
 	// offset is too large a message.
-	case err != nil && hashEnd == s.offset, err == nil && s.offset+p.ParitySize() > maxFileOffset:
-		return fail(fecOffsetTooLarge("VerifyOptions", s.offset))
+	case err != nil && hashEnd == offset, err == nil && offset+p.ParitySize() > maxFileOffset:
+		return fail(fecOffsetTooLarge("VerifyOptions", offset))
 	case err != nil:
 		return fail(err)
 	}
-	s.p = p
-	if end := s.offset + p.ParitySize(); end > uint64(size) {
+	if end := offset + p.ParitySize(); end > uint64(size) {
 		return fail(errorf(KindInput, "give the VerifyOptions.FECRoots and VerifyOptions.FECOffset the parity was made with",
 			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset, or a truncated file?",
-			s.path, size, p.Blocks, s.roots, p.ParitySize(), s.offset, end))
+			path, size, p.Blocks, roots, p.ParitySize(), offset, end))
 	}
-	s.parity = io.NewSectionReader(r, int64(s.offset), int64(p.ParitySize()))
-	return s, nil
+	return &fecSetup{FECInfo: *newFECInfo(path, offset, p, inHash, inData), p: p, f: f,
+		parity: io.NewSectionReader(r, int64(offset), int64(p.ParitySize()))}, nil
 }
 
 // verifyTree is merkle.Verify; tests wrap it to see the options given.

@@ -209,7 +209,7 @@ func buildTestTree(t *testing.T, dataPath, hashPath string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Format: 1, Salt: []byte{1, 2}, DataBlockSize: 4096, HashBlockSize: 4096,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: hashes.SHA256, Salt: []byte{1, 2}, DataBlockSize: 4096, HashBlockSize: 4096,
 		DataBlocks: uint64(info.Size()) / 4096, Superblock: true})
 	if err != nil {
 		t.Fatal(err)

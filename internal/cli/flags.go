@@ -7,6 +7,7 @@ import (
 
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/merkle"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // TreeFlags are the tree-parameter flags, with veritysetup's names and
@@ -66,64 +67,64 @@ func (t *TreeFlags) register(fs *pflag.FlagSet, check bool) {
 // Changed reports whether the named flag was given.
 func (t *TreeFlags) Changed(name string) bool { return t.fs.Changed(name) }
 
-// Params checks the flags that need no file and returns the parameters
-// they give. DataBlocks is left for the caller when --data-blocks is absent;
-// Salt and UUID are left empty when not given.
-func (t *TreeFlags) Params() (merkle.Params, error) {
-	var p merkle.Params
-	alg, err := hashes.Lookup(t.Hash)
-	if err != nil {
-		return p, WithHint(err, "choose one with --hash (or -h, as in veritysetup), e.g. --hash=sha256; for help: --help")
+// Options checks the flags that need no file and returns the library's
+// tree options they give: the one conversion from the flags (the
+// library's TreeOptions.Params goes on to merkle.Params). Hash is the
+// name as given (the superblock keeps its spelling); DataBlocks is 0 when
+// --data-blocks is absent, Salt and UUID nil when not given.
+func (t *TreeFlags) Options() (verity.TreeOptions, error) {
+	var o verity.TreeOptions
+	if _, err := hashes.Lookup(t.Hash); err != nil {
+		return o, WithHint(err, "choose one with --hash (or -h, as in veritysetup), e.g. --hash=sha256; for help: --help")
 	}
-	p.Hash = alg
+	o.Hash = t.Hash
 	if t.Format != 0 && t.Format != 1 {
-		return p, Errorf("use --format=1 (the default) or --format=0 for Chrome OS trees", "--format %d is not 0 or 1", t.Format)
+		return o, Errorf("use --format=1 (the default) or --format=0 for Chrome OS trees", "--format %d is not 0 or 1", t.Format)
 	}
-	p.Format = t.Format
+	o.LegacyFormat = t.Format == 0
 	if t.Changed("salt") && t.Salt != "-" {
 		salt, err := ParseHex("salt", t.Salt)
 		if err != nil {
-			return p, WithHint(err, "give the salt as hex digits, e.g. --salt=4f2a..., or --salt=- for none")
+			return o, WithHint(err, "give the salt as hex digits, e.g. --salt=4f2a..., or --salt=- for none")
 		}
 		if len(salt) > merkle.MaxSaltSize {
-			return p, Errorf("", "salt is %d bytes; at most %d are allowed", len(salt), merkle.MaxSaltSize)
+			return o, Errorf("", "salt is %d bytes; at most %d are allowed", len(salt), merkle.MaxSaltSize)
 		}
-		p.Salt = salt
+		o.Salt = salt
 	}
 	if t.Changed("salt") && t.Salt == "-" {
-		p.Salt = []byte{}
+		o.Salt = []byte{}
 	}
 	if t.Changed("uuid") {
 		u, err := ParseUUID(t.UUID)
 		if err != nil {
-			return p, WithHint(err, "e.g. --uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033, or leave it out for a random one")
+			return o, WithHint(err, "e.g. --uuid=a60c98d2-ae9b-4865-bfcb-b4e3ace11033, or leave it out for a random one")
 		}
-		p.UUID = u
+		o.UUID = &u
 	}
 	for _, bs := range []struct {
 		flag string
 		v    int
 	}{{"data-block-size", t.DataBlockSize}, {"hash-block-size", t.HashBlockSize}} {
 		if err := merkle.CheckBlockSize(bs.v); err != nil {
-			return p, Errorf(fmt.Sprintf("e.g. --%s=4096", bs.flag), "--%s: %v", bs.flag, err)
+			return o, Errorf(fmt.Sprintf("e.g. --%s=4096", bs.flag), "--%s: %v", bs.flag, err)
 		}
 	}
-	p.DataBlockSize = t.DataBlockSize
-	p.HashBlockSize = t.HashBlockSize
+	o.DataBlockSize, o.HashBlockSize = t.DataBlockSize, t.HashBlockSize
 	if t.Changed("data-blocks") && t.DataBlocks == 0 {
-		return p, Errorf("leave --data-blocks out to cover every whole block of DATA", "--data-blocks must be at least 1")
+		return o, Errorf("leave --data-blocks out to cover every whole block of DATA", "--data-blocks must be at least 1")
 	}
-	p.DataBlocks = t.DataBlocks
-	p.HashOffset = t.HashOffset
-	p.Superblock = !t.NoSuperblock
-	if err := CheckHashOffset(p.HashOffset, p.HashBlockSize); err != nil {
-		return p, err
+	o.DataBlocks = t.DataBlocks
+	o.HashOffset = t.HashOffset
+	o.NoSuperblock = t.NoSuperblock
+	if err := CheckHashOffset(o.HashOffset, o.HashBlockSize); err != nil {
+		return o, err
 	}
-	if !p.Superblock && p.HashOffset%uint64(p.HashBlockSize) != 0 {
-		return p, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, uint64(p.HashBlockSize))),
-			"--hash-offset %d is not a multiple of the hash block size %d, which a tree without superblock needs", p.HashOffset, p.HashBlockSize)
+	if o.NoSuperblock && o.HashOffset%uint64(o.HashBlockSize) != 0 {
+		return o, Errorf(fmt.Sprintf("round it up: --hash-offset=%d", roundUp(o.HashOffset, uint64(o.HashBlockSize))),
+			"--hash-offset %d is not a multiple of the hash block size %d, which a tree without superblock needs", o.HashOffset, o.HashBlockSize)
 	}
-	return p, nil
+	return o, nil
 }
 
 // CheckHashOffset checks --hash-offset for hash blocks of hbs bytes: a

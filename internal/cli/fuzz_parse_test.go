@@ -87,7 +87,7 @@ func FuzzTreeFlags(f *testing.F) {
 		if err := fs.Parse(args); err != nil {
 			return // pflag's own errors: not numbers, out of range
 		}
-		p, err := tf.Params()
+		o, err := tf.Options()
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error of more than one line: %q", err)
@@ -96,6 +96,14 @@ func FuzzTreeFlags(f *testing.F) {
 				t.Fatalf("error speaks of a negative value: %v", err)
 			}
 			return
+		}
+		// The library takes what the flags accept, and the format given.
+		p, err := o.Params()
+		if err != nil {
+			t.Fatalf("flags accepted, options refused: %v", err)
+		}
+		if p.Format() != tf.Format {
+			t.Fatalf("--format=%s gave format %d", format, p.Format())
 		}
 		if p.Hash == nil || !strings.EqualFold(p.Hash.Name(), hash) {
 			t.Fatalf("--hash=%s gave %v", hash, p.Hash)

@@ -22,7 +22,7 @@ type TreeJSON struct {
 
 // NewTreeJSON describes g; dataPath may be empty (--dump has no DATA).
 func NewTreeJSON(g *merkle.Geometry, dataPath, hashPath string) *TreeJSON {
-	t := &TreeJSON{HashAlgorithm: g.Hash.Name(), Format: g.Format, Salt: FormatSalt(g.Salt), DataBlocks: g.DataBlocks,
+	t := &TreeJSON{HashAlgorithm: g.Hash.Name(), Format: g.Format(), Salt: FormatSalt(g.Salt), DataBlocks: g.DataBlocks,
 		DataBlockSize: g.DataBlockSize, HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, HashOffset: g.HashOffset,
 		HashStartBlock: g.HashStartBlock, HashEnd: g.HashEnd(), Superblock: g.Superblock, DataFile: dataPath, HashFile: hashPath}
 	if g.Superblock {
@@ -36,7 +36,7 @@ func NewTreeJSON(g *merkle.Geometry, dataPath, hashPath string) *TreeJSON {
 // named as the superblock names it (veritysetup dump's), which may be
 // another spelling than the kernel name of --json's hash_algorithm.
 func NewHeader(g *merkle.Geometry, hashPath string) *Header {
-	h := &Header{HashFile: hashPath, HashType: g.Format, DataBlocks: g.DataBlocks, DataBlockSize: g.DataBlockSize,
+	h := &Header{HashFile: hashPath, HashType: g.Format(), DataBlocks: g.DataBlocks, DataBlockSize: g.DataBlockSize,
 		HashBlocks: g.HashBlocks, HashBlockSize: g.HashBlockSize, Algorithm: g.SuperblockHashName(), Salt: FormatSalt(g.Salt)}
 	if g.Superblock {
 		h.UUID = FormatUUID(g.UUID)

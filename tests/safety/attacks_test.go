@@ -20,9 +20,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/fecmsg"
 	"github.com/veritytree/veritytree/internal/testtool"
 	"github.com/veritytree/veritytree/merkle"
-	"github.com/veritytree/veritytree/verity"
 )
 
 type attack struct {
@@ -467,7 +467,7 @@ func fecImage(t *testing.T, d string, seed uint64) (*merkle.Geometry, fec.Params
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := verity.FECParams(g, 8, uint64(len(hash)))
+	fp, err := fecmsg.Params(g, 8, uint64(len(hash)))
 	if err != nil {
 		t.Fatal(err)
 	}

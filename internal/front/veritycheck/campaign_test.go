@@ -265,7 +265,7 @@ func TestCampaignSingleByteChanges(t *testing.T) {
 			m := campMake(t, i, rng)
 			g := m.g
 			t.Logf("%d data blocks of %d, %s format %d, %d levels %v, hash blocks of %d, salt %d bytes, hash offset %d, tree at %d",
-				g.DataBlocks, g.DataBlockSize, g.Hash.Name(), g.Format, g.Levels, g.LevelBlocks, g.HashBlockSize,
+				g.DataBlocks, g.DataBlockSize, g.Hash.Name(), g.Format(), g.Levels, g.LevelBlocks, g.HashBlockSize,
 				len(g.Salt), g.HashOffset, g.TreeOffset())
 			vcVerified(t, m.args...) // untouched, it verifies
 

@@ -46,7 +46,7 @@ func TestSparseExpansionSaid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: 1, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Salt: []byte{1}, DataBlockSize: 4096, HashBlockSize: 4096,
 		DataBlocks: blocks, Superblock: true})
 	if err != nil {
 		t.Fatal(err)

@@ -25,9 +25,9 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/fecmsg"
 	"github.com/veritytree/veritytree/internal/front/fronttest"
 	"github.com/veritytree/veritytree/merkle"
-	"github.com/veritytree/veritytree/verity"
 )
 
 // fecCase is an image with its tree and parity.
@@ -125,7 +125,7 @@ func fecMake(t *testing.T, c *fecCase, seed uint64) *fecMade {
 	}
 	salt, _ := hex.DecodeString(fecSalt)
 	uuid := [16]byte{0xa6, 0x0c, 0x98, 0xd2, 0xae, 0x9b, 0x48, 0x65, 0xbf, 0xcb, 0xb4, 0xe3, 0xac, 0xe1, 0x10, 0x33}
-	p := merkle.Params{Hash: alg, Format: c.format, Salt: salt, DataBlockSize: c.bs, HashBlockSize: c.bs,
+	p := merkle.Params{Hash: alg, LegacyFormat: c.format == 0, Salt: salt, DataBlockSize: c.bs, HashBlockSize: c.bs,
 		DataBlocks: uint64(c.blocks), Superblock: !c.noSB, UUID: uuid}
 	if c.layout == "in-image" {
 		p.HashOffset = uint64(c.blocks * c.bs)
@@ -178,7 +178,7 @@ func fecMake(t *testing.T, c *fecCase, seed uint64) *fecMade {
 		}
 		hashEnd = uint64(info.Size())
 	}
-	if m.fp, err = verity.FECParams(m.g, c.roots, hashEnd); err != nil {
+	if m.fp, err = fecmsg.Params(m.g, c.roots, hashEnd); err != nil {
 		t.Fatal(err)
 	}
 	m.sums = fecSums(t, m.dir)
@@ -209,7 +209,7 @@ func fecLibraryMake(t *testing.T, m *fecMade) string {
 	if err := hash.Truncate(int64(m.g.HashEnd())); err != nil {
 		t.Fatal(err)
 	}
-	p, err := verity.FECParams(m.g, m.c.roots, m.g.HashEnd())
+	p, err := fecmsg.Params(m.g, m.c.roots, m.g.HashEnd())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func fecLibraryMake(t *testing.T, m *fecMade) string {
 	if _, err := out.Write(make([]byte, m.c.fecOffset)); err != nil {
 		t.Fatal(err)
 	}
-	if err := fec.Encode(context.Background(), p, verity.FECMessage(m.g, p, data, hash), out, int64(m.c.fecOffset), 0); err != nil {
+	if err := fec.Encode(context.Background(), p, fecmsg.Message(m.g, p, data, hash), out, int64(m.c.fecOffset), 0); err != nil {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(root)

@@ -50,7 +50,7 @@ func fuzzImage(f *testing.F, dir string) []byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: a, Format: 1, Salt: []byte{0xfe, 0xed}, DataBlockSize: 4096, HashBlockSize: 4096,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: a, Salt: []byte{0xfe, 0xed}, DataBlockSize: 4096, HashBlockSize: 4096,
 		DataBlocks: 8, Superblock: true})
 	if err != nil {
 		f.Fatal(err)

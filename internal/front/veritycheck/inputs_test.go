@@ -34,7 +34,7 @@ func inTree(t *testing.T, dir string) (data, hash, rootHex string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: 1, Salt: []byte{1, 2, 3}, DataBlockSize: 4096,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Salt: []byte{1, 2, 3}, DataBlockSize: 4096,
 		HashBlockSize: 4096, DataBlocks: 64, Superblock: true})
 	if err != nil {
 		t.Fatal(err)

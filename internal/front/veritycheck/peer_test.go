@@ -244,7 +244,7 @@ func TestPeerBLAKE2b(t *testing.T) {
 			if tc.inPlace {
 				hash = data
 			}
-			g, err := merkle.NewGeometry(merkle.Params{Hash: alg, Format: tc.format, Salt: tc.salt, DataBlockSize: tc.dbs,
+			g, err := merkle.NewGeometry(merkle.Params{Hash: alg, LegacyFormat: tc.format == 0, Salt: tc.salt, DataBlockSize: tc.dbs,
 				HashBlockSize: tc.hbs, DataBlocks: tc.blocks, HashOffset: tc.hashOffset, Superblock: tc.sb,
 				UUID: [16]byte{1, 2, 3, 4}})
 			if err != nil {
@@ -382,7 +382,7 @@ func peerGeometry(t *testing.T, c *peerCase, hash string) *merkle.Geometry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := merkle.Params{Hash: alg, Format: c.format, DataBlockSize: dbs, HashBlockSize: hbs, DataBlocks: uint64(c.blocks),
+	p := merkle.Params{Hash: alg, LegacyFormat: c.format == 0, DataBlockSize: dbs, HashBlockSize: hbs, DataBlocks: uint64(c.blocks),
 		HashOffset: c.hashOffset, Superblock: !c.noSB}
 	if c.salt != "" && c.salt != "-" {
 		p.Salt, _ = hex.DecodeString(c.salt)
@@ -397,7 +397,7 @@ func peerGeometry(t *testing.T, c *peerCase, hash string) *merkle.Geometry {
 			p.Salt = sb.Salt
 		}
 		p.UUID = sb.UUID
-		if sb.Hash != p.Hash || sb.Format != p.Format || sb.DataBlocks != p.DataBlocks ||
+		if sb.Hash != p.Hash || sb.Format() != p.Format() || sb.DataBlocks != p.DataBlocks ||
 			sb.DataBlockSize != dbs || sb.HashBlockSize != hbs || string(sb.Salt) != string(p.Salt) {
 			t.Fatalf("veritysetup's superblock %+v does not hold the parameters given, %+v", sb, p)
 		}

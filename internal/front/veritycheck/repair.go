@@ -238,7 +238,7 @@ func toFECBlock(r verity.BlockRef, reason string) fecBlock {
 }
 
 func newRepairJSON(s *verity.FECInfo, rp *verity.RepairPlan, wrote bool, max int) *repairJSON {
-	j := &repairJSON{FECDevice: s.Device, FECRoots: s.Roots, FECOffset: s.Offset, FECBlocks: s.Blocks,
+	j := &repairJSON{FECDevice: s.Path, FECRoots: s.Roots, FECOffset: s.Offset, FECBlocks: s.Blocks,
 		FECParityBlocks: s.ParityBlocks, Repairable: rp == nil || rp.Whole(), Repaired: wrote,
 		RepairableBlocks: []fecBlock{}, UnrecoverableBlocks: []fecBlock{}}
 	if rp == nil {

@@ -337,7 +337,11 @@ func agreesWithSuperblock(o *options, hashPath string) error {
 	if err != nil {
 		return nil
 	}
-	p, err := o.tree.Params()
+	to, err := o.tree.Options()
+	if err != nil {
+		return err
+	}
+	p, err := to.Params()
 	if err != nil {
 		return err
 	}
@@ -353,8 +357,8 @@ func agreesWithSuperblock(o *options, hashPath string) error {
 		return conflict("salt", t.Salt, saltText(g.Salt))
 	case t.Changed("uuid") && p.UUID != g.UUID:
 		return conflict("uuid", t.UUID, cli.FormatUUID(g.UUID))
-	case t.Changed("format") && p.Format != g.Format:
-		return conflict("format", strconv.Itoa(p.Format), strconv.Itoa(g.Format))
+	case t.Changed("format") && p.Format() != g.Format():
+		return conflict("format", strconv.Itoa(p.Format()), strconv.Itoa(g.Format()))
 	case t.Changed("data-block-size") && p.DataBlockSize != g.DataBlockSize:
 		return conflict("data-block-size", strconv.Itoa(p.DataBlockSize), strconv.Itoa(g.DataBlockSize))
 	case t.Changed("hash-block-size") && p.HashBlockSize != g.HashBlockSize:
@@ -435,12 +439,12 @@ func rootHash(ctx context.Context, o *options, fs interface{ Changed(string) boo
 		return nil, cli.Errorf("e.g. --root-hash-file=root.hex (as written by veritygen --root-hash-file), or --root-hash=HEX",
 			"no root hash: give --root-hash or --root-hash-file")
 	case fromFile:
-		return verity.ReadRootHashFile(ctx, o.rootHashFile)
+		return cli.ReadRootHashFile(ctx, o.rootHashFile)
 	}
 	if o.rootPositional {
-		return verity.ParseRootHash("the root hash argument", o.rootHex)
+		return cli.ParseRootHash("the root hash argument", o.rootHex)
 	}
-	return verity.ParseRootHash("--root-hash", o.rootHex)
+	return cli.ParseRootHash("--root-hash", o.rootHex)
 }
 
 // result is the JSON report of a check.
@@ -497,17 +501,16 @@ func verifyOptions(o *options) (*verity.VerifyOptions, error) {
 		vo.MaxProblems = 1 // 0 would be the library's default; none is listed
 	}
 	if o.tree.NoSuperblock {
-		p, err := o.tree.Params()
+		t, err := o.tree.Options()
 		if err != nil {
 			return nil, err
 		}
-		vo.Hash, vo.LegacyFormat, vo.Salt = p.Hash.Name(), p.Format == 0, p.Salt
-		vo.DataBlockSize, vo.HashBlockSize, vo.DataBlocks = p.DataBlockSize, p.HashBlockSize, p.DataBlocks
+		vo.TreeOptions = t
 	} else if givenTreeFlags(o) {
 		// Given with a superblock, they must agree with it (a script may
 		// give the same values to veritysetup and to veritycheck):
 		// checked once the superblock is read (agreesWithSuperblock).
-		if _, err := o.tree.Params(); err != nil {
+		if _, err := o.tree.Options(); err != nil {
 			return nil, err
 		}
 	}
@@ -646,7 +649,7 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 			fmt.Fprintf(stdout, "... and %d more (%d in all; --max-problems=-1 lists all)\n", total-uint64(listed), total)
 		}
 		if rp != nil {
-			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Device)
+			printRepair(stdout, rp, res.Repaired, o.maxProblems, dataPath, hashPath, res.FEC.Path)
 		}
 		return nil
 	}
@@ -696,10 +699,10 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 	case rp.Whole() && res.DataFormat == "android-sparse":
 		// --repair refuses to write into a sparse file.
 		return cli.ExitCorrupt, cli.Errorf("--repair does not write into an Android sparse image: expand it first (simg2img) and run veritycheck --repair on the expanded image to fix "+repairCount(rp),
-			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+			"%v; the FEC parity can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Path))
 	case rp.Whole():
 		return cli.ExitCorrupt, cli.Errorf("run again with --repair to fix "+repairCount(rp),
-			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Device))
+			"%v; --repair can fix all of it: %s", summary(rep), describeRepair(rp, res.FEC.Path))
 	}
 	hint := "nothing was written"
 	if !o.repair {
@@ -712,7 +715,7 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
-		summary(rep), res.FEC.Device, describeLost(rp), lostReasons(rp))
+		summary(rep), res.FEC.Path, describeLost(rp), lostReasons(rp))
 }
 
 func toProblem(pr *merkle.CorruptionError) problem {

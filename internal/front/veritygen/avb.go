@@ -240,7 +240,7 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 		return nil, cli.Errorf("add --fec to append error correction after the tree", "--fec-roots needs --fec")
 	}
 	if _, err := hashes.Lookup(o.tree.Hash); err != nil {
-		_, err = o.tree.Params()
+		_, err = o.tree.Options()
 		return nil, err
 	}
 	if err := a.keyWithoutAlgorithm(); err != nil {
@@ -357,7 +357,7 @@ func newAVBResult(data string, o *avb.HashtreeFooterOptions, r *avb.HashtreeFoot
 		return nil, err
 	}
 	bs := int(ht.DataBlockSize)
-	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Format: 1, Salt: ht.Salt, DataBlockSize: bs, HashBlockSize: bs,
+	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Salt: ht.Salt, DataBlockSize: bs, HashBlockSize: bs,
 		DataBlocks: ht.ImageSize / uint64(bs), HashOffset: ht.TreeOffset})
 	if err != nil {
 		return nil, err

@@ -110,7 +110,7 @@ func (o *options) bootDevices(dataPath, hashPath string, treeInData bool, f *ver
 		case b.fecDevice != "":
 			d.fec = b.fecDevice
 		default:
-			d.fec = f.Device
+			d.fec = f.Path
 		}
 	}
 	for _, n := range []struct{ role, flag, v string }{{"DATA", "data-device", d.data}, {"HASH", "hash-device", d.hash}, {"the FEC device", "fec-device-name", d.fec}} {

@@ -18,7 +18,6 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
-	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -251,7 +250,7 @@ func (o *options) files(args, rest []string, stdout io.Writer) (data, hash strin
 	if len(pos) < 1 || len(pos) > 2 {
 		if _, err := hashes.Lookup(o.tree.Hash); err != nil {
 			// "-h DATA": -h took DATA as the algorithm.
-			_, err = o.tree.Params()
+			_, err = o.tree.Options()
 			return "", "", false, err
 		}
 		return "", "", false, cli.Errorf("usage: veritygen [flags] DATA [HASH]; see veritygen --help",
@@ -289,12 +288,12 @@ func (res *result) print(stdout io.Writer, o *options) {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = res.HashEnd, true
 	}
-	if f := res.fecResult; f != nil {
+	if f := res.FECInfo; f != nil {
 		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
 		switch {
-		case f.inHash && h.ShowHashDeviceSize:
+		case f.InHash && h.ShowHashDeviceSize:
 			h.HashDeviceSize += f.Size // as veritysetup counts it
-		case !f.inHash && f.Offset == 0:
+		case !f.InHash && f.Offset == 0:
 			h.FECDeviceSize = f.Size
 		}
 	}
@@ -303,8 +302,8 @@ func (res *result) print(stdout io.Writer, o *options) {
 	if a := res.appendResult; a != nil {
 		fmt.Fprintf(stdout, "Original size:   \t%d [bytes]\n", a.OriginalSize)
 		fmt.Fprintf(stdout, "Hash offset:     \t%d [bytes]\n", res.HashOffset)
-		if res.fecResult != nil {
-			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.fecResult.Offset)
+		if res.FECInfo != nil {
+			fmt.Fprintf(stdout, "FEC offset:      \t%d [bytes]\n", res.FECInfo.Offset)
 		}
 		fmt.Fprintf(stdout, "Image size:      \t%d [bytes]\n", a.ImageSize)
 	}
@@ -415,7 +414,8 @@ type result struct {
 	ExpandedSize uint64 `json:"expanded_size,omitempty"`
 	// TreeSize is the bytes of the tree, superblock included.
 	TreeSize uint64 `json:"tree_size"`
-	*fecResult
+	// FECInfo is the parity written (its JSON names are the report's).
+	*verity.FECInfo
 	*appendResult
 	*verity.BootParams
 	RootHashSignature *signResult `json:"root_hash_signature,omitempty"`
@@ -425,18 +425,6 @@ type result struct {
 	// them.
 	CheckCommand string `json:"check_command"`
 	separate     bool
-}
-
-// fecResult is what the report says of the parity.
-type fecResult struct {
-	Device       string `json:"fec_device"`
-	Roots        int    `json:"fec_roots"`
-	Blocks       uint64 `json:"fec_blocks"`        // message blocks: the kernel table's fec_blocks
-	ParityBlocks uint64 `json:"fec_parity_blocks"` // what veritysetup prints as "FEC blocks"
-	Offset       uint64 `json:"fec_offset"`
-	Start        uint64 `json:"fec_start"` // offset in blocks: the kernel table's fec_start
-	Size         uint64 `json:"fec_size"`
-	inHash       bool
 }
 
 // appendResult is what the report says of an --append layout: DATA is the
@@ -451,7 +439,7 @@ type appendResult struct {
 // verity.Format and builds the report (with the boot parameters, which
 // only --boot-params and its companions make a failure).
 func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGiven bool, stderr io.Writer, showProgress bool) (*result, error) {
-	p, err := o.tree.Params()
+	t, err := o.tree.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -465,7 +453,7 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, err
 	}
-	opts := o.formatOptions(p, stderr)
+	opts := o.formatOptions(t, stderr)
 	opts.Sign = sign
 	var bar *cli.Progress
 	opts.OnLayout = func(l *verity.Layout) {
@@ -486,7 +474,8 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err != nil {
 		return nil, formatHint(err)
 	}
-	l, g := fr.Layout, fr.Geometry
+	l := fr.Layout
+	g := l.Geometry
 	res := &result{
 		RootHash:       hex.EncodeToString(fr.RootHash),
 		TreeJSON:       cli.NewTreeJSON(g, dataPath, l.HashPath),
@@ -494,15 +483,12 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 		DataFormat:     l.SourceFormat,
 		DataSize:       l.CoveredBytes,
 		TreeSize:       l.TreeSize(),
+		FECInfo:        fr.FEC,
 		separate:       !l.TreeInData,
 	}
 	res.RootHashSignature = newSignResult(sign, strings.ToLower(o.sign.digest))
 	if l.SourceFormat == "android-sparse" {
 		res.ExpandedSize = uint64(l.SourceSize)
-	}
-	if f := fr.FEC; f != nil {
-		res.fecResult = &fecResult{Device: f.Device, Roots: f.Roots, Blocks: f.Blocks, ParityBlocks: f.ParityBlocks,
-			Offset: f.Offset, Start: f.Start, Size: f.Size, inHash: f.InHash}
 	}
 	if a := l.Append; a != nil {
 		res.appendResult = &appendResult{OriginalSize: a.OriginalSize, ImageSize: a.ImageSize}
@@ -546,8 +532,8 @@ func checkCommand(res *result, dataPath string, raw bool) string {
 	if res.HashOffset != 0 {
 		args = append(args, fmt.Sprintf("--hash-offset=%d", res.HashOffset))
 	}
-	if f := res.fecResult; f != nil {
-		args = append(args, "--fec-device="+f.Device)
+	if f := res.FECInfo; f != nil {
+		args = append(args, "--fec-device="+f.Path)
 		if f.Offset != 0 {
 			args = append(args, fmt.Sprintf("--fec-offset=%d", f.Offset))
 		}
@@ -565,16 +551,9 @@ func checkCommand(res *result, dataPath string, raw bool) string {
 	return cli.CommandLine("veritycheck", args)
 }
 
-// formatOptions turns the flags into the library's options; p holds the
-// tree flags, checked.
-func (o *options) formatOptions(p merkle.Params, stderr io.Writer) *verity.FormatOptions {
-	t := verity.TreeOptions{Hash: o.tree.Hash, LegacyFormat: p.Format == 0, Salt: p.Salt,
-		DataBlockSize: p.DataBlockSize, HashBlockSize: p.HashBlockSize, DataBlocks: p.DataBlocks,
-		HashOffset: p.HashOffset, NoSuperblock: !p.Superblock}
-	if o.changed("uuid") {
-		u := p.UUID
-		t.UUID = &u
-	}
+// formatOptions turns the flags into the library's options; t is the
+// tree flags' (TreeFlags.Options).
+func (o *options) formatOptions(t verity.TreeOptions, stderr io.Writer) *verity.FormatOptions {
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"),
 		Append: o.appendTree, AppendFEC: o.fecAppend, FECDevice: o.fecDevice, FECOffset: o.fecOffset, FECRoots: o.fecRoots,
 		RootHashFile: o.rootHashFile, Force: o.force, Raw: o.raw, Jobs: o.jobs,

@@ -41,7 +41,7 @@ func TestOpenReachesDeviceMapper(t *testing.T) {
 		{[]string{"open", "--root-hash-file=" + sums, data, "vx", hash}, 1, refused},
 		{[]string{"open", "--root-hash-file=" + sums, data, "vx", hash, "00"}, 1, refused},
 		{[]string{"open", data, "vx", hash, root[:62]}, 1, "Invalid root hash string specified.\n"},
-		{[]string{"open", "--no-superblock", "--salt=" + hex.EncodeToString(res.Geometry.Salt), data, "vx", hash, root + "00"}, 1,
+		{[]string{"open", "--no-superblock", "--salt=" + hex.EncodeToString(res.Layout.Geometry.Salt), data, "vx", hash, root + "00"}, 1,
 			"Invalid root hash string specified.\n"},
 	} {
 		var out, errOut bytes.Buffer

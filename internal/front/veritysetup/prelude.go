@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -85,7 +86,7 @@ func (o *options) activation(dataPath, hashPath, rootText string) (*activation, 
 		if err != nil {
 			return nil, err
 		}
-	} else if a.root, err = verity.ParseRootHash("root hash", rootText); err != nil {
+	} else if a.root, err = cli.ParseRootHash("root hash", rootText); err != nil {
 		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
 	}
 	if digestSize != 0 && len(a.root) != digestSize {
@@ -113,7 +114,7 @@ func readRootHashFile(path string, digestSize int) ([]byte, error) {
 	if _, err := io.ReadFull(f, digits); err != nil || digestSize == 0 {
 		return nil, fail(exitEINVAL, "Invalid root hash file %s.", path)
 	}
-	root, err := verity.ParseRootHash("root hash", string(digits))
+	root, err := cli.ParseRootHash("root hash", string(digits))
 	if err != nil {
 		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
 	}

@@ -726,14 +726,14 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return formatError(err)
 	}
-	g := fr.Geometry
+	g := fr.Layout.Geometry
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
 	if o.fs.Changed("uuid") && !o.noSuperblock {
 		h.UUID = o.uuid // and the UUID as given (capitals kept)
 	}
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
-	if !fr.TreeInData && numberOr0(o.hashOffset) == 0 {
+	if !fr.Layout.TreeInData && numberOr0(o.hashOffset) == 0 {
 		// veritysetup prints the size only for a hash device of its own.
 		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
 	}
