@@ -297,15 +297,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "-v after a usage error prints 'Command failed'", item: "21-new",
-		covers: []string{"stdout"},
-		reason: "veritysetup prints no verbose result line after popt's usage errors; the front does",
-		match: func(r *result) bool {
-			return normStdout(r.real.stdout, r.c) == "" && strings.HasPrefix(r.ours.stdout, "Command failed") &&
-				strings.HasPrefix(r.ours.stderr, "Usage:")
-		},
-	},
-	{
 		name: "short DATA or HASH worded in our words", item: "21-new",
 		covers: all,
 		reason: "veritysetup says 'Verification of data area failed.', 'Header detected but device data is too " +

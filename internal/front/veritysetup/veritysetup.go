@@ -173,6 +173,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 	err := o.parse(args)
 	verbose := o.verbose || o.debug
 	code := exitOK
+	usageExit := false // veritysetup's usage() exits without its verbose result line
 	switch {
 	case err != nil:
 	case o.help:
@@ -194,6 +195,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		}
 		if f.usage {
 			fmt.Fprint(stderr, usageText)
+			usageExit = true
 		}
 		for _, l := range f.lines {
 			if f.prefixed {
@@ -203,7 +205,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		}
 		code = f.code
 	}
-	if verbose && !o.help && !o.version && !o.usage {
+	if verbose && !o.help && !o.version && !o.usage && !usageExit {
 		if code == exitOK {
 			fmt.Fprintln(stdout, "Command successful.")
 		} else {
