@@ -308,16 +308,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "a superblock veritysetup refuses: its first line is missing", item: "21-new",
-		covers: []string{"gist"},
-		reason: "veritysetup says why the superblock is refused ('Unsupported VERITY block size.', 'VERITY header " +
-			"corrupted.', ...) before 'Device X is not a valid VERITY device.'; the front prints only the latter",
-		match: func(r *result) bool {
-			return r.real.code == r.ours.code && strings.HasSuffix(r.ours.gist, "is not a valid VERITY device.") &&
-				r.real.says(`(?m)^.*\n.*is not a valid VERITY device\.$`)
-		},
-	},
-	{
 		name: "a salt over 256 bytes", item: "21-new",
 		covers: []string{"gist"},
 		reason: "veritysetup fails without a word (exit 1) on a salt longer than 256 bytes; the front says " +
@@ -422,15 +412,6 @@ var knownDivergences = []rule{
 				one = v == "1"
 			}
 			return one && r.real.says(`^Failed to read RS block`) && r.ours.code == 0
-		},
-	},
-	{
-		name: "a superblock veritysetup reads", item: "21-new",
-		covers: all,
-		reason: "veritysetup dumps (and verifies: nothing, exit 0) a superblock with 0 data blocks, and takes an " +
-			"algorithm spelled in capitals; the front refuses it as not a valid VERITY device",
-		match: func(r *result) bool {
-			return r.c.damage == "sb" && !r.real.says(`not a valid VERITY device`) && strings.HasSuffix(r.ours.gist, "is not a valid VERITY device.")
 		},
 	},
 	{

@@ -771,7 +771,12 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	}
 	g, err := verity.ReadSuperblock(hashPath, offset)
 	if err != nil {
-		return superblockError(err, hashPath)
+		sb, err := refusedSuperblock(err, hashPath, offset)
+		if err != nil {
+			return err
+		}
+		sb.header(hashPath).Print(stdout)
+		return nil
 	}
 	h := cli.NewHeader(g, hashPath)
 	if g.HashOffset == 0 {
@@ -779,19 +784,6 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	}
 	h.Print(stdout)
 	return nil
-}
-
-func superblockError(err error, hashPath string) error {
-	if errors.Is(err, verity.ErrInput) {
-		f := fail(exitEINVAL, "Device %s is not a valid VERITY device.", hashPath)
-		var se *merkle.SuperblockError
-		if errors.As(err, &se) && se.Field == "algorithm" && se.Name != "" {
-			// A name we do not know: veritysetup (OpenSSL) says so first.
-			f.lines = append([]string{fmt.Sprintf("Hash algorithm %s not supported.", se.Name)}, f.lines...)
-		}
-		return f
-	}
-	return err
 }
 
 func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText string, stderr io.Writer) error {
@@ -822,6 +814,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, MaxProblems: 1}
 	var g *merkle.Geometry
+	digestSize := 0 // the root hash's length, once known
 	if o.noSuperblock {
 		if t.Salt == nil {
 			// The tree's salt is recorded nowhere: it must be given.
@@ -833,17 +826,24 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		// With a superblock, veritysetup takes the parameters from it and
 		// ignores the options that give them.
 		if g, err = verity.ReadSuperblock(hashPath, t.HashOffset); err != nil {
-			return superblockError(err, hashPath)
+			sb, err := refusedSuperblock(err, hashPath, t.HashOffset)
+			if err != nil {
+				return err
+			}
+			// One the library refuses and veritysetup reads (0 data
+			// blocks, the algorithm in capitals): verified as the tree
+			// it describes, without its superblock.
+			g, vo.TreeOptions = nil, sb.treeOptions()
+			digestSize = sb.algorithm.Size()
+		} else {
+			digestSize = g.DigestSize
 		}
 	}
 	var root []byte
 	if o.rootHashFile != "" {
 		// veritysetup takes the file's root hash, even with one on the
 		// line.
-		digestSize := 0
-		if g != nil {
-			digestSize = g.DigestSize
-		} else if a, lerr := hashes.Lookup(t.Hash); lerr == nil {
+		if a, lerr := hashes.Lookup(t.Hash); lerr == nil && o.noSuperblock {
 			digestSize = a.Size()
 		}
 		if root, err = readRootHashFile(o.rootHashFile, digestSize); err != nil {
@@ -852,7 +852,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	} else {
 		root, err = verity.ParseRootHash("root hash", rootText)
 	}
-	if err != nil || g != nil && len(root) != g.DigestSize {
+	if err != nil || !o.noSuperblock && len(root) != digestSize {
 		return fail(exitEINVAL, "Invalid root hash string specified.")
 	}
 	first := firstProblem{g: g}
