@@ -19,6 +19,7 @@ package fronttest
 //	zeros NAME SIZE           a file of SIZE zeros
 //	poke NAME OFFSET HEX      write the bytes HEX at OFFSET of NAME
 //	fill NAME OFFSET COUNT    write COUNT bytes 0x5a at OFFSET of NAME
+//	truncate NAME SIZE        cut (or extend with zeros) NAME to SIZE bytes
 //	mkdir NAME                a directory
 //	chmod MODE NAME           change NAME's mode (octal)
 //	link NAME TARGET          a hard link NAME to TARGET
@@ -219,6 +220,9 @@ func (c *scriptCase) step(line string) {
 		}
 	case "data", "zeros", "poke", "fill":
 		c.writeFile(verb, fields)
+	case "truncate":
+		size := c.atoi(fields[1])
+		c.each(func(dir string) error { return os.Truncate(filepath.Join(dir, fields[0]), int64(size)) })
 	case "mkdir":
 		c.each(func(dir string) error { return os.Mkdir(filepath.Join(dir, rest), 0o755) })
 	case "chmod":

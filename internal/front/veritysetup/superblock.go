@@ -146,3 +146,8 @@ func (sb *vsSuperblock) treeOptions() verity.TreeOptions {
 	return verity.TreeOptions{Hash: sb.algorithm.Name(), Salt: sb.salt, DataBlockSize: int(sb.dbs), HashBlockSize: int(sb.hbs),
 		DataBlocks: sb.dataBlocks, LegacyFormat: sb.hashType == 0, NoSuperblock: true, HashOffset: sb.hashStart()}
 }
+
+func (sb *vsSuperblock) walkTree() walkTree {
+	return walkTree{hash: sb.algorithm, format: int(sb.hashType), salt: sb.salt, dbs: int(sb.dbs), hbs: int(sb.hbs),
+		dataBlocks: sb.dataBlocks, hashStart: sb.hashStart() / uint64(sb.hbs)}
+}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -513,6 +514,8 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 				}
 			} else if err := checkDevice(dataPath); err != nil {
 				return err
+			} else if err := checkDataSize(dataPath); err != nil {
+				return err
 			}
 			dataBytes = t.DataBlocks * uint64(t.DataBlockSize)
 			if t.DataBlocks == 0 {
@@ -645,6 +648,42 @@ func checkDevice(path string) error {
 	return nil
 }
 
+// hashAreaFits fails as veritysetup's VERITY_create does before it writes
+// anything, for a tree whose levels cannot be counted (no whole data
+// block) or whose end is past 2^64 bytes.
+func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
+	blocks := t.DataBlocks
+	if blocks == 0 {
+		blocks = deviceSize(dataPath) / uint64(t.DataBlockSize)
+	}
+	alg, err := hashes.Lookup(t.Hash)
+	if err != nil {
+		return nil // refused already
+	}
+	hbs := uint64(t.HashBlockSize)
+	start := t.HashOffset / hbs
+	if !t.NoSuperblock {
+		start = (t.HashOffset + merkle.SuperblockSize + hbs - 1) / hbs
+	}
+	_, _, end, ok := hashLevels(t.HashBlockSize, alg.Size(), blocks, start)
+	if !ok {
+		return fail(exitEINVAL, "Hash area overflow.")
+	}
+	if over, _ := bits.Mul64(end, hbs); over != 0 {
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
+	return nil
+}
+
+// checkDataSize fails as veritysetup does (crypt_check_data_device_size)
+// for a DATA shorter than a sector.
+func checkDataSize(path string) error {
+	if deviceSize(path) < 512 {
+		return fail(exitEINVAL, "Header detected but device %s is too small.", path)
+	}
+	return nil
+}
+
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
 	hooks := o.overlapHooks(dataPath, hashPath, true)
 	var fecOffset uint64
@@ -654,6 +693,9 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 			// veritysetup's words, with its page size on the machines it
 			// runs on, once the areas are checked.
 			fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
+		}
+		if err := hashAreaFits(t, dataPath); err != nil {
+			return err
 		}
 		fecOffset, fecRoots, err = o.fecOptions(t)
 		if f, ok := err.(*failure); ok {
@@ -811,10 +853,16 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			return err
 		}
 	}
+	if dataPath != hashPath {
+		if err := checkDataSize(dataPath); err != nil {
+			return err
+		}
+	}
 	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, MaxProblems: 1}
 	var g *merkle.Geometry
-	digestSize := 0 // the root hash's length, once known
+	digestSize := 0      // the root hash's length, once known
+	var walker *walkTree // the tree as veritysetup would walk it
 	if o.noSuperblock {
 		if t.Salt == nil {
 			// The tree's salt is recorded nowhere: it must be given.
@@ -822,6 +870,14 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		}
 		vo.TreeOptions = t
 		vo.UUID = nil
+		if a, err := hashes.Lookup(t.Hash); err == nil {
+			format := 1
+			if t.LegacyFormat {
+				format = 0
+			}
+			walker = &walkTree{hash: a, format: format, salt: t.Salt, dbs: t.DataBlockSize, hbs: t.HashBlockSize,
+				dataBlocks: t.DataBlocks, hashStart: t.HashOffset / uint64(t.HashBlockSize)}
+		}
 	} else {
 		// With a superblock, veritysetup takes the parameters from it and
 		// ignores the options that give them.
@@ -835,8 +891,12 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			// it describes, without its superblock.
 			g, vo.TreeOptions = nil, sb.treeOptions()
 			digestSize = sb.algorithm.Size()
+			w := sb.walkTree()
+			walker = &w
 		} else {
 			digestSize = g.DigestSize
+			w := walkTreeOf(g)
+			walker = &w
 		}
 	}
 	var root []byte
@@ -867,6 +927,18 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		var e *verity.Error
 		if errors.As(err, &e) && e.Field == "root" {
 			return fail(exitEINVAL, "Invalid root hash string specified.")
+		}
+		if errors.Is(err, verity.ErrInput) && walker != nil && walker.short(dataPath, hashPath) {
+			// The library refuses a tree its files cut short; veritysetup
+			// verifies up to the cut, and tries FEC only if it finds
+			// damage before it.
+			lines, code := walker.walk(dataPath, hashPath, root)
+			switch {
+			case code == exitOK:
+				return nil
+			case o.fecDevice == "" || code == exitEINVAL && lines[0] != msgRootFailed:
+				return &failure{code: code, lines: lines}
+			}
 		}
 		return err
 	}
