@@ -382,15 +382,8 @@ type treeHooks struct {
 	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
-// tree checks the tree options as veritysetup does (crypt_format's order:
-// salt, hash type, block sizes, offsets, the hooks' checks, hash
-// algorithm), with its messages, and returns them as the library takes
-// them. hashPath names HASH in the UUID message.
-//
-// With fromSuperblock (verify of a tree with a superblock) the options the
-// superblock gives are not checked: veritysetup ignores them.
-func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
-	var t verity.TreeOptions
+// numbers parses the numeric options, as popt does before anything else.
+func (o *options) numbers() (map[string]uint64, error) {
 	nums := map[string]uint64{}
 	for _, n := range []struct {
 		name, text string
@@ -404,11 +397,26 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		}
 		v, err := parse(n.text)
 		if err != nil {
-			return t, err
+			return nil, err
 		}
 		nums[n.name] = v
 	}
-	var err error
+	return nums, nil
+}
+
+// tree checks the tree options as veritysetup does (crypt_format's order:
+// salt, hash type, block sizes, offsets, the hooks' checks, hash
+// algorithm), with its messages, and returns them as the library takes
+// them. hashPath names HASH in the UUID message.
+//
+// With fromSuperblock (verify of a tree with a superblock) the options the
+// superblock gives are not checked: veritysetup ignores them.
+func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
+	var t verity.TreeOptions
+	nums, err := o.numbers()
+	if err != nil {
+		return t, err
+	}
 	if fromSuperblock {
 		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
 		if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
@@ -422,7 +430,8 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 	if o.fs.Changed("salt") {
 		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
 			t.Salt = []byte{}
-		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
+		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 {
+			// (A salt over 256 bytes is format's to refuse, later.)
 			return t, fail(exitEINVAL, "Invalid salt string specified.")
 		} else {
 			t.Salt = salt
@@ -441,23 +450,15 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
 	t.DataBlocks = nums["data-blocks"]
 	t.HashOffset = nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
-		// A negative --hash-offset wraps around past veritysetup's
-		// signed offsets.
-		return t, fail(exitEINVAL, "Device offset overflow.")
-	}
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
+	// Offsets past what a file holds fail later (hashAreaFits, or the
+	// writes), as veritysetup's do.
+	if t.HashOffset%merkle.SuperblockSize != 0 {
 		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
 	}
 	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
 		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
 	}
 	t.NoSuperblock = o.noSuperblock
-	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
-		// veritysetup counts the data area's size in a signed 64-bit
-		// offset (a negative --data-blocks wraps around to a huge one).
-		return t, fail(exitEINVAL, "Device offset overflow.")
-	}
 	if hooks.afterOffsets != nil {
 		if err := hooks.afterOffsets(&t); err != nil {
 			return t, err
@@ -652,6 +653,9 @@ func checkDevice(path string) error {
 // anything, for a tree whose levels cannot be counted (no whole data
 // block) or whose end is past 2^64 bytes.
 func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
+	if over, _ := bits.Mul64(t.DataBlocks, uint64(t.DataBlockSize)); over != 0 {
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
 	blocks := t.DataBlocks
 	if blocks == 0 {
 		blocks = deviceSize(dataPath) / uint64(t.DataBlockSize)
@@ -663,6 +667,12 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 	hbs := uint64(t.HashBlockSize)
 	start := t.HashOffset / hbs
 	if !t.NoSuperblock {
+		if t.HashOffset > math.MaxUint64-merkle.SuperblockSize-hbs+1 {
+			// veritysetup's count of the tree's first block wraps
+			// around to 0: it writes the tree at byte 0 and no
+			// superblock, and reports success.
+			return fail(exitEINVAL, "Device offset overflow.")
+		}
 		start = (t.HashOffset + merkle.SuperblockSize + hbs - 1) / hbs
 	}
 	_, _, end, ok := hashLevels(t.HashBlockSize, alg.Size(), blocks, start)
@@ -672,8 +682,15 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 	if over, _ := bits.Mul64(end, hbs); over != 0 {
 		return fail(exitEINVAL, "Device offset overflow.")
 	}
+	if end*hbs > cli.MaxFileOffset {
+		// Past what a file can hold: the seek fails.
+		return fail(exitEINVAL, msgCreateIO)
+	}
 	return nil
 }
+
+// msgCreateIO is veritysetup's message for a tree it cannot write.
+const msgCreateIO = "Input/output error while creating hash area."
 
 // checkDataSize fails as veritysetup does (crypt_check_data_device_size)
 // for a DATA shorter than a sector.
@@ -685,10 +702,32 @@ func checkDataSize(path string) error {
 }
 
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
+	if _, err := o.numbers(); err != nil {
+		return err
+	}
+	// veritysetup creates HASH and the FEC device (if missing) and opens
+	// HASH before it looks at any option; the front checks that it could
+	// and writes nothing yet.
+	if err := creatable(hashPath, "hash"); err != nil {
+		return err
+	}
+	if o.fecDevice != "" {
+		if err := creatable(o.fecDevice, "FEC"); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(hashPath); err == nil {
+		if err := checkDevice(hashPath); err != nil {
+			return err
+		}
+	}
 	hooks := o.overlapHooks(dataPath, hashPath, true)
 	var fecOffset uint64
 	var fecRoots int
 	hooks.beforeUUID = func(t *verity.TreeOptions) (err error) {
+		if len(t.Salt) > merkle.MaxSaltSize {
+			return &failure{code: exitEINVAL} // veritysetup's VERITY_create fails without a word
+		}
 		if t.DataBlockSize > 4096 {
 			// veritysetup's words, with its page size on the machines it
 			// runs on, once the areas are checked.
@@ -709,27 +748,22 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(hashPath); err == nil {
-		if err := checkDevice(hashPath); err != nil {
-			return err
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		if dir, err := os.Stat(filepath.Dir(hashPath)); err != nil || !dir.IsDir() {
-			return fail(exitEINVAL, "Cannot create hash image %s for writing.", hashPath)
-		}
-	}
-	if p := o.rootHashFile; p != "" {
-		if dir, err := os.Stat(filepath.Dir(p)); err != nil || !dir.IsDir() {
-			return fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
+	rootHashFile := o.rootHashFile
+	var rootFileErr error
+	if p := rootHashFile; p != "" {
+		info, err := os.Stat(p)
+		if dir, derr := os.Stat(filepath.Dir(p)); derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
+			// veritysetup writes the tree and prints it, then fails to
+			// create the file.
+			rootHashFile, rootFileErr = "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
 		}
 	}
 	// Raw: veritysetup reads an Android sparse image as the bytes it is;
 	// InPlace: it writes its outputs in place.
+	// No Warn: veritysetup warns of none of the library's cases (a
+	// partial last block, ...).
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true, InPlace: true,
-		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
-	if o.verbose || o.debug {
-		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
-	}
+		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: rootHashFile}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
 		return formatError(err)
@@ -755,6 +789,18 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		}
 	}
 	h.Print(stdout)
+	return rootFileErr
+}
+
+// creatable fails as veritysetup does when it cannot create the file
+// (what names it: "hash", "FEC") where it is missing.
+func creatable(path, what string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+		return fail(exitEINVAL, "Cannot create %s image %s for writing.", what, path)
+	}
 	return nil
 }
 
@@ -764,10 +810,14 @@ func formatError(err error) error {
 	if errors.As(err, &e) && e.Kind == verity.KindParam {
 		switch e.Field {
 		case "DataBlocks":
-			return fail(exitEINVAL, "Input/output error while creating hash area.")
+			return fail(exitEINVAL, msgCreateIO)
 		case "HashOffset":
 			return fail(exitEINVAL, "Data area overlaps with hash area.")
 		}
+	}
+	if errors.Is(err, syscall.EFBIG) {
+		// A write past what the file system holds.
+		return fail(exitEINVAL, msgCreateIO)
 	}
 	return err
 }
@@ -914,6 +964,14 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	}
 	if err != nil || !o.noSuperblock && len(root) != digestSize {
 		return fail(exitEINVAL, "Invalid root hash string specified.")
+	}
+	if walker != nil && len(walker.salt) > merkle.MaxSaltSize {
+		// No tree has such a salt but veritysetup verifies with it; the
+		// library does not take it.
+		if lines, code := walker.walk(dataPath, hashPath, root); code != exitOK {
+			return &failure{code: code, lines: lines}
+		}
+		return nil
 	}
 	first := firstProblem{g: g}
 	vo.OnProblem = first.see
