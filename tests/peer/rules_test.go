@@ -334,24 +334,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "verify without superblock and without --salt", item: "21-new",
-		covers: all,
-		reason: "veritysetup verifies with an empty salt (and exits 0 even when the tree does not match: a " +
-			"veritysetup bug the front should perhaps keep refusing, as a deliberate difference); the front says " +
-			"'Invalid salt string specified.'",
-		match: func(r *result) bool {
-			return r.verb() == "verify" && r.c.has("--no-superblock") && !r.c.has("--salt") &&
-				r.ours.gist == "Invalid salt string specified."
-		},
-	},
-	{
-		name: "FEC at verify with unequal block sizes", item: "21 (check order)",
-		covers: all,
-		reason: "veritysetup verifies first and says 'Block sizes must match for FEC.' only when it tries to repair; " +
-			"the front refuses at once in its own words",
-		match: func(r *result) bool { return r.ours.says(`error correction needs equal data and hash block sizes`) },
-	},
-	{
 		name: "several mistakes: another is reported first", item: "21 (check order)",
 		covers: all,
 		reason: "with two or more mistakes on one line veritysetup reports them in its own order (popt's parsing, " +

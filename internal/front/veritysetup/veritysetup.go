@@ -9,6 +9,7 @@ package veritysetup
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -886,10 +887,9 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if err != nil {
 		return err
 	}
-	fecOffset, fecRoots, err := o.fecOptions(&t)
-	if err != nil {
-		return err
-	}
+	// veritysetup checks the FEC options only when it uses the parity,
+	// after a verification that failed (fecStage).
+	fecOffset, fecRoots := numberOr0(o.fecOffset), int(min(numberOr0(o.fecRoots), 1<<16))
 	if o.fecDevice != "" {
 		if err := checkDevice(o.fecDevice); err != nil {
 			f := err.(*failure)
@@ -908,15 +908,20 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			return err
 		}
 	}
-	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true,
-		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, MaxProblems: 1}
+	// The tree is verified without the parity first, as veritysetup does.
+	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true, MaxProblems: 1}
 	var g *merkle.Geometry
 	digestSize := 0      // the root hash's length, once known
 	var walker *walkTree // the tree as veritysetup would walk it
 	if o.noSuperblock {
 		if t.Salt == nil {
-			// The tree's salt is recorded nowhere: it must be given.
-			return fail(exitEINVAL, "Invalid salt string specified.")
+			// The tree's salt is recorded nowhere. veritysetup then
+			// verifies with a random one of its default size (crypt_format
+			// makes one), which fails as a wrong salt does.
+			t.Salt = make([]byte, 32)
+			if _, err := rand.Read(t.Salt); err != nil {
+				return err
+			}
 		}
 		vo.TreeOptions = t
 		vo.UUID = nil
@@ -1012,13 +1017,35 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if code == exitOK {
 		return nil // only the superblock's reserved bytes, which veritysetup ignores
 	}
-	if res.Repair == nil {
+	if o.fecDevice == "" {
 		return &failure{code: code, lines: lines}
 	}
 	// veritysetup checks the whole image against the parity and says how
 	// many bytes it would correct, writing nothing.
 	for _, l := range lines {
 		fmt.Fprintln(stderr, l)
+	}
+	rootFailed := len(lines) > 0 && lines[0] == msgRootFailed
+	if msg, twice := o.fecStage(g, dataPath, hashPath); msg != "" {
+		f := &failure{code: exitEINVAL, lines: []string{msg, "Errors cannot be repaired with FEC device."}}
+		if twice {
+			f.lines = append([]string{msg}, f.lines...)
+		}
+		if rootFailed {
+			f.code = exitEPERM
+		}
+		return f
+	}
+	fo := *vo
+	fo.FECDevice, fo.FECOffset, fo.FECRoots = o.fecDevice, fecOffset, fecRoots
+	fo.OnProblem, fo.OnStart = nil, nil
+	res, err = verity.Verify(ctx, dataPath, hashPath, root, &fo)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	if res.Verified || res.Repair == nil {
+		return &failure{code: code} // cannot be: it failed without the parity
 	}
 	rp := res.Repair
 	if !rp.Whole() {
@@ -1041,6 +1068,65 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return &failure{code: exitEPERM}
 	}
 	return nil
+}
+
+// fecStage is veritysetup's VERITY_FEC_process up to the decoding: the
+// checks of the FEC options against the tree g, and the reads of the data
+// and hash areas the parity covers. It returns the message of the first
+// failure, "" if there is none; twice when veritysetup prints it twice
+// (the options' checks: VERITY_FEC_blocks makes them too).
+func (o *options) fecStage(g *merkle.Geometry, dataPath, hashPath string) (msg string, twice bool) {
+	bs := uint64(g.DataBlockSize)
+	roots := numberOr0(o.fecRoots)
+	switch {
+	case g.DataBlockSize != g.HashBlockSize:
+		return "Block sizes must match for FEC.", true
+	case roots < fec.MinRoots || roots > fec.MaxRoots:
+		return "Invalid number of parity bytes.", true
+	}
+	// VERITY_FEC_blocks: the data, then HASH from the tree's first block
+	// to the parity (FEC in HASH) or to its end.
+	start := walkTreeOf(g).hashStart
+	blocks := deviceSize(hashPath)
+	if identical(hashPath, o.fecDevice) {
+		blocks = numberOr0(o.fecOffset)
+	}
+	blocks /= bs
+	if blocks != 0 {
+		blocks -= start
+	}
+	blocks += g.DataBlocks
+	type input struct {
+		path         string
+		start, count uint64
+	}
+	inputs := []input{{dataPath, 0, g.DataBlocks * bs}, {hashPath, start * bs, (blocks - g.DataBlocks) * bs}}
+	if inputs[0].count == 0 {
+		return "Invalid FEC segment length.", false
+	}
+	size := inputs[0].count + inputs[1].count
+	rsn := 255 - roots
+	rounds := (size/bs + rsn - 1) / rsn
+	if size%bs != 0 {
+		rounds = (size/bs + 1 + rsn - 1) / rsn
+	}
+	sizes := []uint64{deviceSize(dataPath), deviceSize(hashPath)}
+	for n := uint64(0); n < rounds; n++ {
+		for i := uint64(0); i < rsn; i++ {
+			off := (i*rounds + n) * bs // FEC_interleave's
+			if off >= size {
+				continue // zeros
+			}
+			k := 0
+			if off >= inputs[0].count {
+				k, off = 1, off-inputs[0].count
+			}
+			if inputs[k].start+off+bs > sizes[k] {
+				return fmt.Sprintf("Failed to read RS block %d byte %d.", n, i), false
+			}
+		}
+	}
+	return "", false
 }
 
 // msgRootFailed is veritysetup's message for a tree that matches itself
