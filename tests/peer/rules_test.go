@@ -323,17 +323,6 @@ var knownDivergences = []rule{
 		},
 	},
 	{
-		name: "Hash device size with FEC in HASH", item: "21-new",
-		covers: []string{"stdout"},
-		reason: "with FEC in HASH veritysetup prints the hash area's size as 'Hash device size'; the front the size " +
-			"with the parity",
-		match: func(r *result) bool {
-			_, ok := r.fecOnHash()
-			strip := regexp.MustCompile(`(?m)^Hash device size:.*\n`)
-			return ok && strip.ReplaceAllString(r.real.stdout, "") == strip.ReplaceAllString(r.ours.stdout, "")
-		},
-	},
-	{
 		name: "several mistakes: another is reported first", item: "21 (check order)",
 		covers: all,
 		reason: "with two or more mistakes on one line veritysetup reports them in its own order (popt's parsing, " +
@@ -348,27 +337,6 @@ var knownDivergences = []rule{
 		reason: "veritysetup takes any multiple of 512; the front refuses one that is not a multiple of the block " +
 			"size, in its own words",
 		match: func(r *result) bool { return r.ours.says(`^--fec-offset \d+ is not a multiple of the block size`) },
-	},
-	{
-		name: "sizes and offsets past the largest file", item: "21-new",
-		covers: all,
-		reason: "for a --hash-offset, --fec-offset or --data-blocks past what a file can hold veritysetup says " +
-			"'Input/output error while creating hash area.' or 'Device offset overflow.' (or writes nothing and " +
-			"exits 0); the front says 'file too large' in its own words",
-		match: func(r *result) bool {
-			huge := false
-			for _, a := range r.args {
-				for _, v := range []string{"1125899906842624", "1099511627776", "18446744073709551615"} {
-					huge = huge || strings.HasSuffix(a, v)
-				}
-			}
-			for _, name := range []string{"--hash-offset", "--fec-offset", "--data-blocks"} {
-				// a negative number, which strtoull wraps around to a huge one
-				v, _ := r.c.opt(name)
-				huge = huge || strings.HasPrefix(strings.TrimSpace(v), "-") && strings.Trim(v, " -0") != ""
-			}
-			return huge && (r.ours.code != 0 || r.real.code != 0)
-		},
 	},
 	{
 		name: "one data block with FEC", item: "21 (8192 hash block size with one data block)",

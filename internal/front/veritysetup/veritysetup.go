@@ -784,7 +784,9 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
 		switch {
 		case f.InHash && h.ShowHashDeviceSize:
-			h.HashDeviceSize = f.Offset + f.Size
+			// VERITY_dump "assumes" the parity right after the tree,
+			// wherever --fec-offset put it.
+			h.HashDeviceSize = (walkTreeOf(g).hashStart + g.HashBlocks + f.ParityBlocks) * uint64(g.HashBlockSize)
 		case !f.InHash && !f.InData && f.Offset == 0:
 			h.FECDeviceSize = f.Size
 		}
