@@ -7,7 +7,6 @@
 package veritysetup
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -980,46 +979,39 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		}
 		return nil
 	}
-	first := firstProblem{g: g}
-	vo.OnProblem = first.see
-	if g == nil {
-		// Without superblock the tree is known once Verify has checked
-		// the options.
-		vo.OnStart = func(tg *merkle.Geometry, _ *verity.Source) { first.g = tg }
-	}
+	// The library verifies; where it finds a problem, what veritysetup
+	// reports is found by walking the tree in its order (walk).
+	var lines []string
+	var code int
+	var verr *verity.Error
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
-	if err != nil {
-		var e *verity.Error
-		if errors.As(err, &e) && e.Field == "root" {
-			return fail(exitEINVAL, "Invalid root hash string specified.")
+	switch {
+	case err == nil:
+		defer res.Close()
+		g = res.Geometry
+		if res.Verified {
+			return nil
 		}
-		if errors.Is(err, verity.ErrInput) && walker != nil && walker.short(dataPath, hashPath) {
-			// The library refuses a tree its files cut short; veritysetup
-			// verifies up to the cut, and tries FEC only if it finds
-			// damage before it.
-			lines, code := walker.walk(dataPath, hashPath, root)
-			switch {
-			case code == exitOK:
-				return nil
-			case o.fecDevice == "" || code == exitEINVAL && lines[0] != msgRootFailed:
-				return &failure{code: code, lines: lines}
-			}
+		lines, code = walker.walk(dataPath, hashPath, root)
+	case errors.As(err, &verr) && verr.Field == "root":
+		return fail(exitEINVAL, "Invalid root hash string specified.")
+	case errors.Is(err, verity.ErrInput) && walker.short(dataPath, hashPath):
+		// The library refuses a tree its files cut short; veritysetup
+		// verifies up to the cut.
+		lines, code = walker.walk(dataPath, hashPath, root)
+		if g == nil && o.fecDevice != "" && code != exitOK {
+			return err // the parity's checks need the tree the library refused
 		}
-		return err
-	}
-	defer res.Close()
-	g = res.Geometry
-	if res.Verified {
-		return nil
-	}
-	lines, code, err := first.report(ctx, dataPath, hashPath, res.Report, vo)
-	if err != nil {
+	default:
 		return err
 	}
 	if code == exitOK {
-		return nil // only the superblock's reserved bytes, which veritysetup ignores
+		return nil // only what veritysetup does not check (the superblock's reserved bytes)
 	}
-	if o.fecDevice == "" {
+	rootFailed := lines[0] == msgRootFailed
+	if o.fecDevice == "" || code != exitEPERM && !rootFailed {
+		// veritysetup tries the parity only on damage or a root hash
+		// that does not match (not on a read that fails).
 		return &failure{code: code, lines: lines}
 	}
 	// veritysetup checks the whole image against the parity and says how
@@ -1027,7 +1019,6 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	for _, l := range lines {
 		fmt.Fprintln(stderr, l)
 	}
-	rootFailed := len(lines) > 0 && lines[0] == msgRootFailed
 	if msg, twice := o.fecStage(g, dataPath, hashPath); msg != "" {
 		f := &failure{code: exitEINVAL, lines: []string{msg, "Errors cannot be repaired with FEC device."}}
 		if twice {
@@ -1040,7 +1031,6 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	}
 	fo := *vo
 	fo.FECDevice, fo.FECOffset, fo.FECRoots = o.fecDevice, fecOffset, fecRoots
-	fo.OnProblem, fo.OnStart = nil, nil
 	res, err = verity.Verify(ctx, dataPath, hashPath, root, &fo)
 	if err != nil {
 		return err
@@ -1157,203 +1147,10 @@ func readRootHashFile(path string, digestSize int) ([]byte, error) {
 	return root, nil
 }
 
-// belowTop verifies everything under the top block against the top
-// block as it is (the root hash it stands for is its own digest), and
-// reports what that finds: veritysetup, which checks from the data up,
-// blames the root hash only if everything under the top block matches it.
-func belowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
-	f, err := os.Open(hashPath)
-	if err != nil {
-		return nil, 0, readError("HASH", hashPath, err)
-	}
-	defer f.Close()
-	top := make([]byte, g.HashBlockSize)
-	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
-		return nil, 0, readError("HASH", hashPath, err)
-	}
-	own := *vo
-	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
-	first := firstProblem{g: g}
-	own.OnProblem, own.OnStart = first.see, nil
-	res, err := verity.Verify(ctx, dataPath, hashPath, digest(g, top), &own)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer res.Close()
-	if first.definite == nil && first.changed == nil {
-		return []string{msgRootFailed}, exitEINVAL, nil
-	}
-	return first.report(ctx, dataPath, hashPath, res.Report, nil)
-}
-
-// firstChildMismatch returns the offset of the first block under hash
-// block (level, index) whose digest is not the one the block holds.
-func firstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
-	hash, err := os.Open(hashPath)
-	if err != nil {
-		return 0, 0, false, readError("HASH", hashPath, err)
-	}
-	defer hash.Close()
-	children, size := hash, g.HashBlockSize
-	childRole, childPath := "HASH", hashPath
-	count := uint64(0)
-	if level == 0 {
-		childRole, childPath = "DATA", dataPath
-		data, err := os.Open(dataPath)
-		if err != nil {
-			return 0, 0, false, readError("DATA", dataPath, err)
-		}
-		defer data.Close()
-		children, size, count = data, g.DataBlockSize, g.DataBlocks
-	} else {
-		count = g.LevelBlocks[level-1]
-	}
-	block := make([]byte, g.HashBlockSize)
-	if _, err := hash.ReadAt(block, int64(g.BlockOffset(level, index))); err != nil {
-		return 0, 0, false, readError("HASH", hashPath, err)
-	}
-	child := make([]byte, size)
-	hpb := uint64(g.HashesPerBlock)
-	for i = 0; i < hpb && index*hpb+i < count; i++ {
-		c := index*hpb + i
-		off = c * uint64(size)
-		if level > 0 {
-			off = g.BlockOffset(level-1, c)
-		}
-		if _, err := children.ReadAt(child, int64(off)); err != nil {
-			return 0, 0, false, readError(childRole, childPath, err)
-		}
-		slot := block[i*uint64(g.DigestSlot):][:g.DigestSize]
-		if !bytes.Equal(digest(g, child), slot) {
-			return i, off, true, nil
-		}
-	}
-	return 0, 0, false, nil
-}
-
 // readError is a failed read of the front's own, in our words (not Go's
 // "open PATH:" or "EOF").
 func readError(role, path string, err error) error {
 	return fmt.Errorf("reading %s %s: %w", role, path, safefile.Cause(err))
-}
-
-// digest is the salted digest of a block, as the tree stores it.
-func digest(g *merkle.Geometry, block []byte) []byte {
-	d := make([]byte, g.DigestSize)
-	g.Hash.NewBlockHasher(len(block), g.Salt, g.SaltPosition()).HashBlocks(d, len(d), block)
-	return d
-}
-
-// firstProblem finds the problem veritysetup would have stopped at: it
-// checks level by level from the data up (stage s checks the blocks of
-// level s-1, the data for stage 0, against the digests of level s), each
-// block against the digest its parent holds, and each hash block's spare
-// area right after the digests it holds. The library checks top down and
-// does not look under a hash block that does not match its parent
-// ("changed"): where veritysetup stops under it is found by checking its
-// children against it.
-type firstProblem struct {
-	g *merkle.Geometry
-	// definite is the first data block that does not match, or the first
-	// hash block with a bad spare area, in veritysetup's order (stage,
-	// pos: positions count the checked blocks twice over, so that the
-	// padding of block k comes after its children's).
-	definite *merkle.CorruptionError
-	stage    int
-	pos      uint64
-	// changed is the lowest, first hash block whose digests changed.
-	changed *merkle.CorruptionError
-}
-
-func (f *firstProblem) see(p *merkle.CorruptionError) {
-	if p.Level == merkle.HeaderLevel || f.g == nil {
-		return // veritysetup does not check the superblock's reserved bytes
-	}
-	if p.Level.IsTree() && p.Fault != merkle.FaultPadding {
-		if c := f.changed; c == nil || p.Level < c.Level || p.Level == c.Level && p.Index < c.Index {
-			f.changed = p
-		}
-		return
-	}
-	stage, pos := int(p.Level)+1, 2*p.Index
-	if p.Level.IsTree() { // padding
-		stage, pos = int(p.Level), 2*(p.Index+1)*uint64(f.g.HashesPerBlock)-1
-	}
-	if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-		f.definite, f.stage, f.pos = p, stage, pos
-	}
-}
-
-// report returns veritysetup's messages for what verification found, and
-// its exit code (exitOK if only what veritysetup does not check is wrong).
-// vo, when not nil, are the options to verify again under a top block that
-// does not match the root hash.
-func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, rep *merkle.VerifyReport, vo *verity.VerifyOptions) ([]string, int, error) {
-	g := f.g
-	if c := f.changed; c != nil && c.Level == g.TopLevel() && rep.RootMismatch && vo != nil {
-		return belowTop(ctx, dataPath, hashPath, g, vo)
-	}
-	if f.definite == nil && f.changed == nil {
-		if rep.RootMismatch {
-			return []string{msgRootFailed}, exitEINVAL, nil
-		}
-		return nil, exitOK, nil
-	}
-	if g.Levels == 0 && rep.RootMismatch {
-		return []string{msgRootFailed}, exitEINVAL, nil
-	}
-	failedAt := func(off uint64) []string {
-		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
-	}
-	if c := f.changed; c != nil {
-		hpb := uint64(g.HashesPerBlock)
-		i, off, ok, err := firstChildMismatch(g, dataPath, hashPath, c.Level, c.Index)
-		if err != nil {
-			return nil, 0, err
-		}
-		stage, pos := int(c.Level), 2*(c.Index*hpb+i)
-		if !ok { // cannot be: its digests changed; say where it is
-			stage, pos, off = int(c.Level)+1, 2*c.Index, c.Offset
-		}
-		// The child that does not match may have changed too, and so on
-		// down: veritysetup stops at the lowest.
-		for level, index := c.Level, c.Index*hpb+i; ok && level > 0; level-- {
-			ci, coff, cok, err := firstChildMismatch(g, dataPath, hashPath, level-1, index)
-			if err != nil {
-				return nil, 0, err
-			}
-			if !cok {
-				break
-			}
-			stage, pos, off = int(level)-1, 2*(index*hpb+ci), coff
-			index = index*hpb + ci
-		}
-		if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-			return failedAt(off), exitEPERM, nil
-		}
-	}
-	p := f.definite
-	if p.Fault == merkle.FaultPadding {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+spareStart(g, p.Level, p.Index, p.PaddingAt)),
-			"Verification of data area failed."}, exitEPERM, nil
-	}
-	return failedAt(p.Offset), exitEPERM, nil
-}
-
-// spareStart returns where the spare area holding byte at of hash block
-// (level, index) starts, as veritysetup reports it: the padding after a
-// digest in its slot, or the rest of the block after the digests it holds.
-func spareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) uint64 {
-	children := g.DataBlocks
-	if level > 0 {
-		children = g.LevelBlocks[level-1]
-	}
-	n := int(min(uint64(g.HashesPerBlock), children-index*uint64(g.HashesPerBlock)))
-	if used := n * g.DigestSlot; at >= used {
-		return uint64(used)
-	}
-	slot := at / g.DigestSlot
-	return uint64(slot*g.DigestSlot + g.DigestSize)
 }
 
 // repairableBytes counts the bytes the repair would change: what
