@@ -340,46 +340,6 @@ var knownDivergences = []rule{
 		match: func(r *result) bool { return r.ours.says(`^--fec-offset \d+ is not a multiple of the block size`) },
 	},
 	{
-		name: "one data block with FEC", item: "21 (8192 hash block size with one data block)",
-		covers: all,
-		reason: "with one data block (no tree levels) and FEC veritysetup fails 'Failed to read RS block'; the front " +
-			"writes the parity",
-		match: func(r *result) bool {
-			one := r.c.geo.dataBlocks == 1
-			if v, ok := r.c.opt("--data-blocks"); ok {
-				one = v == "1"
-			}
-			return one && r.real.says(`^Failed to read RS block`) && r.ours.code == 0
-		},
-	},
-	{
-		name: "a root hash of the wrong length without superblock", item: "21 (check order)",
-		covers: all,
-		reason: "without superblock veritysetup verifies the tree before it compares the root hash, whatever its " +
-			"length; the front refuses a root hash that is not the digest's length first",
-		match: func(r *result) bool {
-			return r.verb() == "verify" && r.c.has("--no-superblock") && r.ours.gist == "Invalid root hash string specified." &&
-				r.real.gist != r.ours.gist
-		},
-	},
-	{
-		name: "an FEC device shorter than the parity", item: "21-new",
-		covers: all,
-		reason: "veritysetup verifies and reports the tree ('Verification of root hash failed.', exit 2) without " +
-			"reading parity it does not need; the front refuses the short FEC device first, in its own words",
-		match: func(r *result) bool { return r.ours.says(`^FEC device .* but the parity of .* truncated file\?`) },
-	},
-	{
-		name: "a missing --fec-device: check order", item: "21 (check order)",
-		covers: all,
-		reason: "veritysetup names a missing FEC device before the block-size check and after the superblock's; the " +
-			"front in another order",
-		match: func(r *result) bool {
-			v, _ := r.c.opt("--fec-device")
-			return r.verb() == "verify" && v == "missing" && r.bothFail() && r.real.gist != r.ours.gist
-		},
-	},
-	{
 		name: "FEC parity differs with one data block", item: "21 (8192 hash block size with one data block)",
 		covers: []string{"files"},
 		reason: "with one data block (HASH = DATA, no tree levels) the front's parity is not veritysetup's: the " +

@@ -151,3 +151,16 @@ func (sb *vsSuperblock) walkTree() walkTree {
 	return walkTree{hash: sb.algorithm, format: int(sb.hashType), salt: sb.salt, dbs: int(sb.dbs), hbs: int(sb.hbs),
 		dataBlocks: sb.dataBlocks, hashStart: sb.hashStart() / uint64(sb.hbs)}
 }
+
+// superblockOffset fails as veritysetup's VERITY_read_sb does for a
+// superblock offset it cannot read at, with its caller's line after.
+func superblockOffset(offset uint64, hashPath string) error {
+	notValid := fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath)
+	switch {
+	case offset%merkle.SuperblockSize != 0:
+		return &failure{code: exitEINVAL, lines: []string{"Unsupported VERITY hash offset.", notValid}}
+	case offset > cli.MaxFileOffset-merkle.SuperblockSize+1:
+		return &failure{code: exitEINVAL, lines: []string{notValid}} // the read fails
+	}
+	return nil
+}

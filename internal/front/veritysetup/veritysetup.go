@@ -418,14 +418,10 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		return t, err
 	}
 	if fromSuperblock {
+		// VERITY_read_sb's checks of the offset; veritysetup's caller
+		// then says the device is not valid. (It checks no FEC offset.)
 		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
-		if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
-			return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
-		}
-		if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-			return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
-		}
-		return t, nil
+		return t, superblockOffset(t.HashOffset, hashPath)
 	}
 	if o.fs.Changed("salt") {
 		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
@@ -552,7 +548,19 @@ func (o *options) verifyHooks(dataPath, hashPath string) treeHooks {
 	if !o.noSuperblock {
 		return treeHooks{}
 	}
-	return o.overlapHooks(dataPath, hashPath, false)
+	h := o.overlapHooks(dataPath, hashPath, false)
+	overlaps := h.afterHash
+	h.afterHash = func(t *verity.TreeOptions) error {
+		if o.fecDevice != "" {
+			if err := checkDevice(o.fecDevice); err != nil {
+				// crypt_format fails its allocation with ENOMEM.
+				err.(*failure).code = exitENOMEM
+				return err
+			}
+		}
+		return overlaps(t)
+	}
+	return h
 }
 
 // identical is veritysetup's device_is_identical: the same path, or two
@@ -860,8 +868,8 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	if err := checkDevice(hashPath); err != nil {
 		return err
 	}
-	if offset%merkle.SuperblockSize != 0 {
-		return fail(exitEINVAL, "Unsupported VERITY hash offset.")
+	if err := superblockOffset(offset, hashPath); err != nil {
+		return err
 	}
 	g, err := verity.ReadSuperblock(hashPath, offset)
 	if err != nil {
@@ -884,21 +892,11 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 	if rootText == "" && o.rootHashFile == "" {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
-	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
-	if err != nil {
+	if _, err := o.numbers(); err != nil {
 		return err
 	}
-	// veritysetup checks the FEC options only when it uses the parity,
-	// after a verification that failed (fecStage).
-	fecOffset, fecRoots := numberOr0(o.fecOffset), int(min(numberOr0(o.fecRoots), 1<<16))
-	if o.fecDevice != "" {
-		if err := checkDevice(o.fecDevice); err != nil {
-			f := err.(*failure)
-			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
-			return f
-		}
-	}
-	// veritysetup opens HASH first.
+	// veritysetup opens HASH, then DATA, before it reads a superblock or
+	// checks an option.
 	for _, p := range []string{hashPath, dataPath} {
 		if err := checkDevice(p); err != nil {
 			return err
@@ -909,6 +907,13 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			return err
 		}
 	}
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
+	if err != nil {
+		return err
+	}
+	// veritysetup checks the FEC options only when it uses the parity,
+	// after a verification that failed (fecStage).
+	fecOffset, fecRoots := numberOr0(o.fecOffset), int(min(numberOr0(o.fecRoots), 1<<16))
 	// The tree is verified without the parity first, as veritysetup does.
 	vo := &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true, MaxProblems: 1}
 	var g *merkle.Geometry
@@ -953,6 +958,13 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 			digestSize = g.DigestSize
 			w := walkTreeOf(g)
 			walker = &w
+		}
+		if o.fecDevice != "" {
+			if err := checkDevice(o.fecDevice); err != nil {
+				f := err.(*failure)
+				f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
+				return f
+			}
 		}
 	}
 	var root []byte
@@ -999,8 +1011,8 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		// The library refuses a tree its files cut short; veritysetup
 		// verifies up to the cut.
 		lines, code = walker.walk(dataPath, hashPath, root)
-		if g == nil && o.fecDevice != "" && code != exitOK {
-			return err // the parity's checks need the tree the library refused
+		if g == nil {
+			g = walker.geometry(dataPath) // for the parity's checks
 		}
 	default:
 		return err
@@ -1009,7 +1021,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return nil // only what veritysetup does not check (the superblock's reserved bytes)
 	}
 	rootFailed := lines[0] == msgRootFailed
-	if o.fecDevice == "" || code != exitEPERM && !rootFailed {
+	if o.fecDevice == "" || code != exitEPERM && !rootFailed || g == nil {
 		// veritysetup tries the parity only on damage or a root hash
 		// that does not match (not on a read that fails).
 		return &failure{code: code, lines: lines}

@@ -44,6 +44,21 @@ func (w walkTree) short(dataPath, hashPath string) bool {
 	return len(levelBlock) > 0 && (over != 0 || hashEnd > deviceSize(hashPath))
 }
 
+// geometry is the tree w describes, as the library lays it out; nil if
+// the library cannot (veritysetup's walk may still go on).
+func (w walkTree) geometry(dataPath string) *merkle.Geometry {
+	p := merkle.Params{Hash: w.hash, Format: w.format, Salt: w.salt, DataBlockSize: w.dbs, HashBlockSize: w.hbs,
+		DataBlocks: w.dataBlocks, HashOffset: w.hashStart * uint64(w.hbs)}
+	if p.DataBlocks == 0 {
+		p.DataBlocks = deviceSize(dataPath) / uint64(w.dbs)
+	}
+	g, err := merkle.NewGeometry(p)
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
 func walkTreeOf(g *merkle.Geometry) walkTree {
 	w := walkTree{hash: g.Hash, format: g.Format, salt: g.Salt, dbs: g.DataBlockSize, hbs: g.HashBlockSize, dataBlocks: g.DataBlocks}
 	w.hashStart = g.HashOffset / uint64(g.HashBlockSize)
