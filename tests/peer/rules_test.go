@@ -293,6 +293,19 @@ var acceptedRules = []rule{
 				r.real.code == 0 && r.ours.gist == "Device offset overflow."
 		},
 	},
+	{
+		name:   "a tree past what a file holds is refused",
+		covers: all,
+		reason: "a tree of one data block without superblock has no hash block: at a --hash-offset past 2^63 " +
+			"veritysetup writes nothing to HASH and succeeds; the front refuses the offset as it does for any tree " +
+			"('Input/output error while creating hash area.')",
+		match: func(r *result) bool {
+			v, _ := r.c.opt("--hash-offset")
+			off, ok := strtoull(v)
+			return ok && r.verb() == "format" && r.c.has("--no-superblock") && off > 1<<63-1 && r.real.code == 0 &&
+				r.ours.gist == "Input/output error while creating hash area." && r.oursUntouched()
+		},
+	},
 }
 
 // strtoull reads a number as veritysetup's options are read (a sign, a
@@ -338,6 +351,20 @@ var knownDivergences = []rule{
 		reason: "veritysetup takes any multiple of 512; the front refuses one that is not a multiple of the block " +
 			"size, in its own words",
 		match: func(r *result) bool { return r.ours.says(`^--fec-offset \d+ is not a multiple of the block size`) },
+	},
+	{
+		name: "one data block with FEC", item: "21 (8192 hash block size with one data block)",
+		covers: all,
+		reason: "with one data block (no tree levels) and FEC veritysetup fails 'Failed to read RS block' where it " +
+			"counts a hash area that HASH does not hold (its count of it wraps around, or covers a gap); the front " +
+			"writes the parity",
+		match: func(r *result) bool {
+			one := r.c.geo.dataBlocks == 1
+			if v, ok := r.c.opt("--data-blocks"); ok {
+				one = v == "1"
+			}
+			return one && r.real.says(`^Failed to read RS block`) && r.ours.code == 0
+		},
 	},
 	{
 		name: "FEC parity differs with one data block", item: "21 (8192 hash block size with one data block)",
