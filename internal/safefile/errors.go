@@ -24,6 +24,16 @@ const (
 	KindRefused
 )
 
+// ErrForeign matches (errors.Is) the KindRefused error for an output that
+// exists and is not what the caller writes, refused without force: a front
+// whose command line has no --force can say what to do instead.
+var ErrForeign = errors.New("an existing file that is not ours")
+
+// foreignError is that refusal's cause: its message, matching ErrForeign.
+type foreignError struct{ error }
+
+func (e foreignError) Is(target error) bool { return target == ErrForeign }
+
 // ErrLocked is a KindRefused error's cause when another process holds a
 // lock on a file the operation reads or writes.
 var ErrLocked = errors.New("locked by another process")

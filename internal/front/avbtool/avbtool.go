@@ -158,6 +158,12 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
 		return in.ExitCode()
 	}
+	if errors.Is(err, safefile.ErrForeign) {
+		// The library's hint names veritygen's --force, which this front
+		// does not take (avbtool would overwrite the file).
+		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
+		return exitFailed
+	}
 	cli.Report(t.stderr, t.prog, err)
 	return exitFailed
 }
