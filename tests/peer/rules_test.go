@@ -387,15 +387,6 @@ var knownDivergences = []rule{
 				r.ours.code == 0 && r.ours.says(`repairable errors with FEC device`)
 		},
 	},
-	{
-		name: "the front accepts algorithms veritysetup does not know", item: "21 item 6 (algorithms)",
-		covers: all,
-		reason: "OpenSSL has no blake2b-160/256/384 (the kernel's names); veritysetup says 'Hash algorithm X not " +
-			"supported.', the front makes the tree",
-		match: func(r *result) bool {
-			return regexp.MustCompile(`^Hash algorithm blake2b-(160|256|384) not supported\.$`).MatchString(r.real.gist) && r.ours.code == 0
-		},
-	},
 }
 
 // vsMessage matches veritysetup's messages for options and devices.

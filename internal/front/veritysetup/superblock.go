@@ -67,7 +67,7 @@ func readVSSuperblock(path string, offset uint64) (sb *vsSuperblock, complaint s
 	}
 	sb.alg = name
 	a, err := hashes.Lookup(name) // as OpenSSL, in any case
-	if err != nil {
+	if err != nil || notInOpenSSL(name) {
 		// Also a name OpenSSL knows and we do not (whirlpool, sm3): we
 		// cannot go on.
 		return nil, fmt.Sprintf("Hash algorithm %s not supported.", name)

@@ -382,6 +382,17 @@ type treeHooks struct {
 	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
+// notInOpenSSL reports whether name is one of the kernel's algorithms that
+// veritysetup's crypto backend (OpenSSL, which has only BLAKE2b-512 of the
+// family) does not know: veritysetup refuses them, veritygen makes them.
+func notInOpenSSL(name string) bool {
+	switch strings.ToLower(name) {
+	case "blake2b-160", "blake2b-256", "blake2b-384":
+		return true
+	}
+	return false
+}
+
 // numbers parses the numeric options, as popt does before anything else.
 func (o *options) numbers() (map[string]uint64, error) {
 	nums := map[string]uint64{}
@@ -460,7 +471,7 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 			return t, err
 		}
 	}
-	if _, err = hashes.Lookup(o.hash); err != nil {
+	if _, err = hashes.Lookup(o.hash); err != nil || notInOpenSSL(o.hash) {
 		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
