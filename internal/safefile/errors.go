@@ -24,6 +24,12 @@ const (
 	KindRefused
 )
 
+// foreignError is the cause of a refusal of an output that exists and is
+// not what the caller writes: its message, matching ErrForeign.
+type foreignError struct{ error }
+
+func (e foreignError) Is(target error) bool { return target == ErrForeign }
+
 // ErrLocked is a KindRefused error's cause when another process holds a
 // lock on a file the operation reads or writes.
 var ErrLocked = errors.New("locked by another process")

@@ -331,8 +331,10 @@ func OpenSmall(path, role, what string, foreign func(string, fs.FileInfo) string
 		}
 		if !force {
 			if why := foreign(path, info); why != "" {
-				return nil, &Error{Kind: KindRefused, Hint: "name another file, or add --force to replace it",
-					Err: &causedError{msg: fmt.Sprintf("%s %s is not %s (%s): replacing it would destroy it", role, path, what, why), cause: ErrForeign}}
+				e := errorf(KindRefused, "name another file, or add --force to replace it",
+					"%s %s is not %s (%s): replacing it would destroy it", role, path, what, why)
+				e.Err = foreignError{e.Err}
+				return nil, e
 			}
 		}
 		return OpenReplacement(path, role, info, 0, note)

@@ -24,6 +24,7 @@ var (
 	flagJobs     = flag.Int("peer.jobs", 0, "cases run at once (default: 4 per CPU, at least 8: the tools mostly wait)")
 	flagShow     = flag.Int("peer.show", 15, "unaccepted differences shown in full (the rest are counted)")
 	flagExamples = flag.Bool("peer.examples", false, "show the first case each rule matched")
+	flagRule     = flag.String("peer.rule", "", "show every case whose verdict names a rule containing this text")
 )
 
 const (
@@ -133,7 +134,7 @@ func TestVeritysetupPeer(t *testing.T) {
 						t.Errorf("unaccepted difference:\n%s%s", r.report(), r.snippet(tl, seed))
 					}
 					shown++
-				} else if oneShown {
+				} else if oneShown || *flagRule != "" && strings.Contains(verdict, *flagRule) {
 					t.Logf("%s\n%s%s", verdict, r.report(), r.snippet(tl, seed))
 				}
 				mu.Unlock()

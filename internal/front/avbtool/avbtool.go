@@ -158,6 +158,12 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
 		return in.ExitCode()
 	}
+	if errors.Is(err, safefile.ErrForeign) {
+		// The library's hint names veritygen's --force, which this front
+		// does not take (avbtool would overwrite the file).
+		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
+		return exitFailed
+	}
 	cli.Report(t.stderr, t.prog, err)
 	return exitFailed
 }
@@ -257,18 +263,39 @@ func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
 	return out, nil
 }
 
-// number is avbtool's parse_number: decimal, or 0x/0o/0b prefixed.
+// number is avbtool's parse_number: Python's int(s, 0).
 type number uint64
 
 func (n *number) String() string { return strconv.FormatUint(uint64(*n), 10) }
 func (n *number) Type() string   { return "NUMBER" }
 func (n *number) Set(s string) error {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-	if err != nil {
+	v, ok := pyInt(s)
+	if !ok {
 		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
 	}
 	*n = number(v)
 	return nil
+}
+
+// pyInt reads s as Python's int(s, 0) does, for the numbers that are not
+// negative (-0 is 0): spaces around, a sign, decimal digits without a
+// leading zero (but for zero itself), or 0x/0o/0b and digits, underscores
+// between digits.
+func pyInt(s string) (uint64, bool) {
+	s = strings.TrimSpace(s)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if len(s) > 1 && s[0] == '0' && !strings.ContainsAny(s[1:2], "xXoObB") && strings.Trim(s, "0_") != "" {
+		return 0, false // Go would read it as octal; Python refuses it
+	}
+	// Go's base 0 takes the same prefixes and underscores.
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil || neg && v != 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 func (t *tool) addHashtreeFooter(args []string) int {

@@ -24,6 +24,7 @@ package fronttest
 //	zeros NAME SIZE           a file of SIZE zeros
 //	poke NAME OFFSET HEX      write the bytes HEX at OFFSET of NAME
 //	fill NAME OFFSET COUNT    write COUNT bytes 0x5a at OFFSET of NAME
+//	truncate NAME SIZE        cut (or extend with zeros) NAME to SIZE bytes
 //	mkdir NAME                a directory
 //	chmod MODE NAME           change NAME's mode (octal)
 //	link NAME TARGET          a hard link NAME to TARGET

@@ -7,14 +7,15 @@
 package veritysetup
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -172,6 +173,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 	err := o.parse(args)
 	verbose := o.verbose || o.debug
 	code := exitOK
+	usageExit := false // veritysetup's usage() exits without its verbose result line
 	switch {
 	case err != nil:
 	case o.help:
@@ -193,6 +195,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		}
 		if f.usage {
 			fmt.Fprint(stderr, usageText)
+			usageExit = true
 		}
 		for _, l := range f.lines {
 			if f.prefixed {
@@ -202,7 +205,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		}
 		code = f.code
 	}
-	if verbose && !o.help && !o.version && !o.usage {
+	if verbose && !o.help && !o.version && !o.usage && !usageExit {
 		if code == exitOK {
 			fmt.Fprintln(stdout, "Command successful.")
 		} else {
@@ -379,6 +382,39 @@ type treeHooks struct {
 	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
+// notInOpenSSL reports whether name is one of the kernel's algorithms that
+// veritysetup's crypto backend (OpenSSL, which has only BLAKE2b-512 of the
+// family) does not know: veritysetup refuses them, veritygen makes them.
+func notInOpenSSL(name string) bool {
+	switch strings.ToLower(name) {
+	case "blake2b-160", "blake2b-256", "blake2b-384":
+		return true
+	}
+	return false
+}
+
+// numbers parses the numeric options, as popt does before anything else.
+func (o *options) numbers() (map[string]uint64, error) {
+	nums := map[string]uint64{}
+	for _, n := range []struct {
+		name, text string
+		bits32     bool
+	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
+		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
+		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
+		parse := number
+		if n.bits32 {
+			parse = number32
+		}
+		v, err := parse(n.text)
+		if err != nil {
+			return nil, err
+		}
+		nums[n.name] = v
+	}
+	return nums, nil
+}
+
 // tree checks the tree options as veritysetup does (crypt_format's order:
 // salt, hash type, block sizes, offsets, the hooks' checks, hash
 // algorithm), with its messages, and returns them as the library takes
@@ -387,19 +423,47 @@ type treeHooks struct {
 // With fromSuperblock (verify of a tree with a superblock) the options the
 // superblock gives are not checked: veritysetup ignores them.
 func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (verity.TreeOptions, error) {
-	nums, err := o.treeNumbers()
+	var t verity.TreeOptions
+	nums, err := o.numbers()
 	if err != nil {
-		return verity.TreeOptions{}, err
+		return t, err
 	}
 	if fromSuperblock {
-		return superblockTree(nums)
+		// VERITY_read_sb's checks of the offset; veritysetup's caller
+		// then says the device is not valid. (It checks no FEC offset.)
+		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
+		return t, superblockOffset(t.HashOffset, hashPath)
 	}
-	var t verity.TreeOptions
-	if err := o.treeSalt(&t); err != nil {
-		return t, err
+	if o.fs.Changed("salt") {
+		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
+			t.Salt = []byte{}
+		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 {
+			// (A salt over 256 bytes is format's to refuse, later.)
+			return t, fail(exitEINVAL, "Invalid salt string specified.")
+		} else {
+			t.Salt = salt
+		}
 	}
-	if err := treeGeometry(&t, nums); err != nil {
-		return t, err
+	if f := nums["format"]; f > 1 {
+		return t, fail(exitEINVAL, "Unsupported VERITY hash type %d.", f)
+	}
+	t.LegacyFormat = nums["format"] == 0
+	for _, name := range []string{"data-block-size", "hash-block-size"} {
+		v := nums[name]
+		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
+			return t, fail(exitEINVAL, "Unsupported VERITY block size.")
+		}
+	}
+	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
+	t.DataBlocks = nums["data-blocks"]
+	t.HashOffset = nums["hash-offset"]
+	// Offsets past what a file holds fail later (hashAreaFits, or the
+	// writes), as veritysetup's do.
+	if t.HashOffset%merkle.SuperblockSize != 0 {
+		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
+	}
+	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
+		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
 	}
 	t.NoSuperblock = o.noSuperblock
 	if hooks.afterOffsets != nil {
@@ -407,7 +471,7 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 			return t, err
 		}
 	}
-	if _, err = hashes.Lookup(o.hash); err != nil {
+	if _, err = hashes.Lookup(o.hash); err != nil || notInOpenSSL(o.hash) {
 		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
@@ -434,95 +498,6 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 	return t, nil
 }
 
-// treeNumbers parses the numeric tree options, as veritysetup's popt does
-// (some in 32 bits), by their flag names.
-func (o *options) treeNumbers() (map[string]uint64, error) {
-	nums := map[string]uint64{}
-	for _, n := range []struct {
-		name, text string
-		bits32     bool
-	}{{"format", o.format, true}, {"data-block-size", o.dataBlockSize, true},
-		{"hash-block-size", o.hashBlockSize, true}, {"data-blocks", o.dataBlocks, false}, {"hash-offset", o.hashOffset, false},
-		{"fec-offset", o.fecOffset, false}, {"fec-roots", o.fecRoots, true}} {
-		parse := number
-		if n.bits32 {
-			parse = number32
-		}
-		v, err := parse(n.text)
-		if err != nil {
-			return nil, err
-		}
-		nums[n.name] = v
-	}
-	return nums, nil
-}
-
-// superblockTree is tree's answer for a tree whose superblock gives the
-// options: only the offsets are checked.
-func superblockTree(nums map[string]uint64) (verity.TreeOptions, error) {
-	var t verity.TreeOptions
-	t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
-		return t, fail(exitEINVAL, "Unsupported VERITY hash offset.")
-	}
-	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-		return t, fail(exitEINVAL, "Unsupported VERITY FEC offset.")
-	}
-	return t, nil
-}
-
-// treeSalt sets the salt --salt gives, if given.
-func (o *options) treeSalt(t *verity.TreeOptions) error {
-	if !o.fs.Changed("salt") {
-		return nil
-	}
-	if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
-		t.Salt = []byte{}
-		return nil
-	}
-	salt, err := cli.ParseHex("salt", o.salt)
-	if err != nil || len(salt) == 0 || len(salt) > merkle.MaxSaltSize {
-		return fail(exitEINVAL, "Invalid salt string specified.")
-	}
-	t.Salt = salt
-	return nil
-}
-
-// treeGeometry checks and sets the format, block sizes, data blocks and
-// offsets, in veritysetup's order.
-func treeGeometry(t *verity.TreeOptions, nums map[string]uint64) error {
-	if f := nums["format"]; f > 1 {
-		return fail(exitEINVAL, "Unsupported VERITY hash type %d.", f)
-	}
-	t.LegacyFormat = nums["format"] == 0
-	for _, name := range []string{"data-block-size", "hash-block-size"} {
-		v := nums[name]
-		if v > 1<<30 || merkle.CheckBlockSize(int(v)) != nil {
-			return fail(exitEINVAL, "Unsupported VERITY block size.")
-		}
-	}
-	t.DataBlockSize, t.HashBlockSize = int(nums["data-block-size"]), int(nums["hash-block-size"])
-	t.DataBlocks = nums["data-blocks"]
-	t.HashOffset = nums["hash-offset"]
-	if t.HashOffset%merkle.SuperblockSize == 0 && t.HashOffset > math.MaxInt64 {
-		// A negative --hash-offset wraps around past veritysetup's
-		// signed offsets.
-		return fail(exitEINVAL, "Device offset overflow.")
-	}
-	if t.HashOffset%merkle.SuperblockSize != 0 || cli.CheckHashOffset(t.HashOffset, t.HashBlockSize) != nil {
-		return fail(exitEINVAL, "Unsupported VERITY hash offset.")
-	}
-	if nums["fec-offset"]%merkle.SuperblockSize != 0 {
-		return fail(exitEINVAL, "Unsupported VERITY FEC offset.")
-	}
-	if t.DataBlocks > math.MaxInt64/uint64(t.DataBlockSize) {
-		// veritysetup counts the data area's size in a signed 64-bit
-		// offset (a negative --data-blocks wraps around to a huge one).
-		return fail(exitEINVAL, "Device offset overflow.")
-	}
-	return nil
-}
-
 // overlapHooks are veritysetup's checks that the areas given do not
 // overlap (crypt_format for VERITY, which format and a verify without
 // superblock go through): HASH the same device as DATA must start its tree
@@ -546,6 +521,8 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 					return nil
 				}
 			} else if err := checkDevice(dataPath); err != nil {
+				return err
+			} else if err := checkDataSize(dataPath); err != nil {
 				return err
 			}
 			dataBytes = t.DataBlocks * uint64(t.DataBlockSize)
@@ -582,7 +559,19 @@ func (o *options) verifyHooks(dataPath, hashPath string) treeHooks {
 	if !o.noSuperblock {
 		return treeHooks{}
 	}
-	return o.overlapHooks(dataPath, hashPath, false)
+	h := o.overlapHooks(dataPath, hashPath, false)
+	overlaps := h.afterHash
+	h.afterHash = func(t *verity.TreeOptions) error {
+		if o.fecDevice != "" {
+			if err := checkDevice(o.fecDevice); err != nil {
+				// crypt_format fails its allocation with ENOMEM.
+				err.(*failure).code = exitENOMEM
+				return err
+			}
+		}
+		return overlaps(t)
+	}
+	return h
 }
 
 // identical is veritysetup's device_is_identical: the same path, or two
@@ -679,15 +668,92 @@ func checkDevice(path string) error {
 	return nil
 }
 
+// hashAreaFits fails as veritysetup's VERITY_create does before it writes
+// anything, for a tree whose levels cannot be counted (no whole data
+// block) or whose end is past 2^64 bytes.
+func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
+	if over, _ := bits.Mul64(t.DataBlocks, uint64(t.DataBlockSize)); over != 0 {
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
+	blocks := t.DataBlocks
+	if blocks == 0 {
+		blocks = deviceSize(dataPath) / uint64(t.DataBlockSize)
+	}
+	alg, err := hashes.Lookup(t.Hash)
+	if err != nil {
+		return nil // refused already
+	}
+	hbs := uint64(t.HashBlockSize)
+	start := t.HashOffset / hbs
+	if !t.NoSuperblock {
+		if t.HashOffset > math.MaxUint64-merkle.SuperblockSize-hbs+1 {
+			// veritysetup's count of the tree's first block wraps
+			// around to 0: it writes the tree at byte 0 and no
+			// superblock, and reports success.
+			return fail(exitEINVAL, "Device offset overflow.")
+		}
+		start = (t.HashOffset + merkle.SuperblockSize + hbs - 1) / hbs
+	}
+	_, _, end, ok := hashLevels(t.HashBlockSize, alg.Size(), blocks, start)
+	if !ok {
+		return fail(exitEINVAL, "Hash area overflow.")
+	}
+	if over, _ := bits.Mul64(end, hbs); over != 0 {
+		return fail(exitEINVAL, "Device offset overflow.")
+	}
+	if end*hbs > cli.MaxFileOffset {
+		// Past what a file can hold: the seek fails.
+		return fail(exitEINVAL, msgCreateIO)
+	}
+	return nil
+}
+
+// msgCreateIO is veritysetup's message for a tree it cannot write.
+const msgCreateIO = "Input/output error while creating hash area."
+
+// checkDataSize fails as veritysetup does (crypt_check_data_device_size)
+// for a DATA shorter than a sector.
+func checkDataSize(path string) error {
+	if deviceSize(path) < 512 {
+		return fail(exitEINVAL, "Header detected but device %s is too small.", path)
+	}
+	return nil
+}
+
 func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
+	if _, err := o.numbers(); err != nil {
+		return err
+	}
+	// veritysetup creates HASH and the FEC device (if missing) and opens
+	// HASH before it looks at any option; the front checks that it could
+	// and writes nothing yet.
+	if err := creatable(hashPath, "hash"); err != nil {
+		return err
+	}
+	if o.fecDevice != "" {
+		if err := creatable(o.fecDevice, "FEC"); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(hashPath); err == nil {
+		if err := checkDevice(hashPath); err != nil {
+			return err
+		}
+	}
 	hooks := o.overlapHooks(dataPath, hashPath, true)
 	var fecOffset uint64
 	var fecRoots int
 	hooks.beforeUUID = func(t *verity.TreeOptions) (err error) {
+		if len(t.Salt) > merkle.MaxSaltSize {
+			return &failure{code: exitEINVAL} // veritysetup's VERITY_create fails without a word
+		}
 		if t.DataBlockSize > 4096 {
 			// veritysetup's words, with its page size on the machines it
 			// runs on, once the areas are checked.
 			fmt.Fprintln(stderr, "WARNING: Kernel cannot activate device if data block size exceeds page size (4096).")
+		}
+		if err := hashAreaFits(t, dataPath); err != nil {
+			return err
 		}
 		fecOffset, fecRoots, err = o.fecOptions(t)
 		if f, ok := err.(*failure); ok {
@@ -701,27 +767,22 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(hashPath); err == nil {
-		if err := checkDevice(hashPath); err != nil {
-			return err
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		if dir, err := os.Stat(filepath.Dir(hashPath)); err != nil || !dir.IsDir() {
-			return fail(exitEINVAL, "Cannot create hash image %s for writing.", hashPath)
-		}
-	}
-	if p := o.rootHashFile; p != "" {
-		if dir, err := os.Stat(filepath.Dir(p)); err != nil || !dir.IsDir() {
-			return fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
+	rootHashFile := o.rootHashFile
+	var rootFileErr error
+	if p := rootHashFile; p != "" {
+		info, err := os.Stat(p)
+		if dir, derr := os.Stat(filepath.Dir(p)); derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
+			// veritysetup writes the tree and prints it, then fails to
+			// create the file.
+			rootHashFile, rootFileErr = "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
 		}
 	}
 	// Raw: veritysetup reads an Android sparse image as the bytes it is;
 	// InPlace: it writes its outputs in place.
+	// No Warn: veritysetup warns of none of the library's cases (a
+	// partial last block, ...).
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true, InPlace: true,
-		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
-	if o.verbose || o.debug {
-		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
-	}
+		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: rootHashFile}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
 		return formatError(err)
@@ -741,12 +802,26 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		h.FECRoots, h.FECBlocks = f.Roots, f.ParityBlocks
 		switch {
 		case f.InHash && h.ShowHashDeviceSize:
-			h.HashDeviceSize = f.Offset + f.Size
+			// VERITY_dump "assumes" the parity right after the tree,
+			// wherever --fec-offset put it.
+			h.HashDeviceSize = (walkTreeOf(g).hashStart + g.HashBlocks + f.ParityBlocks) * uint64(g.HashBlockSize)
 		case !f.InHash && !f.InData && f.Offset == 0:
 			h.FECDeviceSize = f.Size
 		}
 	}
 	h.Print(stdout)
+	return rootFileErr
+}
+
+// creatable fails as veritysetup does when it cannot create the file
+// (what names it: "hash", "FEC") where it is missing.
+func creatable(path, what string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+		return fail(exitEINVAL, "Cannot create %s image %s for writing.", what, path)
+	}
 	return nil
 }
 
@@ -756,10 +831,14 @@ func formatError(err error) error {
 	if errors.As(err, &e) && e.Kind == verity.KindParam {
 		switch e.Field {
 		case "DataBlocks":
-			return fail(exitEINVAL, "Input/output error while creating hash area.")
+			return fail(exitEINVAL, msgCreateIO)
 		case "HashOffset":
 			return fail(exitEINVAL, "Data area overlaps with hash area.")
 		}
+	}
+	if errors.Is(err, syscall.EFBIG) {
+		// A write past what the file system holds.
+		return fail(exitEINVAL, msgCreateIO)
 	}
 	return err
 }
@@ -792,12 +871,17 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	if err := checkDevice(hashPath); err != nil {
 		return err
 	}
-	if offset%merkle.SuperblockSize != 0 {
-		return fail(exitEINVAL, "Unsupported VERITY hash offset.")
+	if err := superblockOffset(offset, hashPath); err != nil {
+		return err
 	}
 	g, err := verity.ReadSuperblock(hashPath, offset)
 	if err != nil {
-		return superblockError(err, hashPath)
+		sb, err := refusedSuperblock(err, hashPath, offset)
+		if err != nil {
+			return err
+		}
+		sb.header(hashPath).Print(stdout)
+		return nil
 	}
 	h := cli.NewHeader(g, hashPath)
 	if g.HashOffset == 0 {
@@ -807,70 +891,209 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	return nil
 }
 
-func superblockError(err error, hashPath string) error {
-	if errors.Is(err, verity.ErrInput) {
-		f := fail(exitEINVAL, "Device %s is not a valid VERITY device.", hashPath)
-		var se *merkle.SuperblockError
-		if errors.As(err, &se) && se.Field == "algorithm" && se.Name != "" {
-			// A name we do not know: veritysetup (OpenSSL) says so first.
-			f.lines = append([]string{fmt.Sprintf("Hash algorithm %s not supported.", se.Name)}, f.lines...)
-		}
-		return f
-	}
-	return err
-}
-
 func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText string, stderr io.Writer) error {
-	a, err := o.activation(dataPath, hashPath, rootText)
+	if err := o.verifyDevices(dataPath, hashPath, rootText); err != nil {
+		return err
+	}
+	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
 	if err != nil {
 		return err
 	}
-	vo := &verity.VerifyOptions{TreeOptions: a.tree, Raw: true,
-		FECDevice: o.fecDevice, FECOffset: a.fecOffset, FECRoots: a.fecRoots, MaxProblems: 1}
-	g, root := a.g, a.root
-	first := firstProblem{g: g}
-	vo.OnProblem = first.see
-	if g == nil {
-		// Without superblock the tree is known once Verify has checked
-		// the options.
-		vo.OnStart = func(tg *merkle.Geometry, _ *verity.Source) { first.g = tg }
-	}
-	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
+	// The tree is verified without the parity first, as veritysetup does.
+	v, err := o.verifyTarget(t, hashPath)
 	if err != nil {
-		var e *verity.Error
-		if errors.As(err, &e) && e.Field == "root" {
-			return fail(exitEINVAL, "Invalid root hash string specified.")
+		return err
+	}
+	root, err := o.verifyRoot(rootText, t, v.digestSize)
+	if err != nil {
+		return err
+	}
+	if v.walker != nil && len(v.walker.salt) > merkle.MaxSaltSize {
+		// No tree has such a salt but veritysetup verifies with it; the
+		// library does not take it.
+		if lines, code := v.walker.walk(dataPath, hashPath, root); code != exitOK {
+			return &failure{code: code, lines: lines}
 		}
-		return err
-	}
-	defer res.Close()
-	if res.Verified {
 		return nil
 	}
-	lines, code, err := first.report(ctx, dataPath, hashPath, res.Report, vo)
-	if err != nil {
+	// The library verifies; where it finds a problem, what veritysetup
+	// reports is found by walking the tree in its order (walk).
+	var lines []string
+	var code int
+	var verr *verity.Error
+	res, err := verity.Verify(ctx, dataPath, hashPath, root, v.vo)
+	switch {
+	case err == nil:
+		defer res.Close()
+		v.g = res.Geometry
+		if res.Verified {
+			return nil
+		}
+		lines, code = v.walker.walk(dataPath, hashPath, root)
+	case errors.As(err, &verr) && verr.Field == "root":
+		return fail(exitEINVAL, "Invalid root hash string specified.")
+	case errors.Is(err, verity.ErrInput) && v.walker.short(dataPath, hashPath):
+		// The library refuses a tree its files cut short; veritysetup
+		// verifies up to the cut.
+		lines, code = v.walker.walk(dataPath, hashPath, root)
+		if v.g == nil {
+			v.g = v.walker.geometry(dataPath) // for the parity's checks
+		}
+	default:
 		return err
 	}
 	if code == exitOK {
-		return nil // only the superblock's reserved bytes, which veritysetup ignores
+		return nil // only what veritysetup does not check (the superblock's reserved bytes)
 	}
-	if res.Repair == nil {
+	rootFailed := lines[0] == msgRootFailed
+	if o.fecDevice == "" || code != exitEPERM && !rootFailed || v.g == nil {
+		// veritysetup tries the parity only on damage or a root hash
+		// that does not match (not on a read that fails).
 		return &failure{code: code, lines: lines}
 	}
-	return fecVerdict(res, lines, dataPath, hashPath, stderr)
+	return o.verifyFEC(ctx, v, root, lines, code, dataPath, hashPath, stderr)
 }
 
-// fecVerdict is verify's answer for a tree with FEC that did not verify:
-// veritysetup checks the whole image against the parity and says how
-// many bytes it would correct, writing nothing. lines are the problem's
-// messages.
-func fecVerdict(res *verity.VerifyResult, lines []string, dataPath, hashPath string, stderr io.Writer) error {
+// verifyDevices is verify's first checks, in veritysetup's order: a root
+// hash given, the numbers, HASH then DATA opened (before it reads a
+// superblock or checks an option), DATA's size.
+func (o *options) verifyDevices(dataPath, hashPath, rootText string) error {
+	if rootText == "" && o.rootHashFile == "" {
+		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
+	}
+	if _, err := o.numbers(); err != nil {
+		return err
+	}
+	for _, p := range []string{hashPath, dataPath} {
+		if err := checkDevice(p); err != nil {
+			return err
+		}
+	}
+	if dataPath != hashPath {
+		return checkDataSize(dataPath)
+	}
+	return nil
+}
+
+// verifyTarget is what verify checks: the library's options, the tree
+// (nil until the library lays it out, without superblock), the root
+// hash's length once known (0 before), the tree as veritysetup walks it.
+type verifyTarget struct {
+	vo         *verity.VerifyOptions
+	g          *merkle.Geometry
+	digestSize int
+	walker     *walkTree
+}
+
+// verifyTarget works out verify's target from the options t, or, with a
+// superblock, from it (veritysetup ignores the options that give them).
+func (o *options) verifyTarget(t verity.TreeOptions, hashPath string) (*verifyTarget, error) {
+	v := &verifyTarget{vo: &verity.VerifyOptions{TreeOptions: verity.TreeOptions{HashOffset: t.HashOffset}, Raw: true, MaxProblems: 1}}
+	if o.noSuperblock {
+		if t.Salt == nil {
+			// The tree's salt is recorded nowhere. veritysetup then
+			// verifies with a random one of its default size (crypt_format
+			// makes one), which fails as a wrong salt does.
+			t.Salt = make([]byte, 32)
+			if _, err := rand.Read(t.Salt); err != nil {
+				return nil, err
+			}
+		}
+		v.vo.TreeOptions = t
+		v.vo.UUID = nil
+		if a, err := hashes.Lookup(t.Hash); err == nil {
+			format := 1
+			if t.LegacyFormat {
+				format = 0
+			}
+			v.walker = &walkTree{hash: a, format: format, salt: t.Salt, dbs: t.DataBlockSize, hbs: t.HashBlockSize,
+				dataBlocks: t.DataBlocks, hashStart: t.HashOffset / uint64(t.HashBlockSize)}
+		}
+		return v, nil
+	}
+	g, err := verity.ReadSuperblock(hashPath, t.HashOffset)
+	if err != nil {
+		sb, err := refusedSuperblock(err, hashPath, t.HashOffset)
+		if err != nil {
+			return nil, err
+		}
+		// One the library refuses and veritysetup reads (0 data blocks,
+		// the algorithm in capitals): verified as the tree it
+		// describes, without its superblock.
+		v.vo.TreeOptions = sb.treeOptions()
+		v.digestSize = sb.algorithm.Size()
+		w := sb.walkTree()
+		v.walker = &w
+	} else {
+		v.g, v.digestSize = g, g.DigestSize
+		w := walkTreeOf(g)
+		v.walker = &w
+	}
+	if o.fecDevice != "" {
+		if err := checkDevice(o.fecDevice); err != nil {
+			f := err.(*failure)
+			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
+			return nil, f
+		}
+	}
+	return v, nil
+}
+
+// verifyRoot is the root hash verify checks against: the root hash
+// file's, which veritysetup takes even with one on the line, or
+// rootText's; digestSize is its length from the superblock (0 without).
+func (o *options) verifyRoot(rootText string, t verity.TreeOptions, digestSize int) ([]byte, error) {
+	var root []byte
+	var err error
+	if o.rootHashFile != "" {
+		if a, lerr := hashes.Lookup(t.Hash); lerr == nil && o.noSuperblock {
+			digestSize = a.Size()
+		}
+		if root, err = readRootHashFile(o.rootHashFile, digestSize); err != nil {
+			return nil, err
+		}
+	} else {
+		root, err = cli.ParseRootHash("root hash", rootText)
+	}
+	if err != nil || !o.noSuperblock && len(root) != digestSize {
+		return nil, fail(exitEINVAL, "Invalid root hash string specified.")
+	}
+	return root, nil
+}
+
+// verifyFEC is verify's answer for a tree with FEC that did not verify
+// (lines and code: what veritysetup reports without the parity):
+// veritysetup checks the FEC options only then (fecStage), checks the
+// whole image against the parity and says how many bytes it would
+// correct, writing nothing.
+func (o *options) verifyFEC(ctx context.Context, v *verifyTarget, root []byte, lines []string, code int, dataPath, hashPath string, stderr io.Writer) error {
+	rootFailed := lines[0] == msgRootFailed
 	for _, l := range lines {
 		fmt.Fprintln(stderr, l)
 	}
+	if msg, twice := o.fecStage(v.g, dataPath, hashPath); msg != "" {
+		f := &failure{code: exitEINVAL, lines: []string{msg, "Errors cannot be repaired with FEC device."}}
+		if twice {
+			f.lines = append([]string{msg}, f.lines...)
+		}
+		if rootFailed {
+			f.code = exitEPERM
+		}
+		return f
+	}
+	fo := *v.vo
+	fo.FECDevice, fo.FECOffset, fo.FECRoots = o.fecDevice, numberOr0(o.fecOffset), int(min(numberOr0(o.fecRoots), 1<<16))
+	res, err := verity.Verify(ctx, dataPath, hashPath, root, &fo)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	if res.Verified || res.Repair == nil {
+		return &failure{code: code} // cannot be: it failed without the parity
+	}
 	rp := res.Repair
 	if !rp.Whole() {
-		p := res.FEC.Params(res.Geometry)
+		p := res.FEC.Params(v.g)
 		round := uint64(0)
 		if lost := rp.Lost(); len(lost) > 0 {
 			round, _ = p.Round(lost[0].FECBlock)
@@ -891,207 +1114,73 @@ func fecVerdict(res *verity.VerifyResult, lines []string, dataPath, hashPath str
 	return nil
 }
 
+// fecStage is veritysetup's VERITY_FEC_process up to the decoding: the
+// checks of the FEC options against the tree g, and the reads of the data
+// and hash areas the parity covers. It returns the message of the first
+// failure, "" if there is none; twice when veritysetup prints it twice
+// (the options' checks: VERITY_FEC_blocks makes them too).
+func (o *options) fecStage(g *merkle.Geometry, dataPath, hashPath string) (msg string, twice bool) {
+	bs := uint64(g.DataBlockSize)
+	roots := numberOr0(o.fecRoots)
+	switch {
+	case g.DataBlockSize != g.HashBlockSize:
+		return "Block sizes must match for FEC.", true
+	case roots < fec.MinRoots || roots > fec.MaxRoots:
+		return "Invalid number of parity bytes.", true
+	}
+	// VERITY_FEC_blocks: the data, then HASH from the tree's first block
+	// to the parity (FEC in HASH) or to its end.
+	start := walkTreeOf(g).hashStart
+	blocks := deviceSize(hashPath)
+	if identical(hashPath, o.fecDevice) {
+		blocks = numberOr0(o.fecOffset)
+	}
+	blocks /= bs
+	if blocks != 0 {
+		blocks -= start
+	}
+	blocks += g.DataBlocks
+	type input struct {
+		path         string
+		start, count uint64
+	}
+	inputs := []input{{dataPath, 0, g.DataBlocks * bs}, {hashPath, start * bs, (blocks - g.DataBlocks) * bs}}
+	if inputs[0].count == 0 {
+		return "Invalid FEC segment length.", false
+	}
+	size := inputs[0].count + inputs[1].count
+	rsn := 255 - roots
+	rounds := (size/bs + rsn - 1) / rsn
+	if size%bs != 0 {
+		rounds = (size/bs + 1 + rsn - 1) / rsn
+	}
+	sizes := []uint64{deviceSize(dataPath), deviceSize(hashPath)}
+	for n := uint64(0); n < rounds; n++ {
+		for i := uint64(0); i < rsn; i++ {
+			off := (i*rounds + n) * bs // FEC_interleave's
+			if off >= size {
+				continue // zeros
+			}
+			k := 0
+			if off >= inputs[0].count {
+				k, off = 1, off-inputs[0].count
+			}
+			if inputs[k].start+off+bs > sizes[k] {
+				return fmt.Sprintf("Failed to read RS block %d byte %d.", n, i), false
+			}
+		}
+	}
+	return "", false
+}
+
 // msgRootFailed is veritysetup's message for a tree that matches itself
 // but not the root hash given.
 const msgRootFailed = "Verification of root hash failed."
-
-// belowTop verifies everything under the top block against the top
-// block as it is (the root hash it stands for is its own digest), and
-// reports what that finds: veritysetup, which checks from the data up,
-// blames the root hash only if everything under the top block matches it.
-func belowTop(ctx context.Context, dataPath, hashPath string, g *merkle.Geometry, vo *verity.VerifyOptions) ([]string, int, error) {
-	f, err := os.Open(hashPath)
-	if err != nil {
-		return nil, 0, readError("HASH", hashPath, err)
-	}
-	defer f.Close()
-	top := make([]byte, g.HashBlockSize)
-	if _, err := f.ReadAt(top, int64(g.BlockOffset(g.TopLevel(), 0))); err != nil {
-		return nil, 0, readError("HASH", hashPath, err)
-	}
-	own := *vo
-	own.FECDevice, own.FECOffset, own.FECRoots = "", 0, 0
-	first := firstProblem{g: g}
-	own.OnProblem, own.OnStart = first.see, nil
-	res, err := verity.Verify(ctx, dataPath, hashPath, digest(g, top), &own)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer res.Close()
-	if first.definite == nil && first.changed == nil {
-		return []string{msgRootFailed}, exitEINVAL, nil
-	}
-	return first.report(ctx, dataPath, hashPath, res.Report, nil)
-}
-
-// firstChildMismatch returns the offset of the first block under hash
-// block (level, index) whose digest is not the one the block holds.
-func firstChildMismatch(g *merkle.Geometry, dataPath, hashPath string, level merkle.Level, index uint64) (i, off uint64, found bool, err error) {
-	hash, err := os.Open(hashPath)
-	if err != nil {
-		return 0, 0, false, readError("HASH", hashPath, err)
-	}
-	defer hash.Close()
-	children, size := hash, g.HashBlockSize
-	childRole, childPath := "HASH", hashPath
-	count := uint64(0)
-	if level == 0 {
-		childRole, childPath = "DATA", dataPath
-		data, err := os.Open(dataPath)
-		if err != nil {
-			return 0, 0, false, readError("DATA", dataPath, err)
-		}
-		defer data.Close()
-		children, size, count = data, g.DataBlockSize, g.DataBlocks
-	} else {
-		count = g.LevelBlocks[level-1]
-	}
-	block := make([]byte, g.HashBlockSize)
-	if _, err := hash.ReadAt(block, int64(g.BlockOffset(level, index))); err != nil {
-		return 0, 0, false, readError("HASH", hashPath, err)
-	}
-	child := make([]byte, size)
-	hpb := uint64(g.HashesPerBlock)
-	for i = 0; i < hpb && index*hpb+i < count; i++ {
-		c := index*hpb + i
-		off = c * uint64(size)
-		if level > 0 {
-			off = g.BlockOffset(level-1, c)
-		}
-		if _, err := children.ReadAt(child, int64(off)); err != nil {
-			return 0, 0, false, readError(childRole, childPath, err)
-		}
-		slot := block[i*uint64(g.DigestSlot):][:g.DigestSize]
-		if !bytes.Equal(digest(g, child), slot) {
-			return i, off, true, nil
-		}
-	}
-	return 0, 0, false, nil
-}
 
 // readError is a failed read of the front's own, in our words (not Go's
 // "open PATH:" or "EOF").
 func readError(role, path string, err error) error {
 	return fmt.Errorf("reading %s %s: %w", role, path, safefile.Cause(err))
-}
-
-// digest is the salted digest of a block, as the tree stores it.
-func digest(g *merkle.Geometry, block []byte) []byte {
-	d := make([]byte, g.DigestSize)
-	g.Hash.NewBlockHasher(len(block), g.Salt, g.SaltPosition()).HashBlocks(d, len(d), block)
-	return d
-}
-
-// firstProblem finds the problem veritysetup would have stopped at: it
-// checks level by level from the data up (stage s checks the blocks of
-// level s-1, the data for stage 0, against the digests of level s), each
-// block against the digest its parent holds, and each hash block's spare
-// area right after the digests it holds. The library checks top down and
-// does not look under a hash block that does not match its parent
-// ("changed"): where veritysetup stops under it is found by checking its
-// children against it.
-type firstProblem struct {
-	g *merkle.Geometry
-	// definite is the first data block that does not match, or the first
-	// hash block with a bad spare area, in veritysetup's order (stage,
-	// pos: positions count the checked blocks twice over, so that the
-	// padding of block k comes after its children's).
-	definite *merkle.CorruptionError
-	stage    int
-	pos      uint64
-	// changed is the lowest, first hash block whose digests changed.
-	changed *merkle.CorruptionError
-}
-
-func (f *firstProblem) see(p *merkle.CorruptionError) {
-	if p.Level == merkle.HeaderLevel || f.g == nil {
-		return // veritysetup does not check the superblock's reserved bytes
-	}
-	if p.Level.IsTree() && p.Fault != merkle.FaultPadding {
-		if c := f.changed; c == nil || p.Level < c.Level || p.Level == c.Level && p.Index < c.Index {
-			f.changed = p
-		}
-		return
-	}
-	stage, pos := int(p.Level)+1, 2*p.Index
-	if p.Level.IsTree() { // padding
-		stage, pos = int(p.Level), 2*(p.Index+1)*uint64(f.g.HashesPerBlock)-1
-	}
-	if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-		f.definite, f.stage, f.pos = p, stage, pos
-	}
-}
-
-// report returns veritysetup's messages for what verification found, and
-// its exit code (exitOK if only what veritysetup does not check is wrong).
-// vo, when not nil, are the options to verify again under a top block that
-// does not match the root hash.
-func (f *firstProblem) report(ctx context.Context, dataPath, hashPath string, rep *merkle.VerifyReport, vo *verity.VerifyOptions) ([]string, int, error) {
-	g := f.g
-	if c := f.changed; c != nil && c.Level == g.TopLevel() && rep.RootMismatch && vo != nil {
-		return belowTop(ctx, dataPath, hashPath, g, vo)
-	}
-	if f.definite == nil && f.changed == nil {
-		if rep.RootMismatch {
-			return []string{msgRootFailed}, exitEINVAL, nil
-		}
-		return nil, exitOK, nil
-	}
-	if g.Levels == 0 && rep.RootMismatch {
-		return []string{msgRootFailed}, exitEINVAL, nil
-	}
-	failedAt := func(off uint64) []string {
-		return []string{fmt.Sprintf("Verification failed at position %d.", off), "Verification of data area failed."}
-	}
-	if c := f.changed; c != nil {
-		hpb := uint64(g.HashesPerBlock)
-		i, off, ok, err := firstChildMismatch(g, dataPath, hashPath, c.Level, c.Index)
-		if err != nil {
-			return nil, 0, err
-		}
-		stage, pos := int(c.Level), 2*(c.Index*hpb+i)
-		if !ok { // cannot be: its digests changed; say where it is
-			stage, pos, off = int(c.Level)+1, 2*c.Index, c.Offset
-		}
-		// The child that does not match may have changed too, and so on
-		// down: veritysetup stops at the lowest.
-		for level, index := c.Level, c.Index*hpb+i; ok && level > 0; level-- {
-			ci, coff, cok, err := firstChildMismatch(g, dataPath, hashPath, level-1, index)
-			if err != nil {
-				return nil, 0, err
-			}
-			if !cok {
-				break
-			}
-			stage, pos, off = int(level)-1, 2*(index*hpb+ci), coff
-			index = index*hpb + ci
-		}
-		if f.definite == nil || stage < f.stage || stage == f.stage && pos < f.pos {
-			return failedAt(off), exitEPERM, nil
-		}
-	}
-	p := f.definite
-	if p.Fault == merkle.FaultPadding {
-		return []string{fmt.Sprintf("Spare area is not zeroed at position %d.", p.Offset+spareStart(g, p.Level, p.Index, p.PaddingAt)),
-			"Verification of data area failed."}, exitEPERM, nil
-	}
-	return failedAt(p.Offset), exitEPERM, nil
-}
-
-// spareStart returns where the spare area holding byte at of hash block
-// (level, index) starts, as veritysetup reports it: the padding after a
-// digest in its slot, or the rest of the block after the digests it holds.
-func spareStart(g *merkle.Geometry, level merkle.Level, index uint64, at int) uint64 {
-	children := g.DataBlocks
-	if level > 0 {
-		children = g.LevelBlocks[level-1]
-	}
-	n := int(min(uint64(g.HashesPerBlock), children-index*uint64(g.HashesPerBlock)))
-	if used := n * g.DigestSlot; at >= used {
-		return uint64(used)
-	}
-	slot := at / g.DigestSlot
-	return uint64(slot*g.DigestSlot + g.DigestSize)
 }
 
 // repairableBytes counts the bytes the repair would change: what
