@@ -55,6 +55,14 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 		return nil, inputErr("", "sparse image version %d.%d with header sizes %d and %d: only 1.0, 28 and 12 are written to",
 			le.Uint16(h[4:]), le.Uint16(h[6:]), le.Uint16(h[8:]), le.Uint16(h[10:]))
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("reading the sparse image: %v", err)
+	}
+	if s := readStaging(f, fi.Size()); s != nil {
+		// Its header does not yet count the chunks phase B writes.
+		return nil, inputErr("run "+s.verb+" again to finish it", "an interrupted %s left this sparse image half rewritten", s.verb)
+	}
 	w := &sparseWriter{f: f, blk: uint64(le.Uint32(h[12:])), totalBlocks: le.Uint32(h[16:]), totalChunks: le.Uint32(h[20:])}
 	if w.blk == 0 || w.blk%4 != 0 {
 		return nil, inputErr("", "sparse block size %d", w.blk)
@@ -64,10 +72,6 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 		return nil, err
 	}
 	w.end = end
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, ioErr("reading the sparse image: %v", err)
-	}
 	w.fileSize = fi.Size()
 	if w.fileSize != end {
 		// Past the chunks, only what an interrupted AddHashtreeFooter

@@ -239,6 +239,24 @@ CASES = [
     hf('hf-chains-order', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
                            '--chain_partition_do_not_use_ab', 'pvmfw:4:' + P4, '--chain_partition', 'vendor_boot:3:' + P2,
                            '--chain_partition', 'boot_a:2:' + P2], file='hfc.img'),
+    # resize_image and zero_hashtree of Android sparse images (added last, so that the cases above stay as
+    # they were): avbtool's footer layout (rs.img: the vbmeta in a chunk of its own), and img2simg's of raw
+    # footer images (the cut inside a chunk).
+    case('ri-sparse-grow', ['resize_image', '--image', 'rs.img', '--partition_size', '196608'], {'rs.img': 'copy:sparse.img'}),
+    case('ri-sparse-shrink', ['resize_image', '--image', 'rs.img', '--partition_size', '98304']),
+    case('ri-sparse-same', ['resize_image', '--image', 'rs.img', '--partition_size', '98304']),
+    case('ri-sparse-err-too-small', ['resize_image', '--image', 'rs.img', '--partition_size', '45056']),
+    case('ri-sparse-img2simg', ['resize_image', '--image', 'rm.img', '--partition_size', '196608'], {'rm.img': 'simg:copy:boot.img'}),
+    case('ri-sparse-img2simg-shrink', ['resize_image', '--image', 'rm2.img', '--partition_size', '65536'], {'rm2.img': 'simg:copy:boot.img'}),
+    case('zh-sparse-hashtree', ['add_hashtree_footer', '--image', 'zs.img', '--partition_size', '262144', '--partition_name', 'system',
+                                '--do_not_generate_fec', '--hash_algorithm', 'sha256', '--salt', SALT] + S2,
+         {'zs.img': 'simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
+    case('zh-sparse', ['zero_hashtree', '--image', 'zs.img']),
+    case('zh-sparse-rerun', ['zero_hashtree', '--image', 'zs.img']),
+    case('zh-sparse-img2simg', ['zero_hashtree', '--image', 'zi.img'], {'zi.img': 'simg:copy:system.img'}),
+    case('zh-sparse-one-block-tree', ['zero_hashtree', '--image', 'z1.img'], {'z1.img': 'simg:copy:sh.img'}),
+    case('info-sparse-zeroed', ['info_image', '--image', 'zs.img']),
+    case('info-sparse-resized', ['info_image', '--image', 'rs.img']),
 ]
 
 
@@ -303,7 +321,7 @@ def main():
                 b = image(spec, d)
             with open(os.path.join(d, f), 'wb') as w:
                 w.write(b)
-            if spec.startswith(('case:', 'copy:')):
+            if spec.startswith(('case:', 'copy:')) or 'copy:' in spec:  # simg:copy:... too
                 keep(blobs, b)
                 prov[f] = 'blob:' + hashlib.sha256(b).hexdigest()
             else:
