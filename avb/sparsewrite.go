@@ -2,6 +2,7 @@ package avb
 
 import (
 	"encoding/binary"
+	"io"
 	"os"
 
 	"github.com/veritytree/veritytree/internal/safefile"
@@ -92,12 +93,23 @@ func (w *sparseWriter) walk(stop func(sparseChunk) bool) (int64, *sparseChunk, e
 	le := binary.LittleEndian
 	off := int64(sparseHeaderSize)
 	var out uint64
-	hb := make([]byte, chunkHeaderSize)
+	// The headers are read through a window of the file: one read for
+	// thousands of small chunks, not one each.
+	win := make([]byte, 64<<10)
+	var winAt, winLen int64
 	var blocks uint64
 	for i := uint32(0); i < w.totalChunks; i++ {
-		if _, err := w.f.ReadAt(hb, off); err != nil {
-			return 0, nil, inputErr("", "sparse chunk %d at %d: %v", i, off, err)
+		if off < winAt || off+chunkHeaderSize > winAt+winLen {
+			n, err := w.f.ReadAt(win, off)
+			if n < chunkHeaderSize {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, nil, inputErr("", "sparse chunk %d at %d: %v", i, off, err)
+			}
+			winAt, winLen = off, int64(n)
 		}
+		hb := win[off-winAt : off-winAt+chunkHeaderSize]
 		c := sparseChunk{typ: le.Uint16(hb), offset: off, outOffset: out, blocks: le.Uint32(hb[4:]), totalSize: le.Uint32(hb[8:])}
 		want := uint64(chunkHeaderSize)
 		switch c.typ {
