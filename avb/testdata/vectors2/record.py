@@ -257,10 +257,52 @@ CASES = [
     case('zh-sparse-one-block-tree', ['zero_hashtree', '--image', 'z1.img'], {'z1.img': 'simg:copy:sh.img'}),
     case('info-sparse-zeroed', ['info_image', '--image', 'zs.img']),
     case('info-sparse-resized', ['info_image', '--image', 'rs.img']),
+    # zero_hashtree with FEC: the inputs are made by avbtool with a stand-in for AOSP's `fec` (see
+    # STANDIN_FEC): zero_hashtree zeroes the parity, so only its place and size matter to the case.
+    case('zh-sparse-fec', ['zero_hashtree', '--image', 'zf.img'],
+         {'zf.img': 'fecprep:262144:simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
+    case('zh-fec', ['zero_hashtree', '--image', 'zr.img'], {'zr.img': 'fecprep:262144:blockbyte:4096:30+fill:07:4096'}),
+    case('info-sparse-zeroed-fec', ['info_image', '--image', 'zf.img']),
 ]
+
+# A stand-in for AOSP's `fec` tool, which avbtool runs to make FEC and which was not at hand: the size
+# as libfec's fec_ecc_get_size gives it (see ../vectors/README.md), the "parity" a fill of 0xfe and
+# the footer avbtool reads the size from. Its output is no parity: it only makes inputs for
+# zero_hashtree, which zeroes it.
+STANDIN_FEC = '''#!/usr/bin/env python3
+import struct, sys
+a = sys.argv[1:]
+roots = int(a[a.index('--roots') + 1])
+def size(n):
+    blocks = (n + 4095) // 4096
+    return (blocks + 255 - roots - 1) // (255 - roots) * roots * 4096 + 4096
+if a[0] == '--print-fec-size':
+    print(size(int(a[1])))
+else:
+    import os
+    n = size(os.path.getsize(a[-2]))
+    open(a[-1], 'wb').write(b'\\xfe' * n + struct.pack('<LLLLLQ32s', 0xfecfecfe, 0, 0, roots, n, 0, b''))
+'''
+
+
+def fecprep(psize, raw, d):
+    """add_hashtree_footer (FEC, 2 roots) of raw, with the stand-in fec."""
+    with tempfile.TemporaryDirectory() as t:
+        fec = os.path.join(t, 'fec')
+        open(fec, 'w').write(STANDIN_FEC)
+        os.chmod(fec, 0o755)
+        img = os.path.join(t, 'img')
+        open(img, 'wb').write(raw)
+        subprocess.run(['python3', AVBTOOL, 'add_hashtree_footer', '--image', img, '--partition_size', psize,
+                        '--partition_name', 'system', '--hash_algorithm', 'sha256', '--salt', SALT, '--fec_num_roots', '2'],
+                       check=True, env=dict(os.environ, PATH=t + os.pathsep + os.environ['PATH']))
+        return open(img, 'rb').read()
 
 
 def image(spec, d):
+    if spec.startswith('fecprep:'):  # fecprep:PARTITION_SIZE:SPEC
+        _, psize, rest = spec.split(':', 2)
+        return fecprep(psize, image(rest, d), d)
     out = bytearray()
     for part in spec.split('+'):
         f = part.split(':')
@@ -321,7 +363,7 @@ def main():
                 b = image(spec, d)
             with open(os.path.join(d, f), 'wb') as w:
                 w.write(b)
-            if spec.startswith(('case:', 'copy:')) or 'copy:' in spec:  # simg:copy:... too
+            if spec.startswith(('case:', 'copy:', 'fecprep:')) or 'copy:' in spec:  # simg:copy:... too
                 keep(blobs, b)
                 prov[f] = 'blob:' + hashlib.sha256(b).hexdigest()
             else:
