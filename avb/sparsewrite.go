@@ -103,7 +103,7 @@ func (w *sparseWriter) walk(stop func(sparseChunk) bool) (int64, *sparseChunk, e
 			n, err := w.f.ReadAt(win, off)
 			if n < chunkHeaderSize {
 				if err == nil || err == io.EOF {
-					err = io.ErrUnexpectedEOF
+					return 0, nil, inputErr("", "sparse chunk %d at %d: the file ends in its header", i, off)
 				}
 				return 0, nil, inputErr("", "sparse chunk %d at %d: %v", i, off, err)
 			}
