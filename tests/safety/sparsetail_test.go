@@ -67,7 +67,7 @@ func chunksOf(t *testing.T, path string) (uint32, uint16) {
 var sparseTailAttacks = []attack{
 	{item: "6", name: "avbtool resize_image on 3M one-block sparse chunks (48 MB)",
 		setup: chunkyFooterImage,
-		prog:  "avbtool", args: []string{"resize_image", "--image", "big.simg", "--partition_size", fmt.Sprint(3_000_000*4096 + 1<<20)},
+		prog:  "avbtool", args: []string{"resize_image", "--image", "big.simg", "--partition_size", fmt.Sprint(uint64(3_000_000*4096 + 1<<20))},
 		exit: []int{0}, mayChange: []string{"big.simg"}, timeout: 5 * time.Minute,
 		after: func(t *testing.T, d string, o *outcome) {
 			if n, typ := chunksOf(t, filepath.Join(d, "big.simg")); n != 3_000_000+4 || typ != chunkRaw {
