@@ -263,6 +263,10 @@ CASES = [
          {'zf.img': 'fecprep:262144:simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
     case('zh-fec', ['zero_hashtree', '--image', 'zr.img'], {'zr.img': 'fecprep:262144:blockbyte:4096:30+fill:07:4096'}),
     case('info-sparse-zeroed-fec', ['info_image', '--image', 'zf.img']),
+    # Sparse images of 1024-byte blocks (img2simg's third argument): avbtool then works in those blocks.
+    case('ri-sparse-1k', ['resize_image', '--image', 'r1k.img', '--partition_size', '197632'], {'r1k.img': 'simg1024:copy:boot.img'}),
+    case('ri-sparse-1k-shrink', ['resize_image', '--image', 'r1k.img', '--partition_size', '41984']),
+    case('zh-sparse-1k', ['zero_hashtree', '--image', 'z1k.img'], {'z1k.img': 'simg1024:copy:system.img'}),
 ]
 
 # A stand-in for AOSP's `fec` tool, which avbtool runs to make FEC and which was not at hand: the size
@@ -314,11 +318,12 @@ def image(spec, d):
             b = int(f[1])
             for i in range(int(f[2])):
                 out += bytes([i % 256]) * b
-        elif f[0] == 'simg':  # img2simg of the rest of the spec
-            raw = image(spec[len('simg:'):], d)
+        elif f[0] in ('simg', 'simg1024'):  # img2simg of the rest of the spec (simg1024: in 1024-byte blocks)
+            raw = image(spec[len(f[0]) + 1:], d)
             with tempfile.TemporaryDirectory() as t:
                 open(os.path.join(t, 'raw'), 'wb').write(raw)
-                subprocess.run(['img2simg', os.path.join(t, 'raw'), os.path.join(t, 'simg')], check=True)
+                subprocess.run(['img2simg', os.path.join(t, 'raw'), os.path.join(t, 'simg')] + (['1024'] if f[0] == 'simg1024' else []),
+                               check=True)
                 return open(os.path.join(t, 'simg'), 'rb').read()
         elif f[0] == 'copy':
             out += open(os.path.join(d, f[1]), 'rb').read()
