@@ -285,7 +285,7 @@ func resizeSparse(ctx context.Context, f *os.File, imagePath string, partitionSi
 	if gap/ib > 1<<32-1 {
 		return inputErr("", "%s: a DONT_CARE chunk of %d bytes: more blocks than a chunk counts", imagePath, gap)
 	}
-	return rewriteTail(sw, "resize_image", vbEnd, []stagedChunk{
+	return rewriteTail(ctx, sw, "resize_image", vbEnd, []stagedChunk{
 		{typ: chunkDontCare, blocks: uint32(gap / ib)},
 		{typ: chunkRaw, blocks: 1, n: ib, data: rawData(block)},
 	})
@@ -342,7 +342,7 @@ func zeroSparse(ctx context.Context, f *os.File, imagePath string) error {
 		return inputErr("", "%s: %d bytes after the tree: more blocks than a chunk counts", imagePath, rest)
 	}
 	chunks = append(chunks, stagedChunk{typ: chunkRaw, blocks: uint32(rest / ib), n: rest, data: copyData(src, zeroEnd, rest)})
-	return rewriteTail(sw, "zero_hashtree", ht.TreeOffset, chunks)
+	return rewriteTail(ctx, sw, "zero_hashtree", ht.TreeOffset, chunks)
 }
 
 func fileSizeOf(f *os.File) (int64, error) {

@@ -23,8 +23,10 @@ package avb
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"io"
 	"os"
 
@@ -190,7 +192,7 @@ type stagedChunk struct {
 
 // rewriteTail cuts the sparse image (opened as sw, at path) at cutAt and
 // appends chunks, safely (see the top of this file).
-func rewriteTail(sw *sparseWriter, verb string, cutAt uint64, chunks []stagedChunk) error {
+func rewriteTail(ctx context.Context, sw *sparseWriter, verb string, cutAt uint64, chunks []stagedChunk) error {
 	f := sw.f
 	cut, err := sw.planCut(cutAt)
 	if err != nil {
@@ -227,6 +229,18 @@ func rewriteTail(sw *sparseWriter, verb string, cutAt uint64, chunks []stagedChu
 	if _, err := writeResumeRecord(f, recAt, sw.size(), true); err != nil {
 		return err
 	}
+	if err := stage(ctx, f, s, chunks, recAt-stagingSize); err != nil {
+		// Phase A changed nothing the header counts: what it wrote past
+		// the chunks goes, with whatever an earlier run left there.
+		_ = f.Truncate(sw.end)
+		return err
+	}
+	return s.finish(f)
+}
+
+// stage writes the chunks at s.from, then the staging block at at (phase
+// A, see the top of this file).
+func stage(ctx context.Context, f *os.File, s *staging, chunks []stagedChunk, at uint64) error {
 	bw := bufio.NewWriterSize(io.NewOffsetWriter(f, int64(s.from)), 1<<20)
 	for _, c := range chunks {
 		data := uint64(0)
@@ -245,7 +259,7 @@ func rewriteTail(sw *sparseWriter, verb string, cutAt uint64, chunks []stagedChu
 			}
 		}
 		if c.data != nil {
-			if err := c.data(bw); err != nil {
+			if err := c.data(ctxWriter{ctx, bw}); err != nil {
 				return err
 			}
 		}
@@ -256,13 +270,23 @@ func rewriteTail(sw *sparseWriter, verb string, cutAt uint64, chunks []stagedChu
 	if err := syncFile(f); err != nil {
 		return err
 	}
-	if err := writeAt(f, s.encode(), recAt-stagingSize); err != nil {
+	if err := writeAt(f, s.encode(), at); err != nil {
 		return err
 	}
-	if err := syncFile(f); err != nil {
-		return err
+	return syncFile(f)
+}
+
+// ctxWriter stops writing once ctx ends (an interrupt during a long copy).
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
 	}
-	return s.finish(f)
+	return c.w.Write(p)
 }
 
 // openSparseTail opens the sparse image f (at path) for ResizeImage or
@@ -297,6 +321,9 @@ func rawData(b []byte) func(io.Writer) error {
 func copyData(r io.ReaderAt, off, n uint64) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if _, err := io.Copy(w, io.NewSectionReader(r, int64(off), int64(n))); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
 			return ioErr("copying the image's end: %v", err)
 		}
 		return nil

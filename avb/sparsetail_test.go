@@ -185,3 +185,39 @@ func TestSparseRewriteInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// laterCtx is a context that ends at the after-th call of Err.
+type laterCtx struct {
+	context.Context
+	calls *int
+	after int
+}
+
+func (c laterCtx) Err() error {
+	*c.calls++
+	if *c.calls >= c.after {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestSparseZeroHashtreeCanceled: a ZeroHashtree of a sparse image whose
+// context ends while it copies the image's end (phase A) returns the
+// context's error and leaves the file as it was.
+func TestSparseZeroHashtreeCanceled(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "system.simg")
+	toSparse(t, makeImage(t, "blockbyte:4096:20"), image)
+	if _, err := AddHashtreeFooter(context.Background(), image, &HashtreeFooterOptions{HashAlgorithm: "sha256", PartitionSize: 4 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	start, _ := os.ReadFile(image)
+	calls := 0
+	err := ZeroHashtree(laterCtx{Context: context.Background(), calls: &calls, after: 10}, image)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v after %d calls of Err", err, calls)
+	}
+	if got, _ := os.ReadFile(image); !bytes.Equal(got, start) {
+		t.Errorf("the canceled run left %d bytes, not the image's %d", len(got), len(start))
+	}
+}
