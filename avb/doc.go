@@ -42,8 +42,10 @@
 // MaxHashImageSize is its --calc_max_image_size,
 // HashFooterOptions.RequiredLibavbMinor its
 // --print_required_libavb_version. AppendVBMetaImage, ResizeImage and
-// ZeroHashtree are append_vbmeta_image, resize_image and zero_hashtree
-// (the last two on raw images only). The vbmeta inputs every verb shares
+// ZeroHashtree are append_vbmeta_image, resize_image and zero_hashtree (on
+// an Android sparse image, the last two stage the new chunks past the last
+// one and then copy them in place; FinishSparseRewrite finishes what a
+// killed run left). The vbmeta inputs every verb shares
 // (signing, chains, properties, command lines, included images, header
 // fields) are VBMetaCommonOptions: HashFooterOptions embeds it,
 // HashtreeFooterOptions and VBMetaImageOptions have the same fields.

@@ -3,6 +3,7 @@ package avb
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/veritytree/veritytree/verity"
 )
@@ -82,7 +83,10 @@ func AppendVBMetaImage(ctx context.Context, imagePath, vbmetaPath string, partit
 // of the image at imagePath (raw) to the last block of a partition of
 // partitionSize bytes, the blocks between the vbmeta and it zeros. It
 // refuses a size that would cut into the vbmeta, or into the data the
-// vbmeta's descriptors name.
+// vbmeta's descriptors name. An Android sparse image stays one, its chunks
+// as avbtool makes them (the image cut after the vbmeta, a DONT_CARE
+// chunk, the footer block in a RAW chunk; see sparsetail.go for the order
+// of the writes).
 //
 // In place, in an order a kill cannot spoil: the footer block is written
 // at its new place first (then the file ends in a footer, the same one, at
@@ -96,7 +100,7 @@ func ResizeImage(ctx context.Context, imagePath string, partitionSize uint64) er
 	}
 	defer f.Close()
 	if isSparse(f) {
-		return inputErr("expand it with simg2img, resize that, and make it sparse again", "%s: resizing an Android sparse image is not supported", imagePath)
+		return resizeSparse(ctx, f, imagePath, partitionSize)
 	}
 	const ib = imageBlockSize
 	if err := checkPartitionSize(partitionSize, ib); err != nil {
@@ -145,9 +149,13 @@ const zeroedMarker = "ZeRoHaSH"
 
 // ZeroHashtree does what `avbtool zero_hashtree` does: it zeroes the tree
 // and the parity the first hashtree descriptor of the image at imagePath
-// (raw) names, each area's first block starting with "ZeRoHaSH". The
-// areas must lie between the image data and the vbmeta (the descriptor is
-// signed, the footer is not: both are checked).
+// names, each area's first block starting with "ZeRoHaSH". The areas must
+// lie between the image data and the vbmeta (the descriptor is signed, the
+// footer is not: both are checked). An Android sparse image stays one, its
+// chunks as avbtool makes them (the image cut at the tree, for each area a
+// RAW chunk of the marker block and a FILL chunk of zeros, then the rest
+// of the image as one RAW chunk; see sparsetail.go for the order of the
+// writes).
 //
 // In place: the markers first, then the zeros, so that a kill leaves an
 // image a reader sees as zeroed (or the original), and a rerun does the
@@ -159,7 +167,7 @@ func ZeroHashtree(ctx context.Context, imagePath string) error {
 	}
 	defer f.Close()
 	if isSparse(f) {
-		return inputErr("expand it with simg2img first", "%s: zeroing the hashtree of an Android sparse image is not supported", imagePath)
+		return zeroSparse(ctx, f, imagePath)
 	}
 	img, err := ParseImage(f, fileSize)
 	if err != nil {
@@ -201,9 +209,15 @@ func ZeroHashtree(ctx context.Context, imagePath string) error {
 // parity, [from, to), each at least a block, adjacent, past the image
 // data and before the vbmeta at vbOff.
 func zeroedAreas(ht *HashtreeDescriptor, vbOff uint64) ([][2]uint64, error) {
+	return zeroedAreasOf(ht, vbOff, imageBlockSize)
+}
+
+// zeroedAreasOf is zeroedAreas with marker blocks of ib bytes (a sparse
+// image's block size).
+func zeroedAreasOf(ht *HashtreeDescriptor, vbOff, ib uint64) ([][2]uint64, error) {
 	var areas [][2]uint64
 	add := func(what string, off, size uint64) error {
-		if size < imageBlockSize {
+		if size < ib {
 			return inputErr("", "the %s is %d bytes, less than the block its marker takes", what, size)
 		}
 		if off < ht.ImageSize || off > vbOff || size > vbOff-off {
@@ -224,4 +238,117 @@ func zeroedAreas(ht *HashtreeDescriptor, vbOff uint64) ([][2]uint64, error) {
 		}
 	}
 	return areas, nil
+}
+
+// resizeSparse is ResizeImage of an Android sparse image.
+func resizeSparse(ctx context.Context, f *os.File, imagePath string, partitionSize uint64) error {
+	fileSize, err := fileSizeOf(f)
+	if err != nil {
+		return err
+	}
+	if _, err := finishStaged(f, fileSize); err != nil {
+		return err
+	}
+	sw, src, err := openSparseTail(f, imagePath)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	ib := sw.blk
+	if err := checkPartitionSize(partitionSize, ib); err != nil {
+		return err
+	}
+	img, err := ParseImage(src, src.Size())
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
+	if partitionSize < vbEnd+ib {
+		return inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
+			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)
+	}
+	if vbEnd > sw.size() {
+		return malformed("%s: the vbmeta ends at %d, past the image's %d bytes", imagePath, vbEnd, sw.size())
+	}
+	if err := img.VBMeta.Partition().checkCut(src, img.Footer.VBMetaOffset, "resizing"); err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	block := make([]byte, ib)
+	copy(block[ib-FooterSize:], img.Footer.Encode())
+	gap := partitionSize - vbEnd - ib
+	if gap/ib > 1<<32-1 {
+		return inputErr("", "%s: a DONT_CARE chunk of %d bytes: more blocks than a chunk counts", imagePath, gap)
+	}
+	return rewriteTail(ctx, sw, "resize_image", vbEnd, []stagedChunk{
+		{typ: chunkDontCare, blocks: uint32(gap / ib)},
+		{typ: chunkRaw, blocks: 1, n: ib, data: rawData(block)},
+	})
+}
+
+// zeroSparse is ZeroHashtree of an Android sparse image.
+func zeroSparse(ctx context.Context, f *os.File, imagePath string) error {
+	fileSize, err := fileSizeOf(f)
+	if err != nil {
+		return err
+	}
+	if _, err := finishStaged(f, fileSize); err != nil {
+		return err
+	}
+	sw, src, err := openSparseTail(f, imagePath)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	img, err := ParseImage(src, src.Size())
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	ht := img.VBMeta.FirstHashtree()
+	if ht == nil {
+		return inputErr("", "%s: no hashtree descriptor: nothing to zero", imagePath)
+	}
+	ib := sw.blk
+	areas, err := zeroedAreasOf(ht, img.Footer.VBMetaOffset, ib)
+	if err != nil {
+		return prefixErr(imagePath, err)
+	}
+	zeroEnd := areas[len(areas)-1][1]
+	for _, v := range []uint64{areas[0][0], areas[0][1], zeroEnd, sw.size()} {
+		if v%ib != 0 {
+			return inputErr("", "%s: the tree and the parity do not start and end on the sparse image's %d-byte blocks", imagePath, ib)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	marker := make([]byte, ib)
+	copy(marker, zeroedMarker)
+	var chunks []stagedChunk
+	for _, a := range areas {
+		chunks = append(chunks, stagedChunk{typ: chunkRaw, blocks: 1, n: ib, data: rawData(marker)},
+			stagedChunk{typ: chunkFill, blocks: uint32((a[1] - a[0] - ib) / ib)})
+	}
+	rest := sw.size() - zeroEnd
+	if rest/ib > 1<<32-1 {
+		return inputErr("", "%s: %d bytes after the tree: more blocks than a chunk counts", imagePath, rest)
+	}
+	chunks = append(chunks, stagedChunk{typ: chunkRaw, blocks: uint32(rest / ib), n: rest, data: copyData(src, zeroEnd, rest)})
+	return rewriteTail(ctx, sw, "zero_hashtree", ht.TreeOffset, chunks)
+}
+
+func fileSizeOf(f *os.File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, ioErr("image %s: %v", f.Name(), err)
+	}
+	return fi.Size(), nil
 }

@@ -295,6 +295,15 @@ func (t *target) findSparse() error {
 		if rec.OriginalSize > t.size {
 			return inputErr("", "%s: the record of an interrupted run says the image was %d bytes, more than the sparse image's %d", t.path, rec.OriginalSize, t.size)
 		}
+		if rec.OriginalSize == t.size {
+			// A footer verb's own record gives a size without its footer;
+			// this one is what a killed ResizeImage or ZeroHashtree left
+			// before it changed the image (see sparsetail.go).
+			if ft, err := sparseFooter(t.path, t.size); err != nil || ft != nil {
+				return inputErr("run resize_image or zero_hashtree, whichever was interrupted, again to finish it",
+					"%s: an interrupted resize_image or zero_hashtree left this sparse image with a record past its chunks", t.path)
+			}
+		}
 		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		t.found = FoundInterrupted
 		return nil
@@ -391,4 +400,16 @@ func provisionalBlockOf(verb string, orig, at, ib uint64) ([]byte, error) {
 	copy(b, vb)
 	copy(b[n-FooterSize:], NewFooter(orig, at, uint64(len(vb))).Encode())
 	return b, nil
+}
+
+// sparseFooter returns the footer the expansion (size bytes) of the sparse
+// image at path ends in, or nil.
+func sparseFooter(path string, size uint64) (*Footer, error) {
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	ft, _, err := readOldFooter(src, size)
+	return ft, err
 }

@@ -2,6 +2,7 @@ package avb
 
 import (
 	"encoding/binary"
+	"io"
 	"os"
 
 	"github.com/veritytree/veritytree/internal/safefile"
@@ -55,6 +56,14 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 		return nil, inputErr("", "sparse image version %d.%d with header sizes %d and %d: only 1.0, 28 and 12 are written to",
 			le.Uint16(h[4:]), le.Uint16(h[6:]), le.Uint16(h[8:]), le.Uint16(h[10:]))
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("reading the sparse image: %v", err)
+	}
+	if s := readStaging(f, fi.Size()); s != nil {
+		// Its header does not yet count the chunks phase B writes.
+		return nil, inputErr("run "+s.verb+" again to finish it", "an interrupted %s left this sparse image half rewritten", s.verb)
+	}
 	w := &sparseWriter{f: f, blk: uint64(le.Uint32(h[12:])), totalBlocks: le.Uint32(h[16:]), totalChunks: le.Uint32(h[20:])}
 	if w.blk == 0 || w.blk%4 != 0 {
 		return nil, inputErr("", "sparse block size %d", w.blk)
@@ -64,10 +73,6 @@ func openSparseWriter(f *os.File) (*sparseWriter, error) {
 		return nil, err
 	}
 	w.end = end
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, ioErr("reading the sparse image: %v", err)
-	}
 	w.fileSize = fi.Size()
 	if w.fileSize != end {
 		// Past the chunks, only what an interrupted AddHashtreeFooter
@@ -88,12 +93,23 @@ func (w *sparseWriter) walk(stop func(sparseChunk) bool) (int64, *sparseChunk, e
 	le := binary.LittleEndian
 	off := int64(sparseHeaderSize)
 	var out uint64
-	hb := make([]byte, chunkHeaderSize)
+	// The headers are read through a window of the file: one read for
+	// thousands of small chunks, not one each.
+	win := make([]byte, 64<<10)
+	var winAt, winLen int64
 	var blocks uint64
 	for i := uint32(0); i < w.totalChunks; i++ {
-		if _, err := w.f.ReadAt(hb, off); err != nil {
-			return 0, nil, inputErr("", "sparse chunk %d at %d: %v", i, off, err)
+		if off < winAt || off+chunkHeaderSize > winAt+winLen {
+			n, err := w.f.ReadAt(win, off)
+			if n < chunkHeaderSize {
+				if err == nil || err == io.EOF {
+					return 0, nil, inputErr("", "sparse chunk %d at %d: the file ends in its header", i, off)
+				}
+				return 0, nil, inputErr("", "sparse chunk %d at %d: %v", i, off, err)
+			}
+			winAt, winLen = off, int64(n)
 		}
+		hb := win[off-winAt : off-winAt+chunkHeaderSize]
 		c := sparseChunk{typ: le.Uint16(hb), offset: off, outOffset: out, blocks: le.Uint32(hb[4:]), totalSize: le.Uint32(hb[8:])}
 		want := uint64(chunkHeaderSize)
 		switch c.typ {

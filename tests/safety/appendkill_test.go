@@ -56,6 +56,9 @@ type appendKill struct {
 	// sparse: img is an Android sparse image; whole: whole 4096-byte
 	// blocks (else 1000 bytes short of them).
 	sparse, whole bool
+	// prep, if not nil, is what the avbtool front runs on img first, to
+	// make the image the command starts from (a footer to resize, say).
+	prep []string
 }
 
 // TestSIGKILLDuringAppendLeavesResumable kills add_hashtree_footer (the
@@ -112,7 +115,22 @@ func appendKills(size int) []appendKill {
 		{name: "veritygen --append --fec", prog: "veritygen", args: []string{"--append", "--fec", "--salt=" + salt, "img"}},
 		{name: "avbtool add_hashtree_footer, sparse", prog: "avbtool", sparse: true, args: []string{"add_hashtree_footer", "--image", "img",
 			"--partition_size", fmt.Sprint(partition), "--hash_algorithm", "sha256", "--salt", avbSalt}},
+		// resize_image and zero_hashtree rewrite a sparse image's last
+		// chunks: the new ones staged past them, then copied over them.
+		{name: "avbtool resize_image (grow), sparse", prog: "avbtool", sparse: true, prep: sparseFooter(partition, avbSalt),
+			args: []string{"resize_image", "--image", "img", "--partition_size", fmt.Sprint(partition + size)}},
+		{name: "avbtool resize_image (shrink), sparse", prog: "avbtool", sparse: true, prep: sparseFooter(partition, avbSalt),
+			args: []string{"resize_image", "--image", "img", "--partition_size", fmt.Sprint(partition - size/4)}},
+		{name: "avbtool zero_hashtree (tree and FEC), sparse", prog: "avbtool", sparse: true, prep: sparseFooter(partition, avbSalt),
+			args: []string{"zero_hashtree", "--image", "img"}},
 	}
+}
+
+// sparseFooter is the add_hashtree_footer (with FEC) that makes the images
+// resize_image and zero_hashtree start from.
+func sparseFooter(partition int, salt string) []string {
+	return []string{"add_hashtree_footer", "--image", "img", "--partition_size", fmt.Sprint(partition),
+		"--partition_name", "system", "--hash_algorithm", "sha256", "--salt", salt}
 }
 
 // killAppendAt runs c killed at points kill points drawn with seed (every
@@ -132,6 +150,11 @@ func killAppendAt(t *testing.T, c appendKill, rerun bool, size, points int, seed
 		randomFile(t, d, "start.img", size, 70+seed)
 	} else {
 		randomFile(t, d, "start.img", size-1000, 70+seed) // padded to a whole block
+	}
+	if c.prep != nil {
+		copyFile(t, d, "start.img", "img")
+		run(t, d, "avbtool", c.prep...)
+		copyFile(t, d, "img", "start.img")
 	}
 	if rerun {
 		copyFile(t, d, "start.img", "img")

@@ -239,10 +239,74 @@ CASES = [
     hf('hf-chains-order', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
                            '--chain_partition_do_not_use_ab', 'pvmfw:4:' + P4, '--chain_partition', 'vendor_boot:3:' + P2,
                            '--chain_partition', 'boot_a:2:' + P2], file='hfc.img'),
+    # resize_image and zero_hashtree of Android sparse images (added last, so that the cases above stay as
+    # they were): avbtool's footer layout (rs.img: the vbmeta in a chunk of its own), and img2simg's of raw
+    # footer images (the cut inside a chunk).
+    case('ri-sparse-grow', ['resize_image', '--image', 'rs.img', '--partition_size', '196608'], {'rs.img': 'copy:sparse.img'}),
+    case('ri-sparse-shrink', ['resize_image', '--image', 'rs.img', '--partition_size', '98304']),
+    case('ri-sparse-same', ['resize_image', '--image', 'rs.img', '--partition_size', '98304']),
+    case('ri-sparse-err-too-small', ['resize_image', '--image', 'rs.img', '--partition_size', '45056']),
+    case('ri-sparse-img2simg', ['resize_image', '--image', 'rm.img', '--partition_size', '196608'], {'rm.img': 'simg:copy:boot.img'}),
+    case('ri-sparse-img2simg-shrink', ['resize_image', '--image', 'rm2.img', '--partition_size', '65536'], {'rm2.img': 'simg:copy:boot.img'}),
+    case('zh-sparse-hashtree', ['add_hashtree_footer', '--image', 'zs.img', '--partition_size', '262144', '--partition_name', 'system',
+                                '--do_not_generate_fec', '--hash_algorithm', 'sha256', '--salt', SALT] + S2,
+         {'zs.img': 'simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
+    case('zh-sparse', ['zero_hashtree', '--image', 'zs.img']),
+    case('zh-sparse-rerun', ['zero_hashtree', '--image', 'zs.img']),
+    case('zh-sparse-img2simg', ['zero_hashtree', '--image', 'zi.img'], {'zi.img': 'simg:copy:system.img'}),
+    case('zh-sparse-one-block-tree', ['zero_hashtree', '--image', 'z1.img'], {'z1.img': 'simg:copy:sh.img'}),
+    case('info-sparse-zeroed', ['info_image', '--image', 'zs.img']),
+    case('info-sparse-resized', ['info_image', '--image', 'rs.img']),
+    # zero_hashtree with FEC: the inputs are made by avbtool with a stand-in for AOSP's `fec` (see
+    # STANDIN_FEC): zero_hashtree zeroes the parity, so only its place and size matter to the case.
+    case('zh-sparse-fec', ['zero_hashtree', '--image', 'zf.img'],
+         {'zf.img': 'fecprep:262144:simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
+    case('zh-fec', ['zero_hashtree', '--image', 'zr.img'], {'zr.img': 'fecprep:262144:blockbyte:4096:30+fill:07:4096'}),
+    case('info-sparse-zeroed-fec', ['info_image', '--image', 'zf.img']),
+    # Sparse images of 1024-byte blocks (img2simg's third argument): avbtool then works in those blocks.
+    case('ri-sparse-1k', ['resize_image', '--image', 'r1k.img', '--partition_size', '197632'], {'r1k.img': 'simg1024:copy:boot.img'}),
+    case('ri-sparse-1k-shrink', ['resize_image', '--image', 'r1k.img', '--partition_size', '41984']),
+    case('zh-sparse-1k', ['zero_hashtree', '--image', 'z1k.img'], {'z1k.img': 'simg1024:copy:system.img'}),
 ]
+
+# A stand-in for AOSP's `fec` tool, which avbtool runs to make FEC and which was not at hand: the size
+# as libfec's fec_ecc_get_size gives it (see ../vectors/README.md), the "parity" a fill of 0xfe and
+# the footer avbtool reads the size from. Its output is no parity: it only makes inputs for
+# zero_hashtree, which zeroes it.
+STANDIN_FEC = '''#!/usr/bin/env python3
+import struct, sys
+a = sys.argv[1:]
+roots = int(a[a.index('--roots') + 1])
+def size(n):
+    blocks = (n + 4095) // 4096
+    return (blocks + 255 - roots - 1) // (255 - roots) * roots * 4096 + 4096
+if a[0] == '--print-fec-size':
+    print(size(int(a[1])))
+else:
+    import os
+    n = size(os.path.getsize(a[-2]))
+    open(a[-1], 'wb').write(b'\\xfe' * n + struct.pack('<LLLLLQ32s', 0xfecfecfe, 0, 0, roots, n, 0, b''))
+'''
+
+
+def fecprep(psize, raw, d):
+    """add_hashtree_footer (FEC, 2 roots) of raw, with the stand-in fec."""
+    with tempfile.TemporaryDirectory() as t:
+        fec = os.path.join(t, 'fec')
+        open(fec, 'w').write(STANDIN_FEC)
+        os.chmod(fec, 0o755)
+        img = os.path.join(t, 'img')
+        open(img, 'wb').write(raw)
+        subprocess.run(['python3', AVBTOOL, 'add_hashtree_footer', '--image', img, '--partition_size', psize,
+                        '--partition_name', 'system', '--hash_algorithm', 'sha256', '--salt', SALT, '--fec_num_roots', '2'],
+                       check=True, env=dict(os.environ, PATH=t + os.pathsep + os.environ['PATH']))
+        return open(img, 'rb').read()
 
 
 def image(spec, d):
+    if spec.startswith('fecprep:'):  # fecprep:PARTITION_SIZE:SPEC
+        _, psize, rest = spec.split(':', 2)
+        return fecprep(psize, image(rest, d), d)
     out = bytearray()
     for part in spec.split('+'):
         f = part.split(':')
@@ -254,11 +318,12 @@ def image(spec, d):
             b = int(f[1])
             for i in range(int(f[2])):
                 out += bytes([i % 256]) * b
-        elif f[0] == 'simg':  # img2simg of the rest of the spec
-            raw = image(spec[len('simg:'):], d)
+        elif f[0] in ('simg', 'simg1024'):  # img2simg of the rest of the spec (simg1024: in 1024-byte blocks)
+            raw = image(spec[len(f[0]) + 1:], d)
             with tempfile.TemporaryDirectory() as t:
                 open(os.path.join(t, 'raw'), 'wb').write(raw)
-                subprocess.run(['img2simg', os.path.join(t, 'raw'), os.path.join(t, 'simg')], check=True)
+                subprocess.run(['img2simg', os.path.join(t, 'raw'), os.path.join(t, 'simg')] + (['1024'] if f[0] == 'simg1024' else []),
+                               check=True)
                 return open(os.path.join(t, 'simg'), 'rb').read()
         elif f[0] == 'copy':
             out += open(os.path.join(d, f[1]), 'rb').read()
@@ -303,7 +368,7 @@ def main():
                 b = image(spec, d)
             with open(os.path.join(d, f), 'wb') as w:
                 w.write(b)
-            if spec.startswith(('case:', 'copy:')):
+            if spec.startswith(('case:', 'copy:', 'fecprep:')) or 'copy:' in spec:  # simg:copy:... too
                 keep(blobs, b)
                 prov[f] = 'blob:' + hashlib.sha256(b).hexdigest()
             else:

@@ -223,6 +223,10 @@ func (t *tool) resizeImage(args []string) int {
 	if !fs.Changed("partition_size") {
 		return t.fail(fmt.Errorf("resize_image needs --partition_size"), false)
 	}
+	// What a killed run left is finished before the checks read the image.
+	if _, err := avb.FinishSparseRewrite(*image); err != nil {
+		return t.fail(err, false)
+	}
 	if err := t.checkResize(*image, uint64(psize)); err != nil {
 		return t.fail(err, false)
 	}
@@ -265,6 +269,10 @@ func (t *tool) zeroHashtree(args []string) int {
 	fileType(fs, "image", "rw", "image")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
+	}
+	// What a killed run left is finished before the checks read the image.
+	if _, err := avb.FinishSparseRewrite(*image); err != nil {
+		return t.fail(err, false)
 	}
 	img, err := avb.ReadImage(*image)
 	if err != nil {
