@@ -171,7 +171,8 @@ var acceptedRules = []rule{
 		reason: "veritysetup writes the root hash over DATA, destroying the image the tree was made for; the front " +
 			"refuses before writing anything",
 		match: func(r *result) bool {
-			return r.verb() == "format" && r.ours.code == 1 && strings.HasSuffix(r.ours.gist, "is DATA: the root hash would replace the image.")
+			// (After the page-size warning, when there is one.)
+			return r.verb() == "format" && r.ours.code == 1 && r.ours.says(`(?m)is DATA: the root hash would replace the image\.$`)
 		},
 	},
 	{
@@ -343,6 +344,16 @@ var knownDivergences = []rule{
 		match: func(r *result) bool {
 			return r.bothFail() && len(r.c.tweaks) >= 2 && r.real.gist != r.ours.gist && vsMessage.MatchString(r.real.gist) &&
 				vsMessage.MatchString(r.ours.gist)
+		},
+	},
+	{
+		name: "an FEC device shorter than the parity", item: "21-new",
+		covers: []string{"code", "gist"},
+		reason: "veritysetup verifies, then tries to repair from the parity it has and reports the first round it " +
+			"cannot ('Failed to repair parity for block N.', exit 2); the front verifies too, then refuses the short " +
+			"FEC device in its own words (exit 1) instead of naming a round",
+		match: func(r *result) bool {
+			return r.real.code == 2 && r.ours.code == 1 && r.ours.says(`(?m)^FEC device .* but the parity of .* truncated file\?`)
 		},
 	},
 	{
