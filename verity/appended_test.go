@@ -168,8 +168,8 @@ func TestFormatAppendAgain(t *testing.T) {
 	}
 	for _, salt := range [][]byte{nil, {1, 2}} {
 		_, err := Format(context.Background(), path, "", appendCases[1].options(salt))
-		e := fmtWantError(t, err, KindRefused, "", "already ends in a tree and error correction laid out as an --append of its first 2101248 bytes")
-		if !strings.Contains(e.Hint, fmt.Sprintf("--data-size=%d", size)) || !strings.Contains(e.Hint, fmt.Sprintf("--data-size=%d", len(want))) {
+		e := fmtWantError(t, err, KindRefused, "", "already ends in a tree and error correction laid out as an FormatOptions.Append of its first 2101248 bytes")
+		if !strings.Contains(e.Hint, fmt.Sprintf("FormatOptions.OriginalSize=%d", size)) || !strings.Contains(e.Hint, fmt.Sprintf("FormatOptions.OriginalSize=%d", len(want))) {
 			t.Errorf("hint %q", e.Hint)
 		}
 		if !bytes.Equal(fmtRead(t, path), want) {
@@ -218,7 +218,7 @@ func TestFormatAppendAVBImage(t *testing.T) {
 				msg = "ends in the provisional AVB footer of an interrupted AVB run"
 			}
 			e := fmtWantError(t, err, KindRefused, "", msg)
-			if !strings.Contains(e.Hint, "erase_footer --image "+path) {
+			if !strings.Contains(e.Hint, "avb.EraseFooter of "+path) {
 				t.Errorf("hint %q", e.Hint)
 			}
 			if !bytes.Equal(fmtRead(t, path), b) {
@@ -259,7 +259,7 @@ func TestFormatAppendResume(t *testing.T) {
 		o := *opts
 		o.OriginalSize = &other
 		_, err := Format(context.Background(), path, "", &o)
-		fmtWantError(t, err, KindRefused, "", fmt.Sprintf("ends in the record of an interrupted --append of its first %d bytes, not 4096", size))
+		fmtWantError(t, err, KindRefused, "", fmt.Sprintf("ends in the record of an interrupted FormatOptions.Append of its first %d bytes, not 4096", size))
 		if _, err := Format(context.Background(), path, "", opts); err != nil {
 			t.Fatal(err)
 		}

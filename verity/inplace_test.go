@@ -126,7 +126,7 @@ func TestFormatInPlaceOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = PlanFormat(dataPath, hashPath, fixedOptions())
-	fmtWantError(t, err, KindRefused, "", "is not a tree veritygen could have written")
+	fmtWantError(t, err, KindRefused, "", "is not a tree Format could have written")
 	opts = fixedOptions()
 	opts.InPlace = true
 	if _, err := PlanFormat(dataPath, hashPath, opts); err != nil {

@@ -49,7 +49,7 @@ func TestOpenReadsThroughTree(t *testing.T) {
 		msg   string
 	}{
 		{f.root[:4], nil, KindParam, "root", "the root hash is 4 bytes"},
-		{f.root, &OpenOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "Salt", "--no-superblock needs --salt"},
+		{f.root, &OpenOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "Salt", "TreeOptions.NoSuperblock needs TreeOptions.Salt"},
 		{f.root, &OpenOptions{TreeOptions: TreeOptions{HashOffset: 512}}, KindInput, "", "has no valid verity superblock at byte 512"},
 	} {
 		_, err := Open(f.dataPath, f.hashPath, c.root, c.opts)

@@ -317,7 +317,7 @@ func HoldsNothing(f *os.File, size int64) bool {
 // the kind of file the caller writes, for the refusal.
 func OpenSmall(path, role, what string, foreign func(string, fs.FileInfo) string, force bool, note func(string)) (*Output, error) {
 	if fd, ok := OwnFD(path); ok {
-		return openOwnFD(path, fd)
+		return openOwnFD(path, role, fd)
 	}
 	info, err := os.Stat(path) // through links
 	switch {

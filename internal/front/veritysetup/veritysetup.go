@@ -720,7 +720,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true, InPlace: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: o.rootHashFile}
 	if o.verbose || o.debug {
-		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", msg) }
+		opts.Warn = func(msg string) { fmt.Fprintf(stderr, "WARNING: %s\n", flags.Say(msg)) }
 	}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
