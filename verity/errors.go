@@ -198,8 +198,8 @@ func withHint(k Kind, err error, hint string) *Error {
 	return &Error{Kind: k, Err: err, Hint: hint}
 }
 
-// HintOf returns the hint of the first *Error in err's chain, or "".
-func HintOf(err error) string {
+// hintOf returns the hint of the first *Error in err's chain, or "".
+func hintOf(err error) string {
 	var e *Error
 	for errors.As(err, &e) {
 		if e.Hint != "" {

@@ -62,7 +62,7 @@ func TestFECErrorsSpeakGo(t *testing.T) {
 		if !strings.Contains(e.Error(), "Options."+c.field) && c.name != "format unequal blocks" {
 			t.Errorf("%s: %q does not name the option's field", c.name, e)
 		}
-		for _, s := range []string{e.Error(), HintOf(err)} {
+		for _, s := range []string{e.Error(), hintOf(err)} {
 			for _, bad := range []string{"--", "veritygen", "veritycheck", "veritysetup format"} {
 				if strings.Contains(s, bad) {
 					t.Errorf("%s: %q says %q", c.name, s, bad)
@@ -85,7 +85,7 @@ func speaksGo(t *testing.T, name string, err error, want string) {
 		t.Errorf("%s: no error", name)
 		return
 	}
-	msg, hint := err.Error(), HintOf(err)
+	msg, hint := err.Error(), hintOf(err)
 	if !strings.Contains(msg+"\n"+hint, want) {
 		t.Errorf("%s: %q (hint %q) does not say %q", name, msg, hint, want)
 	}
@@ -124,8 +124,8 @@ func TestErrorsSpeakGo(t *testing.T) {
 	err := format(inData, inData, &FormatOptions{TreeOptions: TreeOptions{HashOffset: 32 * 4096}, HashOffsetSet: true})
 	speaksGo(t, "tree over the data", err, "holds data from TreeOptions.HashOffset")
 	for _, h := range []string{"TreeOptions.DataBlocks=32", "TreeOptions.HashOffset=262144", "FormatOptions.Force"} {
-		if !strings.Contains(HintOf(err), h) {
-			t.Errorf("tree over the data: hint %q does not say %q", HintOf(err), h)
+		if !strings.Contains(hintOf(err), h) {
+			t.Errorf("tree over the data: hint %q does not say %q", hintOf(err), h)
 		}
 	}
 	speaksGo(t, "tree over the data without superblock", format(inData, inData,

@@ -65,14 +65,6 @@ func TestOpenImageRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
-func hintOf(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Hint
-	}
-	return ""
-}
-
 // TestOpenImageRegularFile: a regular file opens as before, in blocking
 // mode, with its size.
 func TestOpenImageRegularFile(t *testing.T) {

@@ -81,8 +81,8 @@ func TestReadSuperblock(t *testing.T) {
 	} {
 		_, err := ReadSuperblock(f.hashPath, c.offset)
 		var e *Error
-		if !errors.As(err, &e) || e.Kind != c.kind || !strings.Contains(err.Error(), c.msg) || !strings.Contains(HintOf(err), c.hint) {
-			t.Errorf("offset %d: %v (hint %q)", c.offset, err, HintOf(err))
+		if !errors.As(err, &e) || e.Kind != c.kind || !strings.Contains(err.Error(), c.msg) || !strings.Contains(hintOf(err), c.hint) {
+			t.Errorf("offset %d: %v (hint %q)", c.offset, err, hintOf(err))
 		}
 	}
 }

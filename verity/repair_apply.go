@@ -21,7 +21,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool, progre
 	// blocks are written back (a lock this run holds for reading is
 	// converted).
 	if err := lockExclusive(dataOut, "DATA", dataPath); err != nil {
-		return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), HintOf(err))
+		return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), hintOf(err))
 	}
 	hashOut := dataOut
 	if !inPlace {
@@ -30,7 +30,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool, progre
 		}
 		defer hashOut.Close()
 		if err := lockExclusive(hashOut, "HASH", hashPath); err != nil {
-			return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), HintOf(err))
+			return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), hintOf(err))
 		}
 	}
 	return rp.apply(dataOut, hashOut, "DATA "+dataPath, "HASH "+hashPath, true, progress)

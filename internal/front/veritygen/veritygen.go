@@ -619,7 +619,7 @@ func hintOf(err error) string {
 	if errors.As(err, &e) {
 		return e.Hint
 	}
-	return verity.HintOf(err)
+	return cli.LibraryHint(err)
 }
 
 // formatHint adds veritygen's hint to a library error that says an option
