@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"io/fs"
 	"math/bits"
@@ -411,7 +412,7 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if opts.Force {
 		return orig, nil
 	}
-	if av := findAVBFooter(f, ap.fileSize); av != nil {
+	if av := appendscan.FindAVBFooter(f, ap.fileSize); av != nil {
 		return 0, avbImageRefused(dataPath, av)
 	}
 	if given {
@@ -421,7 +422,7 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if opts.AppendFEC {
 		roots = cmp.Or(opts.FECRoots, fec.DefaultRoots)
 	}
-	found, err := findEarlierAppend(f, ap.fileSize, p, roots)
+	found, err := appendscan.Find(f, ap.fileSize, p, roots)
 	if err != nil {
 		return 0, errorf(KindIO, "", "reading DATA %s: %w", dataPath, unwrapPath(err))
 	}
@@ -432,32 +433,32 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if roots > 0 {
 		what = "a tree and error correction"
 	}
-	if !found.checked {
+	if !found.Checked {
 		hint := fmt.Sprintf("to build it again in place: FormatOptions.OriginalSize=%d (or give that run's TreeOptions.Salt: the tree is then checked and written again); to take all of DATA, that tree included, for the image: FormatOptions.OriginalSize=%d",
-			found.original, ap.fileSize)
+			found.Original, ap.fileSize)
 		if p.Salt != nil {
 			hint = fmt.Sprintf("its digests are not this salt's: to build it again with this one: FormatOptions.OriginalSize=%d; to take all of DATA, that tree included, for the image: FormatOptions.OriginalSize=%d",
-				found.original, ap.fileSize)
+				found.Original, ap.fileSize)
 		}
 		return 0, errorf(KindRefused, hint, "DATA %s already ends in %s laid out as an FormatOptions.Append of its first %d bytes with these parameters leaves them: appending again would take them for data",
-			dataPath, what, found.padded)
+			dataPath, what, found.Padded)
 	}
 	if opts.Note != nil {
 		opts.Note(fmt.Sprintf("DATA %s already ends in the %s an FormatOptions.Append of its first %d bytes writes (an earlier run's): written again in place, not appended after",
-			dataPath, strings.TrimPrefix(what, "a "), found.padded))
+			dataPath, strings.TrimPrefix(what, "a "), found.Padded))
 	}
-	return found.original, nil
+	return found.Original, nil
 }
 
 // avbImageRefused is the error of an Append on an image that ends in an AVB
 // footer: the tree would bury it.
-func avbImageRefused(dataPath string, av *avbFooter) error {
-	if av.provisional {
+func avbImageRefused(dataPath string, av *appendscan.AVBFooter) error {
+	if av.Provisional {
 		return errorf(KindRefused, fmt.Sprintf("finish that run: run avb.AddHashtreeFooter again; or cut DATA back to its image first: avb.EraseFooter of %s", dataPath),
-			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: FormatOptions.Append would bury it", dataPath, av.originalSize)
+			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: FormatOptions.Append would bury it", dataPath, av.OriginalSize)
 	}
 	return errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, use avb.AddHashtreeFooter; for a tree without AVB, remove the footer first: avb.EraseFooter of %s", dataPath),
-		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): FormatOptions.Append would bury the footer and take the AVB metadata for data", dataPath, av.originalSize)
+		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): FormatOptions.Append would bury the footer and take the AVB metadata for data", dataPath, av.OriginalSize)
 }
 
 // planFEC checks the FEC options against the tree and describes the
