@@ -331,7 +331,9 @@ func OpenSmall(path, role, what string, foreign func(string, fs.FileInfo) string
 		}
 		if !force {
 			if why := foreign(path, info); why != "" {
-				return nil, &Error{Kind: KindRefused, Hint: "name another file, or add --force to replace it",
+				// The callers that take a force option say it in a
+				// hint of their own (verity's FormatOptions.Force).
+				return nil, &Error{Kind: KindRefused, Hint: "name another file, or remove this one first",
 					Err: &causedError{msg: fmt.Sprintf("%s %s is not %s (%s): replacing it would destroy it", role, path, what, why), cause: ErrForeign}}
 			}
 		}
