@@ -311,6 +311,7 @@ func TestLayoutErrorsSpeakGo(t *testing.T) {
 		{"append with offset", format(data, "", &FormatOptions{Append: true, TreeOptions: TreeOptions{HashOffset: 4096}}),
 			"TreeOptions.HashOffset cannot be used with FormatOptions.Append"},
 		{"append with FEC device", format(data, "", &FormatOptions{Append: true, FECDevice: out + ".fec"}), "FormatOptions.AppendFEC appends"},
+		{"append in place", format(data, "", &FormatOptions{Append: true, InPlace: true}), "FormatOptions.Append cannot be used with FormatOptions.InPlace"},
 		{"append size 0", format(data, "", &FormatOptions{Append: true, OriginalSize: size(0)}), "FormatOptions.OriginalSize must be at least 1"},
 		{"append size past the end", format(data, "", &FormatOptions{Append: true, OriginalSize: size(1 << 30)}),
 			"FormatOptions.OriginalSize 1073741824 is more than"},

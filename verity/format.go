@@ -120,7 +120,7 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 	}
 	if o.Append {
 		if o.InPlace {
-			return p, paramErrorf("Append", "leave InPlace out", "Append cannot be used with InPlace: veritysetup does not append")
+			return p, paramErrorf("Append", "leave FormatOptions.InPlace out", "FormatOptions.Append cannot be used with FormatOptions.InPlace: an Append is not veritysetup's layout")
 		}
 		for _, c := range []struct {
 			field, name, hint string
