@@ -45,9 +45,11 @@ var SharedFlags = []string{
 	"FormatOptions.FECDevice", "--fec-device",
 	"VerifyOptions.FECDevice", "--fec-device",
 	"FormatOptions.RootHashFile", "--root-hash-file",
-	// Not a flag: what the refusal to replace a foreign output says made
-	// it, which all three have said as veritygen.
+	// Not flags: what the refusal to replace a foreign output says made
+	// it, which all three have said as veritygen, and who holds a lock.
 	"Format could have written", "veritygen could have written",
+	// The file-safety layer names no program; the commands guess theirs.
+	"is locked by another process;", "is locked by another process (another veritygen or veritycheck?);",
 }
 
 // Flags is how veritygen and veritycheck spell the library's options (and

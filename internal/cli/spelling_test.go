@@ -58,6 +58,7 @@ func TestVerbPhrasesSpelling(t *testing.T) {
 			"finish that run: run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer); or cut DATA back to its image first: avbtool erase_footer --image a.img"},
 		{"to build its tree and footer again, use avb.AddHashtreeFooter; for a tree without AVB",
 			"to build its tree and footer again, add --avb (veritygen --append --avb ...); for a tree without AVB"},
+		{"DATA d is locked by another process; wait for it to finish", "DATA d is locked by another process (another veritygen or veritycheck?); wait for it to finish"},
 		{"HASH h is not a tree Format could have written (x); TreeOptions.UUID is ignored", "HASH h is not a tree veritygen could have written (x); --uuid is ignored"},
 		// Not a verb: parity made before DATA and HASH changed keeps its words.
 		{"parity made before DATA and HASH changed", "parity made before DATA and HASH changed"},
