@@ -2,6 +2,7 @@ package avb
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,7 +33,11 @@ func TestErrorsSpeakGo(t *testing.T) {
 			t.Errorf("%s: no error", name)
 			return
 		}
-		msg, hint := err.Error(), verity.HintOf(err)
+		msg, hint := err.Error(), ""
+		var e *verity.Error
+		for hint == "" && errors.As(err, &e) {
+			hint, err = e.Hint, e.Err
+		}
 		if !strings.Contains(msg+"\n"+hint, want) {
 			t.Errorf("%s: %q (hint %q) does not say %q", name, msg, hint, want)
 		}

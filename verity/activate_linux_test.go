@@ -493,7 +493,7 @@ func TestActivateRefused(t *testing.T) {
 		{"vt", fx.dataPath, fx.root, &ActivateOptions{TreeOptions: TreeOptions{Hash: "sha1"}}, KindParam, "parameters come from HASH's superblock"},
 		{"vt", fx.dataPath, fx.root, &ActivateOptions{OnCorruption: 9}, KindParam, "unknown corruption mode"},
 		{"vt", fx.dataPath, fx.root, &ActivateOptions{RootHashSigKey: "a b"}, KindParam, "key description"},
-		{"vt", fx.dataPath, fx.root, &ActivateOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "--no-superblock needs --salt"},
+		{"vt", fx.dataPath, fx.root, &ActivateOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "TreeOptions.NoSuperblock needs TreeOptions.Salt"},
 		{"vt", sparseImage, fx.root, nil, KindInput, "Android sparse image"},
 		{"vt", "/dev/null", fx.root, nil, KindInput, "character device"},
 	} {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/veritytree/veritytree/internal/safefile"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/appendscan"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -90,18 +91,18 @@ func TestFindEarlierAppend(t *testing.T) {
 					salt    []byte
 					checked bool
 				}{{"the salt", salt, true}, {"no salt", nil, false}, {"another salt", []byte{1}, false}} {
-					found, err := findEarlierAppend(bytes.NewReader(out), uint64(len(out)), c.params(t, s.salt), c.roots)
+					found, err := appendscan.Find(bytes.NewReader(out), uint64(len(out)), c.params(t, s.salt), c.roots)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if found == nil && !s.checked && c.roots == 0 && c.hash != "sha1" && size == 128*4096 && c.dbs == 4096 && c.hbs == 4096 {
 						continue // full levels, no salt, no parity: nothing to tell it by
 					}
-					if found == nil || found.checked != s.checked || found.padded != res.Layout.Geometry.HashOffset {
+					if found == nil || found.Checked != s.checked || found.Padded != res.Layout.Geometry.HashOffset {
 						t.Fatalf("with %s: found %+v, want the tree at %d, checked %v", s.name, found, res.Layout.Geometry.HashOffset, s.checked)
 					}
-					if found.original != uint64(size) {
-						t.Errorf("with %s: original size %d, want %d", s.name, found.original, size)
+					if found.Original != uint64(size) {
+						t.Errorf("with %s: original size %d, want %d", s.name, found.Original, size)
 					}
 				}
 			})
@@ -121,7 +122,7 @@ func TestFindEarlierAppendNoFalseAlarm(t *testing.T) {
 			if j < 3 {
 				padded = 128 * align // levels full with 32-byte digests: the parity decides
 			}
-			_, end, err := appendGeometry(c.params(t, []byte{1}), padded, c.roots)
+			_, end, err := appendscan.Geometry(c.params(t, []byte{1}), padded, c.roots)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestFindEarlierAppendNoFalseAlarm(t *testing.T) {
 				clear(b)
 			}
 			for _, salt := range [][]byte{{1}, nil} {
-				found, err := findEarlierAppend(bytes.NewReader(b), end, c.params(t, salt), c.roots)
+				found, err := appendscan.Find(bytes.NewReader(b), end, c.params(t, salt), c.roots)
 				if err != nil || found != nil {
 					t.Fatalf("%v, %d bytes (kind %d), salt %x: found %+v, err %v", c, end, j%3, salt, found, err)
 				}
@@ -168,8 +169,8 @@ func TestFormatAppendAgain(t *testing.T) {
 	}
 	for _, salt := range [][]byte{nil, {1, 2}} {
 		_, err := Format(context.Background(), path, "", appendCases[1].options(salt))
-		e := fmtWantError(t, err, KindRefused, "", "already ends in a tree and error correction laid out as an --append of its first 2101248 bytes")
-		if !strings.Contains(e.Hint, fmt.Sprintf("--data-size=%d", size)) || !strings.Contains(e.Hint, fmt.Sprintf("--data-size=%d", len(want))) {
+		e := fmtWantError(t, err, KindRefused, "", "already ends in a tree and error correction laid out as an FormatOptions.Append of its first 2101248 bytes")
+		if !strings.Contains(e.Hint, fmt.Sprintf("FormatOptions.OriginalSize=%d", size)) || !strings.Contains(e.Hint, fmt.Sprintf("FormatOptions.OriginalSize=%d", len(want))) {
 			t.Errorf("hint %q", e.Hint)
 		}
 		if !bytes.Equal(fmtRead(t, path), want) {
@@ -218,7 +219,7 @@ func TestFormatAppendAVBImage(t *testing.T) {
 				msg = "ends in the provisional AVB footer of an interrupted AVB run"
 			}
 			e := fmtWantError(t, err, KindRefused, "", msg)
-			if !strings.Contains(e.Hint, "erase_footer --image "+path) {
+			if !strings.Contains(e.Hint, "avb.EraseFooter of "+path) {
 				t.Errorf("hint %q", e.Hint)
 			}
 			if !bytes.Equal(fmtRead(t, path), b) {
@@ -259,7 +260,7 @@ func TestFormatAppendResume(t *testing.T) {
 		o := *opts
 		o.OriginalSize = &other
 		_, err := Format(context.Background(), path, "", &o)
-		fmtWantError(t, err, KindRefused, "", fmt.Sprintf("ends in the record of an interrupted --append of its first %d bytes, not 4096", size))
+		fmtWantError(t, err, KindRefused, "", fmt.Sprintf("ends in the record of an interrupted FormatOptions.Append of its first %d bytes, not 4096", size))
 		if _, err := Format(context.Background(), path, "", opts); err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func FuzzAppendTail(f *testing.F) {
 		if r := safefile.ReadResumeRecord(bytes.NewReader(b), n); r != nil && r.End != uint64(n) {
 			t.Fatalf("record %+v in %d bytes", r, n)
 		}
-		if av := findAVBFooter(bytes.NewReader(b), uint64(n)); av != nil && av.originalSize > uint64(n) {
+		if av := appendscan.FindAVBFooter(bytes.NewReader(b), uint64(n)); av != nil && av.OriginalSize > uint64(n) {
 			t.Fatalf("AVB footer %+v in %d bytes", av, n)
 		}
 		size := 512 << (bs % 4)
@@ -341,11 +342,11 @@ func FuzzAppendTail(f *testing.F) {
 		if salted {
 			p.Salt = []byte{1}
 		}
-		found, err := findEarlierAppend(bytes.NewReader(b), uint64(n), p, int(bs%3))
+		found, err := appendscan.Find(bytes.NewReader(b), uint64(n), p, int(bs%3))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if found != nil && (found.padded >= uint64(n) || found.original > found.padded || found.original+uint64(size) <= found.padded) {
+		if found != nil && (found.Padded >= uint64(n) || found.Original > found.Padded || found.Original+uint64(size) <= found.Padded) {
 			t.Fatalf("found %+v in %d bytes", found, n)
 		}
 	})

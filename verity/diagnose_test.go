@@ -110,8 +110,8 @@ func TestRootDiagnosis(t *testing.T) {
 	}
 	_, err = Verify(ctx, data, hash, fr.RootHash, &VerifyOptions{TreeOptions: TreeOptions{Salt: salt, NoSuperblock: true}})
 	if err == nil || !strings.Contains(err.Error(), "truncated, or not this tree's hash file?") ||
-		HintOf(err) != "the top block matches the root hash with TreeOptions.HashBlockSize=1024: give TreeOptions.HashBlockSize=1024" {
-		t.Errorf("error %v, hint %q", err, HintOf(err))
+		hintOf(err) != "the top block matches the root hash with TreeOptions.HashBlockSize=1024: give TreeOptions.HashBlockSize=1024" {
+		t.Errorf("error %v, hint %q", err, hintOf(err))
 	}
 
 	// An intact tree has no diagnosis.
@@ -178,8 +178,8 @@ func TestShapeDiagnosis(t *testing.T) {
 			want := "the top block matches the root hash with " + c.changed + ": give " + c.changed + c.note
 			res, err := Verify(ctx, c.check, hash, fr.RootHash, &VerifyOptions{TreeOptions: given})
 			if c.hashTooShortErr {
-				if err == nil || !strings.Contains(err.Error(), "truncated, or not this tree's hash file?") || HintOf(err) != want {
-					t.Fatalf("error %v, hint %q; want hint %q", err, HintOf(err), want)
+				if err == nil || !strings.Contains(err.Error(), "truncated, or not this tree's hash file?") || hintOf(err) != want {
+					t.Fatalf("error %v, hint %q; want hint %q", err, hintOf(err), want)
 				}
 				return
 			}

@@ -115,9 +115,8 @@ func (k Kind) sentinel() error {
 // struct ("FormatOptions.FECRoots 30 is not from 2 to 24", "add
 // FormatOptions.Force"), and a value it could take as an assignment
 // ("TreeOptions.HashOffset=4096"), so that a command line can say it as
-// its flag; Field has the bare name. Messages still written before this
-// rule name some options as veritygen's flags (issue 20 item 3 moves them
-// one class at a time).
+// its flag; Field has the bare name. They name no command: where a
+// command line would say "run it again", they say which verb to call.
 type Error struct {
 	Kind Kind
 	// Field is the option a KindParam error is about, e.g. "FECOffset"
@@ -199,8 +198,8 @@ func withHint(k Kind, err error, hint string) *Error {
 	return &Error{Kind: k, Err: err, Hint: hint}
 }
 
-// HintOf returns the hint of the first *Error in err's chain, or "".
-func HintOf(err error) string {
+// hintOf returns the hint of the first *Error in err's chain, or "".
+func hintOf(err error) string {
 	var e *Error
 	for errors.As(err, &e) {
 		if e.Hint != "" {

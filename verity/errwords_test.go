@@ -62,7 +62,7 @@ func TestFECErrorsSpeakGo(t *testing.T) {
 		if !strings.Contains(e.Error(), "Options."+c.field) && c.name != "format unequal blocks" {
 			t.Errorf("%s: %q does not name the option's field", c.name, e)
 		}
-		for _, s := range []string{e.Error(), HintOf(err)} {
+		for _, s := range []string{e.Error(), hintOf(err)} {
 			for _, bad := range []string{"--", "veritygen", "veritycheck", "veritysetup format"} {
 				if strings.Contains(s, bad) {
 					t.Errorf("%s: %q says %q", c.name, s, bad)
@@ -85,7 +85,7 @@ func speaksGo(t *testing.T, name string, err error, want string) {
 		t.Errorf("%s: no error", name)
 		return
 	}
-	msg, hint := err.Error(), HintOf(err)
+	msg, hint := err.Error(), hintOf(err)
 	if !strings.Contains(msg+"\n"+hint, want) {
 		t.Errorf("%s: %q (hint %q) does not say %q", name, msg, hint, want)
 	}
@@ -124,8 +124,8 @@ func TestErrorsSpeakGo(t *testing.T) {
 	err := format(inData, inData, &FormatOptions{TreeOptions: TreeOptions{HashOffset: 32 * 4096}, HashOffsetSet: true})
 	speaksGo(t, "tree over the data", err, "holds data from TreeOptions.HashOffset")
 	for _, h := range []string{"TreeOptions.DataBlocks=32", "TreeOptions.HashOffset=262144", "FormatOptions.Force"} {
-		if !strings.Contains(HintOf(err), h) {
-			t.Errorf("tree over the data: hint %q does not say %q", HintOf(err), h)
+		if !strings.Contains(hintOf(err), h) {
+			t.Errorf("tree over the data: hint %q does not say %q", hintOf(err), h)
 		}
 	}
 	speaksGo(t, "tree over the data without superblock", format(inData, inData,
@@ -255,4 +255,83 @@ func TestErrorsSpeakGo(t *testing.T) {
 		_, err = Activate(ctx, "vt-words", f.dataPath, f.dataPath, f.root, nil)
 		speaksGo(t, "activate in place", err, "no TreeOptions.HashOffset says where the tree is")
 	}
+}
+
+// The errors of Format's and Verify's layout, of Append and of the files
+// Format refuses to replace speak Go too, driven through the API: each
+// names the option it is about as its field, and no flag or command.
+func TestLayoutErrorsSpeakGo(t *testing.T) {
+	f := newFixture(t, 64, 4096, 2, 9)
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		writeBytes(t, p, b)
+		return p
+	}
+	format := func(data, hash string, o *FormatOptions) error {
+		_, err := Format(ctx, data, hash, o)
+		return err
+	}
+	verify := func(data, hash string, o *VerifyOptions) error {
+		_, err := Verify(ctx, data, hash, f.root, o)
+		return err
+	}
+	size := func(n uint64) *uint64 { return &n }
+	data := file("data.img", randomBytes(16*4096, 11))
+	out := filepath.Join(dir, "out.verity")
+	tree := filepath.Join(dir, "tree.verity")
+	if err := format(data, tree, nil); err != nil {
+		t.Fatal(err)
+	}
+	swapped := file("swapped.img", randomBytes(16*4096, 12))
+	foreignFEC := file("foreign.fec", randomBytes(1<<16, 13))
+	foreignRoot := file("foreign.roothash", randomBytes(100, 14))
+	tiny := file("tiny.img", randomBytes(1000, 15))
+	sparse := filepath.Join(dir, "sparse.img")
+	writeSparse(t, sparse, randomBytes(16*4096, 16))
+
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"in place without offset", format(data, data, nil), "no TreeOptions.HashOffset says where the tree goes"},
+		{"in place, no data before the tree", format(data, data, &FormatOptions{HashOffsetSet: true}), "TreeOptions.HashOffset 0 leaves no whole"},
+		{"in place over the data", format(data, data, &FormatOptions{TreeOptions: TreeOptions{HashOffset: 8 * 4096, DataBlocks: 12}}),
+			"cover fewer blocks: TreeOptions.DataBlocks=8"},
+		{"too many blocks", format(data, out, &FormatOptions{TreeOptions: TreeOptions{DataBlocks: 17}}), "TreeOptions.DataBlocks 17 needs"},
+		{"less than a block", format(tiny, out, nil), "use a smaller TreeOptions.DataBlockSize"},
+		{"unknown hash", format(data, out, &FormatOptions{TreeOptions: TreeOptions{Hash: "sha3-nope"}}), "TreeOptions.Hash=sha256"},
+		{"offset not of a hash block", format(data, out, &FormatOptions{TreeOptions: TreeOptions{NoSuperblock: true, HashOffset: 512}}),
+			"round it up: TreeOptions.HashOffset=4096"},
+		{"sparse in place", format(sparse, sparse, &FormatOptions{TreeOptions: TreeOptions{HashOffset: 1 << 20}}), "write the tree to a file of its own"},
+		{"sparse fec in data", format(sparse, out, &FormatOptions{FECDevice: sparse, FECOffset: 1 << 20}), "FormatOptions.FECDevice="},
+		{"append with HASH", format(data, out, &FormatOptions{Append: true}), "FormatOptions.Append writes the tree into DATA"},
+		{"append with offset", format(data, "", &FormatOptions{Append: true, TreeOptions: TreeOptions{HashOffset: 4096}}),
+			"TreeOptions.HashOffset cannot be used with FormatOptions.Append"},
+		{"append with FEC device", format(data, "", &FormatOptions{Append: true, FECDevice: out + ".fec"}), "FormatOptions.AppendFEC appends"},
+		{"append in place", format(data, "", &FormatOptions{Append: true, InPlace: true}), "FormatOptions.Append cannot be used with FormatOptions.InPlace"},
+		{"append size 0", format(data, "", &FormatOptions{Append: true, OriginalSize: size(0)}), "FormatOptions.OriginalSize must be at least 1"},
+		{"append size past the end", format(data, "", &FormatOptions{Append: true, OriginalSize: size(1 << 30)}),
+			"FormatOptions.OriginalSize 1073741824 is more than"},
+		{"swapped", format(tree, swapped, nil), "did you mean Format of DATA " + swapped + " then HASH " + tree},
+		{"foreign FEC", format(data, out, &FormatOptions{FECDevice: foreignFEC}), "FormatOptions.FECDevice " + foreignFEC + " is not error correction Format could have written"},
+		{"FEC is the root hash file", format(data, out, &FormatOptions{FECDevice: out + ".x", RootHashFile: out + ".x"}),
+			"FormatOptions.FECDevice and FormatOptions.RootHashFile are the same file"},
+		{"foreign root hash file", format(data, out, &FormatOptions{RootHashFile: foreignRoot}), "FormatOptions.RootHashFile " + foreignRoot},
+		{"root hash file a directory", format(data, out, &FormatOptions{RootHashFile: dir}), "FormatOptions.RootHashFile " + dir + " is a directory"},
+		{"verify in place without offset", verify(f.dataPath, f.dataPath, nil), "no TreeOptions.HashOffset says where the tree is"},
+		{"verify offset not of 512", verify(f.dataPath, f.hashPath, &VerifyOptions{TreeOptions: TreeOptions{HashOffset: 1000}}),
+			"TreeOptions.HashOffset 1000 is not a multiple of 512"},
+		{"verify no salt", verify(f.dataPath, f.hashPath, &VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true}}),
+			"TreeOptions.NoSuperblock needs TreeOptions.Salt"},
+		{"verify hash and superblock", verify(f.dataPath, f.hashPath, &VerifyOptions{TreeOptions: TreeOptions{UUID: &[16]byte{}}}),
+			"leave TreeOptions.UUID out, or add TreeOptions.NoSuperblock"},
+		{"verify repair of sparse", verify(sparse, f.hashPath, &VerifyOptions{Repair: true, FECDevice: f.fecPath}), "VerifyOptions.Repair cannot write into it"},
+	} {
+		speaksGo(t, c.name, c.err, c.want)
+	}
+	_, err := Open(f.dataPath, f.dataPath, f.root, nil)
+	speaksGo(t, "open in place without offset", err, "give the tree's place in DATA with TreeOptions.HashOffset")
 }

@@ -108,8 +108,8 @@ func TestDescribeFECErrors(t *testing.T) {
 		switch {
 		case !errors.As(err, &e) || e.Kind != c.kind || e.Field != c.field || !strings.Contains(err.Error(), c.msg):
 			t.Errorf("%s: %v (%+v), want kind %v field %q %q", c.name, err, e, c.kind, c.field, c.msg)
-		case errors.Is(err, fs.ErrNotExist) != c.notExist, (HintOf(err) != "") != c.hint:
-			t.Errorf("%s: %v: ErrNotExist %v, hint %q", c.name, err, errors.Is(err, fs.ErrNotExist), HintOf(err))
+		case errors.Is(err, fs.ErrNotExist) != c.notExist, (hintOf(err) != "") != c.hint:
+			t.Errorf("%s: %v: ErrNotExist %v, hint %q", c.name, err, errors.Is(err, fs.ErrNotExist), hintOf(err))
 		}
 	}
 }

@@ -65,14 +65,6 @@ func TestOpenImageRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
-func hintOf(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Hint
-	}
-	return ""
-}
-
 // TestOpenImageRegularFile: a regular file opens as before, in blocking
 // mode, with its size.
 func TestOpenImageRegularFile(t *testing.T) {
@@ -213,9 +205,9 @@ func TestCheckHashOffset(t *testing.T) {
 	}{
 		{0, 4096, ""},
 		{9223372036854771200, 4096, ""},
-		{9223372036854771712, 4096, "--hash-offset 9223372036854771712 is too large: at most 9223372036854771200"},
-		{18446744073709551104, 512, "--hash-offset 18446744073709551104 is too large: at most 9223372036854774784"},
-		{1000, 4096, "--hash-offset 1000 is not a multiple of 512"},
+		{9223372036854771712, 4096, "TreeOptions.HashOffset 9223372036854771712 is too large: at most 9223372036854771200"},
+		{18446744073709551104, 512, "TreeOptions.HashOffset 18446744073709551104 is too large: at most 9223372036854774784"},
+		{1000, 4096, "TreeOptions.HashOffset 1000 is not a multiple of 512"},
 	} {
 		err := checkHashOffset(c.off, c.hbs)
 		if got := fmtErr(err); got != c.want {

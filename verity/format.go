@@ -120,23 +120,23 @@ func (o *FormatOptions) params() (merkle.Params, error) {
 	}
 	if o.Append {
 		if o.InPlace {
-			return p, paramErrorf("Append", "leave InPlace out", "Append cannot be used with InPlace: veritysetup does not append")
+			return p, paramErrorf("Append", "leave FormatOptions.InPlace out", "FormatOptions.Append cannot be used with FormatOptions.InPlace: an Append is not veritysetup's layout")
 		}
 		for _, c := range []struct {
-			field, flag, hint string
+			field, name, hint string
 			set               bool
 		}{
-			{"HashOffset", "hash-offset", "the tree goes right after the image, padded to a whole block", o.HashOffset != 0 || o.HashOffsetSet},
-			{"DataBlocks", "data-blocks", "--append covers the whole image, padded to a whole block", o.DataBlocks != 0},
-			{"FECDevice", "fec-device", "--fec appends the error correction after the tree", o.FECDevice != ""},
-			{"FECOffset", "fec-offset", "--fec appends the error correction after the tree", o.FECOffset != 0},
+			{"HashOffset", "TreeOptions.HashOffset", "the tree goes right after the image, padded to a whole block", o.HashOffset != 0 || o.HashOffsetSet},
+			{"DataBlocks", "TreeOptions.DataBlocks", "FormatOptions.Append covers the whole image, padded to a whole block", o.DataBlocks != 0},
+			{"FECDevice", "FormatOptions.FECDevice", "FormatOptions.AppendFEC appends the error correction after the tree", o.FECDevice != ""},
+			{"FECOffset", "FormatOptions.FECOffset", "FormatOptions.AppendFEC appends the error correction after the tree", o.FECOffset != 0},
 		} {
 			if c.set {
-				return p, paramErrorf(c.field, "leave --"+c.flag+" out: "+c.hint, "--%s cannot be used with --append", c.flag)
+				return p, paramErrorf(c.field, "leave "+c.name+" out: "+c.hint, "%s cannot be used with FormatOptions.Append", c.name)
 			}
 		}
 		if o.OriginalSize != nil && *o.OriginalSize == 0 {
-			return p, paramErrorf("OriginalSize", "give the image's size before the interrupted --append, e.g. --data-size=1073741824", "--data-size must be at least 1")
+			return p, paramErrorf("OriginalSize", "give the image's size before the interrupted FormatOptions.Append, e.g. FormatOptions.OriginalSize=1073741824", "FormatOptions.OriginalSize must be at least 1")
 		}
 	} else {
 		for _, c := range []struct {
@@ -378,15 +378,10 @@ func (l *Layout) writeFailed(err error, hashOut *output, opts *FormatOptions) er
 		return interrupted(err, "", "interrupted; nothing was written under HASH")
 	case l.Append != nil:
 		// Written in place, not through a temporary file.
-		return interrupted(err, fmt.Sprintf("run the same command again with --data-size=%d to finish it", l.Append.OriginalSize),
+		return interrupted(err, fmt.Sprintf("call Format again with FormatOptions.OriginalSize=%d to finish it", l.Append.OriginalSize),
 			"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", l.DataPath, l.Append.OriginalSize)
 	}
-	again := "run veritygen again to write the whole tree"
-	if opts.InPlace {
-		// The command that behaves as veritysetup need not be veritygen.
-		again = "run the same command again to write the whole tree"
-	}
-	return interrupted(err, again, "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, l.Geometry.HashOffset)
+	return interrupted(err, "call Format again to write the whole tree", "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, l.Geometry.HashOffset)
 }
 
 // commit commits what follows the committed tree: the parity in a file of

@@ -172,9 +172,9 @@ func TestFormatInData(t *testing.T) {
 		blocks    uint64
 		msg, hint string
 	}{
-		{0, false, 0, "HASH is DATA (" + data + ") and no --hash-offset says where the tree goes", "add --hash-offset=69632 (DATA's size rounded up to 4096)"},
-		{0, true, 0, "--hash-offset 0 leaves no whole 4096-byte data block before the tree", "--hash-offset=69632"},
-		{32768, true, 12, "the data area (12 blocks of 4096 bytes, up to byte 49152) overlaps the hash area at --hash-offset 32768", "--hash-offset=49152, or cover fewer blocks: --data-blocks=8"},
+		{0, false, 0, "HASH is DATA (" + data + ") and no TreeOptions.HashOffset says where the tree goes", "add TreeOptions.HashOffset=69632 (DATA's size rounded up to 4096)"},
+		{0, true, 0, "TreeOptions.HashOffset 0 leaves no whole 4096-byte data block before the tree", "TreeOptions.HashOffset=69632"},
+		{32768, true, 12, "the data area (12 blocks of 4096 bytes, up to byte 49152) overlaps the hash area at TreeOptions.HashOffset 32768", "TreeOptions.HashOffset=49152, or cover fewer blocks: TreeOptions.DataBlocks=8"},
 	} {
 		opts := fixedOptions()
 		opts.HashOffset, opts.HashOffsetSet, opts.DataBlocks = c.offset, c.set, c.blocks
@@ -276,19 +276,19 @@ func TestFormatAppend(t *testing.T) {
 	f.WriteAt([]byte{1}, size+10)
 	f.Close()
 	_, err = Format(context.Background(), data, "", opts)
-	e := fmtWantError(t, err, KindRefused, "", fmt.Sprintf("has a non-zero byte at %d, past --data-size %d", size+10, size))
-	if !errors.Is(err, ErrRefused) || !strings.Contains(e.Hint, "add --force") {
+	e := fmtWantError(t, err, KindRefused, "", fmt.Sprintf("has a non-zero byte at %d, past FormatOptions.OriginalSize %d", size+10, size))
+	if !errors.Is(err, ErrRefused) || !strings.Contains(e.Hint, "add FormatOptions.Force") {
 		t.Errorf("hint %q", e.Hint)
 	}
 	// OriginalSize past the end, and zero.
 	big := uint64(1 << 30)
 	opts.OriginalSize = &big
 	_, err = Format(context.Background(), data, "", opts)
-	fmtWantError(t, err, KindParam, "OriginalSize", "--data-size 1073741824 is more than DATA")
+	fmtWantError(t, err, KindParam, "OriginalSize", "FormatOptions.OriginalSize 1073741824 is more than DATA")
 	zero := uint64(0)
 	opts.OriginalSize = &zero
 	_, err = Format(context.Background(), data, "", opts)
-	fmtWantError(t, err, KindParam, "OriginalSize", "--data-size must be at least 1")
+	fmtWantError(t, err, KindParam, "OriginalSize", "FormatOptions.OriginalSize must be at least 1")
 }
 
 func fmtVerifyIn(t *testing.T, g *merkle.Geometry, data, hash, root []byte) {
@@ -372,8 +372,8 @@ func TestFormatRefusesForeignOutputs(t *testing.T) {
 	treeBytes := fmtRead(t, tree)
 	// Swapped: the image would be replaced by the tree of the tree.
 	_, err := Format(context.Background(), tree, data, fixedOptions())
-	e := fmtWantError(t, err, KindRefused, "", "HASH "+data+" is not a tree veritygen could have written")
-	if want := "DATA comes first: did you mean veritygen " + data + " " + tree + "?\nto replace it anyway, add --force"; e.Hint != want {
+	e := fmtWantError(t, err, KindRefused, "", "HASH "+data+" is not a tree Format could have written")
+	if want := "DATA comes first: did you mean Format of DATA " + data + " then HASH " + tree + "?\nto replace it anyway, add FormatOptions.Force"; e.Hint != want {
 		t.Errorf("hint %q, want %q", e.Hint, want)
 	}
 	if !bytes.Equal(fmtRead(t, tree), treeBytes) {
@@ -385,7 +385,7 @@ func TestFormatRefusesForeignOutputs(t *testing.T) {
 	opts := fixedOptions()
 	opts.FECDevice = other
 	_, err = Format(context.Background(), data, tree, opts)
-	fmtWantError(t, err, KindRefused, "", "--fec-device "+other+" is not error correction veritygen could have written")
+	fmtWantError(t, err, KindRefused, "", "FormatOptions.FECDevice "+other+" is not error correction Format could have written")
 	opts.Force = true
 	if _, err := Format(context.Background(), data, tree, opts); err != nil {
 		t.Fatal(err)
@@ -410,13 +410,13 @@ func TestFormatParamErrors(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{"too many blocks", func(o *FormatOptions) { o.DataBlocks = 9 }, "", "DataBlocks", "--data-blocks 9 needs 36864 bytes, but DATA " + data + " has only 32768"},
+		{"too many blocks", func(o *FormatOptions) { o.DataBlocks = 9 }, "", "DataBlocks", "TreeOptions.DataBlocks 9 needs 36864 bytes, but DATA " + data + " has only 32768"},
 		{"hash", func(o *FormatOptions) { o.Hash = "md6" }, "", "Hash", "md6"},
 		{"hash without Go implementation", func(o *FormatOptions) { o.Hash = "sm3" }, "", "Hash", "Go has no SM3"},
 		{"block size", func(o *FormatOptions) { o.DataBlockSize = 1000 }, "", "DataBlockSize", "--data-block-size"},
 		{"FEC with unequal blocks", func(o *FormatOptions) { o.FECDevice, o.HashBlockSize = data+".fec", 1024 }, "", "FECRoots", "equal data and hash block sizes"},
-		{"append with a hash file", func(o *FormatOptions) { o.Append = true }, data + ".verity", "Append", "--append writes the tree into DATA"},
-		{"append with a hash offset", func(o *FormatOptions) { o.Append, o.HashOffset = true, 4096 }, "", "HashOffset", "--hash-offset cannot be used with --append"},
+		{"append with a hash file", func(o *FormatOptions) { o.Append = true }, data + ".verity", "Append", "FormatOptions.Append writes the tree into DATA"},
+		{"append with a hash offset", func(o *FormatOptions) { o.Append, o.HashOffset = true, 4096 }, "", "HashOffset", "TreeOptions.HashOffset cannot be used with FormatOptions.Append"},
 		{"FEC append without append", func(o *FormatOptions) { o.AppendFEC = true }, "", "AppendFEC", "FormatOptions.AppendFEC needs FormatOptions.Append"},
 		{"FEC offset without FEC", func(o *FormatOptions) { o.FECOffset = 4096 }, "", "FECOffset", "FormatOptions.FECOffset needs FormatOptions.FECDevice"},
 		{"root hash file is HASH", func(o *FormatOptions) { o.RootHashFile = data + ".verity" }, "", "RootHashFile", "is HASH: the root hash would replace the tree"},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/dmname"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -46,10 +47,10 @@ func FuzzBootNames(f *testing.F) {
 	root := make([]byte, 32)
 	plain := len(kernelFields(verityTable(g, root, &TableOptions{DataDevice: "/dev/a", HashDevice: "/dev/b"}, nil)))
 	f.Fuzz(func(t *testing.T, s string) {
-		if CheckDeviceName(s) != nil {
+		if dmname.Check(s) != nil {
 			return
 		}
-		if strings.ContainsAny(s, badNameChars) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if strings.ContainsAny(s, dmname.BadChars) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Fatalf("accepted %q", s)
 		}
 		table := verityTable(g, root, &TableOptions{DataDevice: s, HashDevice: s}, nil)

@@ -116,7 +116,7 @@ func TestFormatInPlaceOptions(t *testing.T) {
 	opts := fixedOptions()
 	opts.InPlace, opts.Append = true, true
 	_, err := Format(context.Background(), dataPath, "", opts)
-	fmtWantError(t, err, KindParam, "Append", "Append cannot be used with InPlace")
+	fmtWantError(t, err, KindParam, "Append", "FormatOptions.Append cannot be used with FormatOptions.InPlace")
 	if !bytes.Equal(fmtRead(t, dataPath), data) {
 		t.Error("DATA changed")
 	}
@@ -126,7 +126,7 @@ func TestFormatInPlaceOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = PlanFormat(dataPath, hashPath, fixedOptions())
-	fmtWantError(t, err, KindRefused, "", "is not a tree veritygen could have written")
+	fmtWantError(t, err, KindRefused, "", "is not a tree Format could have written")
 	opts = fixedOptions()
 	opts.InPlace = true
 	if _, err := PlanFormat(dataPath, hashPath, opts); err != nil {

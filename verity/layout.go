@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"io/fs"
 	"math/bits"
@@ -151,7 +152,7 @@ func planFiles(src *Source, hashPath string, opts *FormatOptions) (*Layout, form
 		return nil, formatFiles{}, errorf(KindIO, "", "DATA %s: %w", dataPath, unwrapPath(err))
 	}
 	if isBlockDevice(dataInfo) && !hashGiven && !opts.Append {
-		return nil, formatFiles{}, errorf(KindParam, fmt.Sprintf("name HASH, e.g. veritygen %s %s.verity, or put the tree inside the device with --hash-offset", dataPath, filepath.Base(dataPath)),
+		return nil, formatFiles{}, errorf(KindParam, fmt.Sprintf("name HASH, e.g. %s.verity, or put the tree inside the device with TreeOptions.HashOffset", filepath.Base(dataPath)),
 			"DATA %s is a block device: the default HASH %s would be a new file beside it in %s", dataPath, hashPath, filepath.Dir(dataPath))
 	}
 	hashInfo, err := statHash(hashPath, dataPath)
@@ -163,7 +164,7 @@ func planFiles(src *Source, hashPath string, opts *FormatOptions) (*Layout, form
 		return nil, formatFiles{}, err
 	}
 	if src.sparse != nil && (inPlace || opts.Append) {
-		return nil, formatFiles{}, errorf(KindInput, fmt.Sprintf("write the tree to a file of its own (veritygen %s %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath, dataPath),
+		return nil, formatFiles{}, errorf(KindInput, fmt.Sprintf("write the tree to a file of its own (HASH %s.verity), or expand the image first: simg2img %s image.raw", dataPath, dataPath),
 			"DATA %s is an Android sparse image: a tree cannot go inside it", dataPath)
 	}
 	l := &Layout{DataPath: dataPath, HashPath: hashPath, TreeInData: inPlace || opts.Append, SourceFormat: src.Format(),
@@ -177,8 +178,8 @@ func formatHashPath(dataPath, hashPath string, opts *FormatOptions) (_ string, h
 	hashGiven = hashPath != "" && !(opts.Append && hashPath == dataPath)
 	switch {
 	case opts.Append && hashGiven:
-		return "", false, paramErrorf("Append", "leave HASH out: veritygen --append [flags] DATA",
-			"--append writes the tree into DATA; got a HASH argument (%s) too", hashPath)
+		return "", false, paramErrorf("Append", "leave HASH out",
+			"FormatOptions.Append writes the tree into DATA; got a HASH argument (%s) too", hashPath)
 	case opts.Append:
 		hashPath = dataPath
 	case hashPath == "":
@@ -238,12 +239,12 @@ func (l *Layout) planDataBlocks(opts *FormatOptions, p *merkle.Params, src *Sour
 		return err
 	}
 	if files.inPlace && p.DataBlocks*dbs > p.HashOffset {
-		hint := fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(p.DataBlocks*dbs, align))
+		hint := fmt.Sprintf("put the tree past the data: TreeOptions.HashOffset=%d", roundUp(p.DataBlocks*dbs, align))
 		if p.HashOffset/dbs > 0 {
-			hint += fmt.Sprintf(", or cover fewer blocks: --data-blocks=%d", p.HashOffset/dbs)
+			hint += fmt.Sprintf(", or cover fewer blocks: TreeOptions.DataBlocks=%d", p.HashOffset/dbs)
 		}
 		return paramErrorf("HashOffset", hint,
-			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at --hash-offset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
+			"the data area (%d blocks of %d bytes, up to byte %d) overlaps the hash area at TreeOptions.HashOffset %d", p.DataBlocks, dbs, p.DataBlocks*dbs, p.HashOffset)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func checkDataBlocks(p *merkle.Params, dataPath string, dataSize int64, appended
 		if dataSize == 0 {
 			return errorf(KindInput, "", "DATA %s is empty", dataPath)
 		}
-		return errorf(KindInput, fmt.Sprintf("use a smaller --data-block-size, or pad the image: truncate -s %d %s", dbs, dataPath),
+		return errorf(KindInput, fmt.Sprintf("use a smaller TreeOptions.DataBlockSize, or pad the image: truncate -s %d %s", dbs, dataPath),
 			"DATA %s is %d bytes, smaller than one %d-byte data block", dataPath, dataSize, dbs)
 	}
 	if p.DataBlocks > uint64(dataSize)/dbs && !appended { // not DataBlocks*dbs, which may overflow
@@ -264,8 +265,8 @@ func checkDataBlocks(p *merkle.Params, dataPath string, dataSize int64, appended
 		if hi, _ := bits.Mul64(p.DataBlocks, dbs); hi != 0 {
 			need = "more than 2^64"
 		}
-		return paramErrorf("DataBlocks", fmt.Sprintf("DATA has %d whole blocks; leave --data-blocks out to cover them all", uint64(dataSize)/dbs),
-			"--data-blocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
+		return paramErrorf("DataBlocks", fmt.Sprintf("DATA has %d whole blocks; leave TreeOptions.DataBlocks out to cover them all", uint64(dataSize)/dbs),
+			"TreeOptions.DataBlocks %d needs %s bytes, but DATA %s has only %d", p.DataBlocks, need, dataPath, dataSize)
 	}
 	return nil
 }
@@ -277,7 +278,7 @@ func (l *Layout) planGeometry(opts *FormatOptions, p *merkle.Params) error {
 		return errorf(KindIO, "", "drawing a random salt or UUID: %w", err)
 	}
 	if !p.Superblock && opts.UUID != nil {
-		opts.warn("--uuid is ignored with --no-superblock: only a superblock stores it")
+		opts.warn("TreeOptions.UUID is ignored with TreeOptions.NoSuperblock: only a superblock stores it")
 	}
 	g, err := merkle.NewGeometry(*p)
 	if err != nil {
@@ -295,7 +296,7 @@ func (l *Layout) placeFEC(opts *FormatOptions, src *Source, files formatFiles) e
 		return err
 	}
 	if l.FEC != nil && l.FEC.InData && src.sparse != nil {
-		return errorf(KindInput, "write the error correction to a file of its own, e.g. --fec-device="+l.DataPath+".fec",
+		return errorf(KindInput, "write the error correction to a file of its own, e.g. FormatOptions.FECDevice="+l.DataPath+".fec",
 			"DATA %s is an Android sparse image: error correction cannot go inside it", l.DataPath)
 	}
 	return nil
@@ -339,16 +340,16 @@ func planInData(opts *FormatOptions, p *merkle.Params, size, align uint64, dataP
 	dbs := uint64(p.DataBlockSize)
 	switch {
 	case p.HashOffset == 0 && !opts.HashOffsetSet:
-		return paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add --hash-offset=%d (DATA's size rounded up to %d), or use --append", roundUp(size, align), align),
-			"HASH is DATA (%s) and no --hash-offset says where the tree goes", hashPath)
+		return paramErrorf("HashOffset", fmt.Sprintf("to write the tree into DATA past the data, add TreeOptions.HashOffset=%d (DATA's size rounded up to %d), or use FormatOptions.Append", roundUp(size, align), align),
+			"HASH is DATA (%s) and no TreeOptions.HashOffset says where the tree goes", hashPath)
 	case p.DataBlocks != 0:
 	case opts.InPlace:
 		p.DataBlocks = size / dbs
 	default:
 		p.DataBlocks = min(size, p.HashOffset) / dbs
 		if p.DataBlocks == 0 && size >= dbs {
-			return paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: --hash-offset=%d", roundUp(size, align)),
-				"--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
+			return paramErrorf("HashOffset", fmt.Sprintf("put the tree past the data: TreeOptions.HashOffset=%d", roundUp(size, align)),
+				"TreeOptions.HashOffset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, dbs, dataPath)
 		}
 	}
 	return nil
@@ -359,13 +360,13 @@ func planInData(opts *FormatOptions, p *merkle.Params, size, align uint64, dataP
 func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo fs.FileInfo, f *os.File, size int64) (*AppendLayout, error) {
 	orig := uint64(size)
 	if isBlockDevice(dataInfo) && opts.OriginalSize == nil {
-		return nil, paramErrorf("OriginalSize", "give the size of the image on it: --data-size=BYTES",
-			"DATA %s is a block device: --append cannot grow it, and needs --data-size to know where the image ends", dataPath)
+		return nil, paramErrorf("OriginalSize", "give the size of the image on it: FormatOptions.OriginalSize=BYTES",
+			"DATA %s is a block device: FormatOptions.Append cannot grow it, and needs FormatOptions.OriginalSize to know where the image ends", dataPath)
 	}
 	if opts.OriginalSize != nil {
 		if *opts.OriginalSize > orig {
-			return nil, paramErrorf("OriginalSize", "give the image's size before the interrupted --append, no more than DATA's current size",
-				"--data-size %d is more than DATA %s's %d bytes", *opts.OriginalSize, dataPath, size)
+			return nil, paramErrorf("OriginalSize", "give the image's size before the interrupted FormatOptions.Append, no more than DATA's current size",
+				"FormatOptions.OriginalSize %d is more than DATA %s's %d bytes", *opts.OriginalSize, dataPath, size)
 		}
 		orig = *opts.OriginalSize
 	}
@@ -402,8 +403,8 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	given := opts.OriginalSize != nil
 	if rec := safefile.ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
 		if given && orig != rec.OriginalSize && !opts.Force {
-			return 0, errorf(KindRefused, fmt.Sprintf("leave --data-size out to finish it; to cut DATA at byte %d anyway, add --force", orig),
-				"DATA %s ends in the record of an interrupted --append of its first %d bytes, not %d (--data-size)", dataPath, rec.OriginalSize, orig)
+			return 0, errorf(KindRefused, fmt.Sprintf("leave FormatOptions.OriginalSize out to finish it; to cut DATA at byte %d anyway, add FormatOptions.Force", orig),
+				"DATA %s ends in the record of an interrupted FormatOptions.Append of its first %d bytes, not %d (FormatOptions.OriginalSize)", dataPath, rec.OriginalSize, orig)
 		}
 		ap.record = rec
 		return rec.OriginalSize, nil
@@ -411,7 +412,7 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if opts.Force {
 		return orig, nil
 	}
-	if av := findAVBFooter(f, ap.fileSize); av != nil {
+	if av := appendscan.FindAVBFooter(f, ap.fileSize); av != nil {
 		return 0, avbImageRefused(dataPath, av)
 	}
 	if given {
@@ -421,7 +422,7 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if opts.AppendFEC {
 		roots = cmp.Or(opts.FECRoots, fec.DefaultRoots)
 	}
-	found, err := findEarlierAppend(f, ap.fileSize, p, roots)
+	found, err := appendscan.Find(f, ap.fileSize, p, roots)
 	if err != nil {
 		return 0, errorf(KindIO, "", "reading DATA %s: %w", dataPath, unwrapPath(err))
 	}
@@ -432,32 +433,32 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 	if roots > 0 {
 		what = "a tree and error correction"
 	}
-	if !found.checked {
-		hint := fmt.Sprintf("to build it again in place: --data-size=%d (or give that run's --salt: the tree is then checked and written again); to take all of DATA, that tree included, for the image: --data-size=%d",
-			found.original, ap.fileSize)
+	if !found.Checked {
+		hint := fmt.Sprintf("to build it again in place: FormatOptions.OriginalSize=%d (or give that run's TreeOptions.Salt: the tree is then checked and written again); to take all of DATA, that tree included, for the image: FormatOptions.OriginalSize=%d",
+			found.Original, ap.fileSize)
 		if p.Salt != nil {
-			hint = fmt.Sprintf("its digests are not this salt's: to build it again with this one: --data-size=%d; to take all of DATA, that tree included, for the image: --data-size=%d",
-				found.original, ap.fileSize)
+			hint = fmt.Sprintf("its digests are not this salt's: to build it again with this one: FormatOptions.OriginalSize=%d; to take all of DATA, that tree included, for the image: FormatOptions.OriginalSize=%d",
+				found.Original, ap.fileSize)
 		}
-		return 0, errorf(KindRefused, hint, "DATA %s already ends in %s laid out as an --append of its first %d bytes with these parameters leaves them: appending again would take them for data",
-			dataPath, what, found.padded)
+		return 0, errorf(KindRefused, hint, "DATA %s already ends in %s laid out as an FormatOptions.Append of its first %d bytes with these parameters leaves them: appending again would take them for data",
+			dataPath, what, found.Padded)
 	}
 	if opts.Note != nil {
-		opts.Note(fmt.Sprintf("DATA %s already ends in the %s an --append of its first %d bytes writes (an earlier run's): written again in place, not appended after",
-			dataPath, strings.TrimPrefix(what, "a "), found.padded))
+		opts.Note(fmt.Sprintf("DATA %s already ends in the %s an FormatOptions.Append of its first %d bytes writes (an earlier run's): written again in place, not appended after",
+			dataPath, strings.TrimPrefix(what, "a "), found.Padded))
 	}
-	return found.original, nil
+	return found.Original, nil
 }
 
 // avbImageRefused is the error of an Append on an image that ends in an AVB
 // footer: the tree would bury it.
-func avbImageRefused(dataPath string, av *avbFooter) error {
-	if av.provisional {
-		return errorf(KindRefused, fmt.Sprintf("finish that run: run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer); or cut DATA back to its image first: avbtool erase_footer --image %s", dataPath),
-			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: --append would bury it", dataPath, av.originalSize)
+func avbImageRefused(dataPath string, av *appendscan.AVBFooter) error {
+	if av.Provisional {
+		return errorf(KindRefused, fmt.Sprintf("finish that run: run avb.AddHashtreeFooter again; or cut DATA back to its image first: avb.EraseFooter of %s", dataPath),
+			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: FormatOptions.Append would bury it", dataPath, av.OriginalSize)
 	}
-	return errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, add --avb (veritygen --append --avb ...); for a tree without AVB, remove the footer first: avbtool erase_footer --image %s", dataPath),
-		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): --append would bury the footer and take the AVB metadata for data", dataPath, av.originalSize)
+	return errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, use avb.AddHashtreeFooter; for a tree without AVB, remove the footer first: avb.EraseFooter of %s", dataPath),
+		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): FormatOptions.Append would bury the footer and take the AVB metadata for data", dataPath, av.OriginalSize)
 }
 
 // planFEC checks the FEC options against the tree and describes the
@@ -533,7 +534,7 @@ func planFEC(opts *FormatOptions, g *merkle.Geometry, dataPath string, dataInfo 
 		}
 	}
 	if flag := sameAsSmallOutput(opts, opts.FECDevice); flag != "" {
-		return nil, nil, paramErrorf("FECDevice", "", "--fec-device and %s are the same file", flag)
+		return nil, nil, paramErrorf("FECDevice", "", "FormatOptions.FECDevice and %s are the same file", flag)
 	}
 	// The parity must end before 2^63, checked now, before anything is
 	// written. In HASH it covers HASH up to itself; elsewhere what HASH
@@ -618,10 +619,10 @@ func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, 
 		}
 		return nil
 	}
-	hint := fmt.Sprintf("check --data-size (DATA's size before the earlier --append); to cut DATA at byte %d anyway, add --force", ap.OriginalSize)
+	hint := fmt.Sprintf("check FormatOptions.OriginalSize (DATA's size before the earlier FormatOptions.Append); to cut DATA at byte %d anyway, add FormatOptions.Force", ap.OriginalSize)
 	if size > l.HashOutputEnd {
-		return errorf(KindRefused, hint, "DATA %s is %d bytes, more than an --append of its first %d bytes makes (%d): "+
-			"the bytes past --data-size are not only an earlier tree, and cutting them off would lose them", l.DataPath, size, ap.OriginalSize, l.HashOutputEnd)
+		return errorf(KindRefused, hint, "DATA %s is %d bytes, more than an FormatOptions.Append of its first %d bytes makes (%d): "+
+			"the bytes past FormatOptions.OriginalSize are not only an earlier tree, and cutting them off would lose them", l.DataPath, size, ap.OriginalSize, l.HashOutputEnd)
 	}
 	pad := make([]byte, min(g.HashOffset, size)-ap.OriginalSize)
 	if _, err := f.ReadAt(pad, int64(ap.OriginalSize)); err != nil {
@@ -629,7 +630,7 @@ func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, 
 	}
 	for i, b := range pad {
 		if b != 0 {
-			return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append wrote only zeros up to byte %d: "+
+			return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past FormatOptions.OriginalSize %d where an earlier FormatOptions.Append wrote only zeros up to byte %d: "+
 				"they are not an earlier tree, and cutting them off would lose them", l.DataPath, ap.OriginalSize+uint64(i), ap.OriginalSize, g.HashOffset)
 		}
 	}
@@ -642,7 +643,7 @@ func (l *Layout) checkAppendTail(ctx context.Context, src *Source, size uint64, 
 		return readError(err, "DATA", l.DataPath)
 	}
 	if found {
-		return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past --data-size %d where an earlier --append of its first %d bytes wrote its tree from byte %d, "+
+		return errorf(KindRefused, hint, "DATA %s has a non-zero byte at %d, past FormatOptions.OriginalSize %d where an earlier FormatOptions.Append of its first %d bytes wrote its tree from byte %d, "+
 			"but no tree of those bytes is there: they are not an earlier tree, and cutting them off would lose them", l.DataPath, off, ap.OriginalSize, ap.OriginalSize, g.HashOffset)
 	}
 	return nil
@@ -665,11 +666,11 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 			return errorf(KindIO, "", "HASH %s: %w", l.HashPath, unwrapPath(err))
 		}
 		if why != "" {
-			hint := "to replace it anyway, add --force"
+			hint := "to replace it anyway, add FormatOptions.Force"
 			if looksLikeTree(l.DataPath, dataFile) {
-				hint = fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\n", l.HashPath, l.DataPath) + hint
+				hint = fmt.Sprintf("DATA comes first: did you mean Format of DATA %s then HASH %s?\n", l.HashPath, l.DataPath) + hint
 			}
-			return errorf(KindRefused, hint, "HASH %s is not a tree veritygen could have written (%s): replacing it would destroy it", l.HashPath, why)
+			return errorf(KindRefused, hint, "HASH %s is not a tree Format could have written (%s): replacing it would destroy it", l.HashPath, why)
 		}
 	}
 	fl := l.FEC
@@ -683,11 +684,11 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 	// an existing HASH whose bytes are kept.
 	why, err := foreignOutput(fl.Path, l.fecFile, -1, false, fl.Offset+fl.Size, magicOnly)
 	if err != nil {
-		return errorf(KindIO, "", "--fec-device %s: %w", fl.Path, unwrapPath(err))
+		return errorf(KindIO, "", "FormatOptions.FECDevice %s: %w", fl.Path, unwrapPath(err))
 	}
 	if why != "" {
-		return errorf(KindRefused, "name another file, or add --force to replace it anyway",
-			"--fec-device %s is not error correction veritygen could have written (%s): replacing it would destroy it", fl.Path, why)
+		return errorf(KindRefused, "name another file, or add FormatOptions.Force to replace it anyway",
+			"FormatOptions.FECDevice %s is not error correction Format could have written (%s): replacing it would destroy it", fl.Path, why)
 	}
 	return nil
 }
@@ -711,10 +712,10 @@ type smallOutput struct {
 }
 
 func smallOutputs(opts *FormatOptions) []smallOutput {
-	out := []smallOutput{{"RootHashFile", "--root-hash-file", opts.RootHashFile, ".roothash", "the root hash"}}
+	out := []smallOutput{{"RootHashFile", "FormatOptions.RootHashFile", opts.RootHashFile, ".roothash", "the root hash"}}
 	if s := opts.Sign; s != nil {
-		out = append(out, smallOutput{"Sign", "--root-hash-signature", s.SignatureFile, ".roothash.p7s", "the signature"},
-			smallOutput{"Sign", "--root-hash-signature-json", s.JSONFile, ".verity-sig", "the signature JSON"})
+		out = append(out, smallOutput{"Sign", "RootHashSigning.SignatureFile", s.SignatureFile, ".roothash.p7s", "the signature"},
+			smallOutput{"Sign", "RootHashSigning.JSONFile", s.JSONFile, ".verity-sig", "the signature JSON"})
 	}
 	return out
 }

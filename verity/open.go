@@ -107,7 +107,7 @@ func Open(dataPath, hashPath string, root []byte, opts *OpenOptions) (*Reader, e
 	}
 	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
-		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath))
+		return fail(paramErrorf("HashOffset", "give the tree's place in DATA with TreeOptions.HashOffset", "HASH is DATA (%s) and no TreeOptions.HashOffset says where the tree is", hashPath))
 	}
 	// As Verify: with HASH the same sparse file as DATA, the tree is in
 	// the expansion.

@@ -49,7 +49,7 @@ func TestOpenReadsThroughTree(t *testing.T) {
 		msg   string
 	}{
 		{f.root[:4], nil, KindParam, "root", "the root hash is 4 bytes"},
-		{f.root, &OpenOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "Salt", "--no-superblock needs --salt"},
+		{f.root, &OpenOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, KindParam, "Salt", "TreeOptions.NoSuperblock needs TreeOptions.Salt"},
 		{f.root, &OpenOptions{TreeOptions: TreeOptions{HashOffset: 512}}, KindInput, "", "has no valid verity superblock at byte 512"},
 	} {
 		_, err := Open(f.dataPath, f.hashPath, c.root, c.opts)
@@ -81,8 +81,8 @@ func TestReadSuperblock(t *testing.T) {
 	} {
 		_, err := ReadSuperblock(f.hashPath, c.offset)
 		var e *Error
-		if !errors.As(err, &e) || e.Kind != c.kind || !strings.Contains(err.Error(), c.msg) || !strings.Contains(HintOf(err), c.hint) {
-			t.Errorf("offset %d: %v (hint %q)", c.offset, err, HintOf(err))
+		if !errors.As(err, &e) || e.Kind != c.kind || !strings.Contains(err.Error(), c.msg) || !strings.Contains(hintOf(err), c.hint) {
+			t.Errorf("offset %d: %v (hint %q)", c.offset, err, hintOf(err))
 		}
 	}
 }

@@ -179,7 +179,7 @@ const maxReplacedRootHashFile = 1024
 // pipe) is written through, never replaced: a FIFO must already have a
 // reader. Block devices and sockets are refused.
 func openRootHashFile(path string, force bool, note func(string)) (*output, error) {
-	return openSmallOutput(path, "--root-hash-file", "a root hash file", foreignRootHash, force, note)
+	return openSmallOutput(path, "FormatOptions.RootHashFile", "a root hash file", foreignRootHash, force, note)
 }
 
 // foreignRootHash says why an existing regular file is not a root hash file

@@ -301,7 +301,7 @@ func TestFormatInPlaceWholeDevice(t *testing.T) {
 	opts := fixedOptions()
 	opts.InPlace, opts.HashOffset = true, 1433600
 	_, err := Format(context.Background(), data, data, opts)
-	fmtWantError(t, err, KindParam, "HashOffset", "overlaps the hash area at --hash-offset 1433600")
+	fmtWantError(t, err, KindParam, "HashOffset", "overlaps the hash area at TreeOptions.HashOffset 1433600")
 	if !bytes.Equal(fmtRead(t, data), b) {
 		t.Fatal("DATA changed")
 	}

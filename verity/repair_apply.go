@@ -21,7 +21,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool, progre
 	// blocks are written back (a lock this run holds for reading is
 	// converted).
 	if err := lockExclusive(dataOut, "DATA", dataPath); err != nil {
-		return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), HintOf(err))
+		return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), hintOf(err))
 	}
 	hashOut := dataOut
 	if !inPlace {
@@ -30,7 +30,7 @@ func writeRepair(rp *RepairPlan, dataPath, hashPath string, inPlace bool, progre
 		}
 		defer hashOut.Close()
 		if err := lockExclusive(hashOut, "HASH", hashPath); err != nil {
-			return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), HintOf(err))
+			return withHint(KindRefused, fmt.Errorf("%w; nothing was written", err), hintOf(err))
 		}
 	}
 	return rp.apply(dataOut, hashOut, "DATA "+dataPath, "HASH "+hashPath, true, progress)
@@ -51,7 +51,7 @@ func (rp *RepairPlan) apply(dataOut, hashOut io.WriterAt, dataName, hashName str
 	written := 0
 	fail := func(what string, err error) error {
 		return &Error{Kind: KindIO, Err: fmt.Errorf("writing the repair into %s: %v (%d of %d blocks written)", what, unwrapPath(err), written, rp.fixCount),
-			Hint: "the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left"}
+			Hint: "the blocks written so far are correct (each was checked against the tree); call Verify again to see what is left"}
 	}
 	// In message order: DATA's blocks by offset, then the tree's.
 	buf := make([]byte, g.DataBlockSize)

@@ -525,7 +525,7 @@ func (rr *repairer) lostReason(m uint64, res *fec.RoundResult, same bool) lostWh
 		return lostWhy{reasonRound, fmt.Sprintf("FEC round %d has %d corrupted blocks; %d roots rebuild at most %d per round (or correct %d damaged bytes per codeword: %d of the round's codewords have more)",
 			r, res.Bad, roots, roots, roots/2, res.Failed)}
 	case res.Failed > 0:
-		return lostWhy{reasonRound, fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong --fec-roots or --fec-offset", r)}
+		return lostWhy{reasonRound, fmt.Sprintf("the parity cannot correct FEC round %d: more errors than it can correct (in blocks not known to be corrupted, or in the parity), or wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset", r)}
 	case same && ref.level == topLevel(rr.g):
 		return lostWhy{code: reasonSameTop}
 	case same:
@@ -546,7 +546,7 @@ const (
 var reasonText = [...]string{
 	reasonSameTop:  "the parity rebuilds it as it is on the disk, and it does not match the root hash: is the root hash this tree's?",
 	reasonSame:     "the parity rebuilds it as it is on the disk, and the tree does not vouch for it: was the parity made for this tree?",
-	reasonMismatch: "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong --fec-roots or --fec-offset",
+	reasonMismatch: "rebuilt from the parity, but the result does not match the tree: more errors than the parity can correct, or wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset",
 	reasonOutside:  "outside what the FEC parity covers",
 }
 

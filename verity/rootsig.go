@@ -253,7 +253,7 @@ func ReadRootHashSignatureFile(ctx context.Context, role, path string) (*RootHas
 	}
 	f, err := ParseRootHashSignatureFile(b)
 	if err != nil {
-		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), HintOf(err))
+		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), hintOf(err))
 	}
 	return f, nil
 }
@@ -322,7 +322,7 @@ func (s *RootHashSigning) check(rootFile string) error {
 	}
 	if s.Hash != 0 {
 		if _, err := ParseSigningHash(pkcs7.HashName(s.Hash)); err != nil {
-			return paramErrorf("Sign", HintOf(err), "%v", err)
+			return paramErrorf("Sign", hintOf(err), "%v", err)
 		}
 	}
 	if err := pkcs7.CheckKey(s.Signer.Public()); err != nil {

@@ -338,8 +338,8 @@ func TestFormatSignChecksFirst(t *testing.T) {
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, JSONFile: p}, "", "RootHashSigning.SignatureFile and RootHashSigning.JSONFile are both"},
 		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: p}, p, "RootHashSigning.JSONFile " + p + " is also FormatOptions.RootHashFile"},
 		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: p, SignOptions: SignOptions{Hash: crypto.SHA224}}, "", "digest \"sha224\" is not one of"},
-		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: filepath.Join(d, "h")}, "", "--root-hash-signature " + filepath.Join(d, "h") + " is HASH: the signature would replace the tree"},
-		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: data}, "", "--root-hash-signature-json " + data + " is DATA: the signature JSON would replace the image"},
+		{&RootHashSigning{Signer: key, Certificate: cert, SignatureFile: filepath.Join(d, "h")}, "", "RootHashSigning.SignatureFile " + filepath.Join(d, "h") + " is HASH: the signature would replace the tree"},
+		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: data}, "", "RootHashSigning.JSONFile " + data + " is DATA: the signature JSON would replace the image"},
 		{&RootHashSigning{Signer: key, Certificate: cert, JSONFile: filepath.Join(d, "no", "s")}, "", "its directory " + filepath.Join(d, "no") + " does not exist"},
 	} {
 		opts := fixedOptions()
@@ -354,5 +354,5 @@ func TestFormatSignChecksFirst(t *testing.T) {
 	opts.FECDevice = filepath.Join(d, "s")
 	opts.Sign = &RootHashSigning{Signer: key, Certificate: cert, SignatureFile: opts.FECDevice}
 	_, err := Format(context.Background(), data, filepath.Join(d, "h"), opts)
-	fmtWantError(t, err, KindParam, "FECDevice", "--fec-device and --root-hash-signature are the same file")
+	fmtWantError(t, err, KindParam, "FECDevice", "FormatOptions.FECDevice and RootHashSigning.SignatureFile are the same file")
 }

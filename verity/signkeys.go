@@ -154,7 +154,7 @@ func ReadSigningKey(ctx context.Context, role, path string) (crypto.Signer, erro
 	}
 	key, err := ParseSigningKey(b)
 	if err != nil {
-		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), HintOf(err))
+		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), hintOf(err))
 	}
 	return key, nil
 }
@@ -169,7 +169,7 @@ func LoadCertificates(ctx context.Context, role, path string) ([]*x509.Certifica
 	}
 	certs, err := ParseCertificates(b)
 	if err != nil {
-		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), HintOf(err))
+		return nil, withHint(KindInput, fmt.Errorf("%s %s: %w", role, path, err), hintOf(err))
 	}
 	return certs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/veritytree/veritytree/internal/dmname"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -126,7 +127,7 @@ func (o *TableOptions) Check() error {
 		}
 	}
 	if o.RootHashSigKey != "" {
-		if err := CheckDeviceName(o.RootHashSigKey); err != nil {
+		if err := dmname.Check(o.RootHashSigKey); err != nil {
 			return paramErrorf("RootHashSigKey", "", "the root hash signature's key description %q %v", o.RootHashSigKey, err)
 		}
 	}
@@ -134,7 +135,7 @@ func (o *TableOptions) Check() error {
 		if d.v == "" {
 			continue
 		}
-		if err := CheckDeviceName(d.v); err != nil {
+		if err := dmname.Check(d.v); err != nil {
 			return paramErrorf(d.field, deviceHint(d.field), "TableOptions.%s %q %v", d.field, d.v, err)
 		}
 	}
@@ -147,38 +148,9 @@ func deviceHint(field string) string {
 	return "e.g. " + o + "=/dev/sda1, " + o + "=8:1 or " + o + "=PARTUUID=<uuid>"
 }
 
-// badNameChars are the characters a device name or dm name cannot hold:
-// white space and the quote end a table field or the boot argument, a
-// comma or semicolon splits the dm-mod.create= and dm= forms (the kernel's
-// parsers have no escapes).
-const badNameChars = " \t\n\r\v\f\",;"
-
-// CheckDeviceName returns an error saying why the kernel could not read
-// name as one device name in a table or boot argument, or nil. The error
-// is a phrase to follow the name ("is empty", "contains ...").
-func CheckDeviceName(name string) error {
-	if name == "" {
-		return fmt.Errorf("is empty")
-	}
-	if i := strings.IndexAny(name, badNameChars); i >= 0 {
-		return fmt.Errorf("contains %q, which the kernel's table and boot argument parsers would split at", name[i])
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("contains the control character %q", r)
-		}
-	}
-	// The kernel's isspace() is Latin-1's: byte 0xa0 (no-break space) is
-	// whitespace to it, also inside a UTF-8 character such as U+0920.
-	if i := strings.IndexByte(name, 0xa0); i >= 0 {
-		return fmt.Errorf("contains the byte 0xa0 (at %d), which the kernel counts as a space and would split at", i)
-	}
-	return nil
-}
-
 func checkDMName(s string) error {
 	hint := "e.g. TableOptions.DMName=vroot"
-	if err := CheckDeviceName(s); err != nil {
+	if err := dmname.Check(s); err != nil {
 		return paramErrorf("DMName", hint, "TableOptions.DMName %q %v", s, err)
 	}
 	if len(s) > 31 {

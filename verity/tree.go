@@ -65,7 +65,7 @@ func (t *TreeOptions) Params() (merkle.Params, error) {
 	}
 	alg, err := hashes.Lookup(name)
 	if err != nil {
-		return p, &Error{Kind: KindParam, Field: "Hash", Err: err, Hint: "choose one with --hash, e.g. --hash=sha256"}
+		return p, &Error{Kind: KindParam, Field: "Hash", Err: err, Hint: "choose one with TreeOptions.Hash, e.g. TreeOptions.Hash=sha256"}
 	}
 	p.Hash = alg
 	if n := strings.ToLower(name); n != alg.Name() {
@@ -95,8 +95,8 @@ func (t *TreeOptions) Params() (merkle.Params, error) {
 		return p, err
 	}
 	if !p.Superblock && p.HashOffset%uint64(p.HashBlockSize) != 0 {
-		return p, paramErrorf("HashOffset", fmt.Sprintf("round it up: --hash-offset=%d", roundUp(p.HashOffset, uint64(p.HashBlockSize))),
-			"--hash-offset %d is not a multiple of the hash block size %d, which a tree without superblock needs", p.HashOffset, p.HashBlockSize)
+		return p, paramErrorf("HashOffset", fmt.Sprintf("round it up: TreeOptions.HashOffset=%d", roundUp(p.HashOffset, uint64(p.HashBlockSize))),
+			"TreeOptions.HashOffset %d is not a multiple of the hash block size %d, which a tree without superblock needs", p.HashOffset, p.HashBlockSize)
 	}
 	return p, nil
 }
@@ -144,11 +144,11 @@ func orDefault(v, def int) int {
 // parameters in a superblock yet unread, hbs is merkle.MinBlockSize.
 func checkHashOffset(offset uint64, hbs int) error {
 	if maxOffset := uint64(1<<63) - uint64(hbs) - merkle.SuperblockSize; offset > maxOffset {
-		return paramErrorf("HashOffset", "", "--hash-offset %d is too large: at most %d", offset, maxOffset)
+		return paramErrorf("HashOffset", "", "TreeOptions.HashOffset %d is too large: at most %d", offset, maxOffset)
 	}
 	if offset%merkle.SuperblockSize != 0 {
-		return paramErrorf("HashOffset", fmt.Sprintf("round it up: --hash-offset=%d", roundUp(offset, merkle.SuperblockSize)),
-			"--hash-offset %d is not a multiple of 512", offset)
+		return paramErrorf("HashOffset", fmt.Sprintf("round it up: TreeOptions.HashOffset=%d", roundUp(offset, merkle.SuperblockSize)),
+			"TreeOptions.HashOffset %d is not a multiple of 512", offset)
 	}
 	return nil
 }

@@ -243,11 +243,11 @@ func (in *verifyInputs) open(opts *VerifyOptions, p merkle.Params, dataPath, has
 	}
 	inPlace := sameDevice(dataInfo, hashInfo)
 	if inPlace && p.HashOffset == 0 {
-		return paramErrorf("HashOffset", "give the tree's place in DATA with --hash-offset", "HASH is DATA (%s) and no --hash-offset says where the tree is", hashPath)
+		return paramErrorf("HashOffset", "give the tree's place in DATA with TreeOptions.HashOffset", "HASH is DATA (%s) and no TreeOptions.HashOffset says where the tree is", hashPath)
 	}
 	if src.sparse != nil && opts.Repair {
 		return errorf(KindInput, fmt.Sprintf("expand the image first (simg2img %s image.raw), repair that, and make it sparse again (img2simg) if needed", dataPath),
-			"DATA %s is an Android sparse image: --repair cannot write into it", dataPath)
+			"DATA %s is an Android sparse image: VerifyOptions.Repair cannot write into it", dataPath)
 	}
 	// The hash device as it is read: with HASH the same sparse file as
 	// DATA, the tree (and HashOffset) is in the expansion, read through
@@ -377,7 +377,7 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 		return err
 	})
 	if err != nil {
-		return withHint(KindIO, asIOError(err), "the repair was written; run veritycheck again")
+		return withHint(KindIO, asIOError(err), "the repair was written; call Verify again")
 	}
 	res.AfterRepair = after
 	return nil
@@ -412,8 +412,8 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 			return p, err
 		}
 		if o.Salt == nil {
-			return p, paramErrorf("Salt", "give the salt the tree was made with, e.g. --salt=4f2a..., or --salt=- for none",
-				"--no-superblock needs --salt: without a superblock nothing records it")
+			return p, paramErrorf("Salt", "give the salt the tree was made with, e.g. TreeOptions.Salt=4f2a..., or TreeOptions.Salt=[]byte{} for none",
+				"TreeOptions.NoSuperblock needs TreeOptions.Salt: without a superblock nothing records it")
 		}
 		if p.DataBlocks != 0 {
 			// The data blocks must fit in a file too.
@@ -424,13 +424,13 @@ func (o *VerifyOptions) Check() (merkle.Params, error) {
 	} else {
 		t := o.TreeOptions
 		for _, f := range []struct {
-			field, flag string
-			set         bool
-		}{{"Hash", "hash", t.Hash != ""}, {"Salt", "salt", t.Salt != nil}, {"UUID", "uuid", t.UUID != nil}, {"LegacyFormat", "format", t.LegacyFormat},
-			{"DataBlockSize", "data-block-size", t.DataBlockSize != 0}, {"HashBlockSize", "hash-block-size", t.HashBlockSize != 0}, {"DataBlocks", "data-blocks", t.DataBlocks != 0}} {
+			field string
+			set   bool
+		}{{"Hash", t.Hash != ""}, {"Salt", t.Salt != nil}, {"UUID", t.UUID != nil}, {"LegacyFormat", t.LegacyFormat},
+			{"DataBlockSize", t.DataBlockSize != 0}, {"HashBlockSize", t.HashBlockSize != 0}, {"DataBlocks", t.DataBlocks != 0}} {
 			if f.set {
-				return p, paramErrorf(f.field, "leave --"+f.flag+" out, or add --no-superblock to give all parameters yourself",
-					"--%s given, but the parameters come from HASH's superblock", f.flag)
+				return p, paramErrorf(f.field, "leave TreeOptions."+f.field+" out, or add TreeOptions.NoSuperblock to give all parameters yourself",
+					"TreeOptions.%s given, but the parameters come from HASH's superblock", f.field)
 			}
 		}
 		if err := checkSuperblockOffset(o.HashOffset); err != nil {
@@ -477,7 +477,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 		}
 		p.DataBlocks = avail / uint64(p.DataBlockSize)
 		if p.DataBlocks == 0 && inPlace {
-			return nil, paramErrorf("HashOffset", "", "--hash-offset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, p.DataBlockSize, dataPath)
+			return nil, paramErrorf("HashOffset", "", "TreeOptions.HashOffset %d leaves no whole %d-byte data block before the tree in DATA %s", p.HashOffset, p.DataBlockSize, dataPath)
 		}
 		if p.DataBlocks == 0 {
 			return nil, errorf(KindInput, "", "DATA %s holds no whole %d-byte block", dataPath, p.DataBlockSize)
@@ -495,7 +495,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 			var fit []string
 			for _, name := range hashes.Names() {
 				if a, _ := hashes.Lookup(name); a.Size() == len(root) {
-					fit = append(fit, "--hash="+name)
+					fit = append(fit, "TreeOptions.Hash="+name)
 				}
 			}
 			if len(fit) > 0 {
@@ -510,7 +510,7 @@ func geometryFor(p merkle.Params, src *Source, hashFile io.ReaderAt, hashPath st
 			dataPath, dataSize, g.DataBlocks, g.DataBlockSize, g.DataSize())
 	}
 	if inPlace && g.DataSize() > g.HashOffset {
-		return nil, paramErrorf("HashOffset", "", "the data area (up to byte %d) overlaps the hash area at --hash-offset %d", g.DataSize(), g.HashOffset)
+		return nil, paramErrorf("HashOffset", "", "the data area (up to byte %d) overlaps the hash area at TreeOptions.HashOffset %d", g.DataSize(), g.HashOffset)
 	}
 	// A tree of one data block has no hash block (the root hash is the
 	// block's digest): HASH needs to hold nothing past the superblock,

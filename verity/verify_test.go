@@ -126,11 +126,11 @@ func TestVerifyChecksOptionsFirst(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 18446744073709551104}}, "HashOffset", "--hash-offset 18446744073709551104 is too large: at most 9223372036854774784"},
+		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 18446744073709551104}}, "HashOffset", "TreeOptions.HashOffset 18446744073709551104 is too large: at most 9223372036854774784"},
 		{VerifyOptions{TreeOptions: TreeOptions{HashOffset: 100}}, "HashOffset", "TreeOptions.HashOffset 100 is not a multiple of 512"},
 		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true, Salt: []byte{1}, HashOffset: 18446744073709551104}}, "HashOffset", "at most 9223372036854771200"},
-		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, "Salt", "--no-superblock needs --salt"},
-		{VerifyOptions{TreeOptions: TreeOptions{Hash: "sha1"}}, "Hash", "--hash given, but the parameters come from HASH's superblock"},
+		{VerifyOptions{TreeOptions: TreeOptions{NoSuperblock: true}}, "Salt", "TreeOptions.NoSuperblock needs TreeOptions.Salt"},
+		{VerifyOptions{TreeOptions: TreeOptions{Hash: "sha1"}}, "Hash", "TreeOptions.Hash given, but the parameters come from HASH's superblock"},
 		{VerifyOptions{FECDevice: f.hashPath, FECOffset: 18446744073709547520}, "FECOffset", "VerifyOptions.FECOffset 18446744073709547520 is too large"},
 		{VerifyOptions{FECDevice: f.hashPath, FECRoots: 30}, "FECRoots", "VerifyOptions.FECRoots 30 is not from 2 to 24"},
 		{VerifyOptions{Repair: true}, "Repair", "VerifyOptions.Repair needs VerifyOptions.FECDevice"},

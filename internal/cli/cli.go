@@ -65,10 +65,23 @@ func errorHint(err error) string {
 	if errors.As(err, &e) {
 		return Flags.Say(e.Hint)
 	}
-	if h := verity.HintOf(err); h != "" {
+	if h := LibraryHint(err); h != "" {
 		return Flags.Say(h)
 	}
 	return safefile.HintOf(err)
+}
+
+// LibraryHint returns the hint of the first *verity.Error in err's chain
+// that has one, or "": in the library's words, for the front to say.
+func LibraryHint(err error) string {
+	var e *verity.Error
+	for errors.As(err, &e) {
+		if e.Hint != "" {
+			return e.Hint
+		}
+		err = e.Err
+	}
+	return ""
 }
 
 // ReportJSON writes err to w as one JSON object, {"error": ..., "hint":

@@ -35,6 +35,7 @@ var SharedFlags = []string{
 	"TreeOptions.LegacyFormat=false", "--format=1",
 	"TreeOptions.LegacyFormat", "--format",
 	"TreeOptions.NoSuperblock", "--no-superblock",
+	"TreeOptions.UUID", "--uuid",
 	"TreeOptions.Salt=[]byte{}", "--salt=-",
 	"TreeOptions.Salt", "--salt",
 	"FormatOptions.FECRoots", "--fec-roots",
@@ -44,6 +45,11 @@ var SharedFlags = []string{
 	"FormatOptions.FECDevice", "--fec-device",
 	"VerifyOptions.FECDevice", "--fec-device",
 	"FormatOptions.RootHashFile", "--root-hash-file",
+	// Not flags: what the refusal to replace a foreign output says made
+	// it, which all three have said as veritygen, and who holds a lock.
+	"Format could have written", "veritygen could have written",
+	// The file-safety layer names no program; the commands guess theirs.
+	"is locked by another process;", "is locked by another process (another veritygen or veritycheck?);",
 }
 
 // Flags is how veritygen and veritycheck spell the library's options (and
@@ -53,6 +59,14 @@ var SharedFlags = []string{
 // to avbtool's options).
 var Flags = NewSpelling(append([]string{
 	"VerifyOptions.Repair", "--repair",
+	"call Format again with", "run the same command again with",
+	"call Format again", "run veritygen again",
+	"call Verify again", "run veritycheck again",
+	"did you mean Format of DATA ", "did you mean veritygen ",
+	" then HASH ", " ",
+	"run avb.AddHashtreeFooter again", "run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer)",
+	"use avb.AddHashtreeFooter", "add --avb (veritygen --append --avb ...)",
+	"avb.EraseFooter of ", "avbtool erase_footer --image ",
 	"VerifyOptions.MaxProblems", "--max-problems",
 	"RepairOptions.Roots", "--fec-roots",
 	"FormatOptions.AppendFEC", "--fec",

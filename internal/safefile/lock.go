@@ -106,7 +106,7 @@ func (e *lockedError) Error() string {
 	case e.appeared:
 		return e.role + " " + e.path + " was created by another process while this run was starting; nothing was written"
 	}
-	return e.role + " " + e.path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
+	return e.role + " " + e.path + " is locked by another process; wait for it to finish"
 }
 func (e *lockedError) Unwrap() error { return ErrLocked }
 

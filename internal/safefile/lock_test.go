@@ -41,7 +41,7 @@ func TestLocks(t *testing.T) {
 	}
 	w := lockOpen(t, path)
 	err := LockExclusive(w, "DATA", path)
-	want := "DATA " + path + " is locked by another process (another veritygen or veritycheck?); wait for it to finish"
+	want := "DATA " + path + " is locked by another process; wait for it to finish"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrLocked) {
 		t.Errorf("exclusive lock beside another reader: %v, want %q", err, want)
 	}

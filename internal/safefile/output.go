@@ -317,7 +317,7 @@ func HoldsNothing(f *os.File, size int64) bool {
 // the kind of file the caller writes, for the refusal.
 func OpenSmall(path, role, what string, foreign func(string, fs.FileInfo) string, force bool, note func(string)) (*Output, error) {
 	if fd, ok := OwnFD(path); ok {
-		return openOwnFD(path, fd)
+		return openOwnFD(path, role, fd)
 	}
 	info, err := os.Stat(path) // through links
 	switch {
@@ -331,7 +331,9 @@ func OpenSmall(path, role, what string, foreign func(string, fs.FileInfo) string
 		}
 		if !force {
 			if why := foreign(path, info); why != "" {
-				e := errorf(KindRefused, "name another file, or add --force to replace it",
+				// The callers that take a force option say it in a
+				// hint of their own (verity's FormatOptions.Force).
+				e := errorf(KindRefused, "name another file, or remove this one first",
 					"%s %s is not %s (%s): replacing it would destroy it", role, path, what, why)
 				e.Err = foreignError{e.Err}
 				return nil, e

@@ -19,6 +19,6 @@ func openFIFOWriter(path, role string) (*Output, error) {
 }
 
 // openOwnFD refuses: /dev/fd names are Unix's, and OwnFD finds none here.
-func openOwnFD(path string, fd int) (*Output, error) {
-	return nil, errorf(KindInput, "", "%s is file descriptor %d: %w", path, fd, unsupported("writing through a file descriptor"))
+func openOwnFD(path, role string, fd int) (*Output, error) {
+	return nil, errorf(KindInput, "", "%s %s is file descriptor %d: %w", role, path, fd, unsupported("writing through a file descriptor"))
 }

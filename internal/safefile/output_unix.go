@@ -55,17 +55,17 @@ func openFIFOWriter(path, role string) (*Output, error) {
 // descriptor fd (e.g. stdout), at its current offset: replacing the file it
 // stands for by rename would leave fd writing into the old, unlinked one,
 // and opening it anew would write from its start.
-func openOwnFD(path string, fd int) (*Output, error) {
+func openOwnFD(path, role string, fd int) (*Output, error) {
 	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	if err == nil && flags&unix.O_ACCMODE == unix.O_RDONLY {
 		err = errors.New("open for reading only")
 	}
 	if err != nil {
-		return nil, errorf(KindInput, "", "--root-hash-file %s is file descriptor %d of veritygen, which cannot be written: %w", path, fd, err)
+		return nil, errorf(KindInput, "", "%s %s is this process's file descriptor %d, which cannot be written: %w", role, path, fd, err)
 	}
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, errorf(KindIO, "", "--root-hash-file %s (file descriptor %d): %w", path, fd, err)
+		return nil, errorf(KindIO, "", "%s %s (file descriptor %d): %w", role, path, fd, err)
 	}
 	return &Output{path: path, f: os.NewFile(uintptr(dup), path), noSync: true}, nil
 }

@@ -844,7 +844,7 @@ func summary(rep *merkle.VerifyReport) error {
 // returned func ends the progress display.
 func reportTo(vo *verity.VerifyOptions, stderr io.Writer, showProgress bool) (finish func()) {
 	var bar *cli.Progress
-	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", msg) }
+	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", cli.Flags.Say(msg)) }
 	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
 		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)

@@ -17,6 +17,7 @@ import (
 	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
@@ -279,8 +280,12 @@ func checkNoPlainAppend(data string, o *avb.HashtreeFooterOptions) error {
 		roots = fec.DefaultRoots
 	}
 	tree := verity.TreeOptions{Hash: o.HashAlgorithm, Salt: o.Salt, DataBlockSize: o.BlockSize, HashBlockSize: o.BlockSize, NoSuperblock: true}
+	p, err := tree.Params()
+	if err != nil {
+		return nil // AddHashtreeFooter's to report
+	}
 	for _, r := range []int{roots, 0} {
-		padded, orig, found, err := verity.EarlierAppend(data, tree, r)
+		padded, orig, found, err := appendscan.InFile(data, p, r)
 		if err != nil || !found {
 			continue // errors are AddHashtreeFooter's to report
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/dmname"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -66,7 +67,7 @@ func (b *bootFlags) check() error {
 	if n > 1 {
 		return cli.Errorf("choose one of them", "--ignore-corruption, --restart-on-corruption and --panic-on-corruption exclude one another")
 	}
-	if err := verity.CheckDeviceName(b.dmName); err != nil {
+	if err := dmname.Check(b.dmName); err != nil {
 		// The library takes "" for the default name; the flag given empty
 		// is a mistake.
 		return cli.Errorf("e.g. --dm-name=vroot", "--dm-name %q %v", b.dmName, err)
@@ -76,7 +77,7 @@ func (b *bootFlags) check() error {
 	}
 	for _, d := range []struct{ flag, v string }{{"data-device", b.dataDevice}, {"hash-device", b.hashDevice}, {"fec-device-name", b.fecDevice}} {
 		if b.fs.Changed(d.flag) {
-			if err := verity.CheckDeviceName(d.v); err != nil {
+			if err := dmname.Check(d.v); err != nil {
 				return cli.Errorf("e.g. --"+d.flag+"=/dev/sda1, --"+d.flag+"=8:1 or --"+d.flag+"=PARTUUID=<uuid>", "--%s %q %v", d.flag, d.v, err)
 			}
 		}
@@ -117,7 +118,7 @@ func (o *options) bootDevices(dataPath, hashPath string, treeInData bool, f *ver
 		if n.v == "" && n.role == "the FEC device" {
 			continue
 		}
-		if err := verity.CheckDeviceName(n.v); err != nil {
+		if err := dmname.Check(n.v); err != nil {
 			return d, cli.Errorf(fmt.Sprintf("name the device for the table: --%s=/dev/...", n.flag),
 				"the kernel table names %s by its path, and %q %v", n.role, n.v, err)
 		}

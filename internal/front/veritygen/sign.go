@@ -90,7 +90,7 @@ func (s *signFlags) signing(ctx context.Context) (*verity.RootHashSigning, error
 	}
 	h, err := verity.ParseSigningHash(s.digest)
 	if err != nil {
-		return nil, cli.WithHint(fmt.Errorf("--sign-digest: %w", err), verity.HintOf(err))
+		return nil, cli.WithHint(fmt.Errorf("--sign-digest: %w", err), cli.LibraryHint(err))
 	}
 	key, cert, err := s.load(ctx)
 	if err != nil {

@@ -557,8 +557,8 @@ func (o *options) formatOptions(t verity.TreeOptions, stderr io.Writer) *verity.
 	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"),
 		Append: o.appendTree, AppendFEC: o.fecAppend, FECDevice: o.fecDevice, FECOffset: o.fecOffset, FECRoots: o.fecRoots,
 		RootHashFile: o.rootHashFile, Force: o.force, Raw: o.raw, Jobs: o.jobs,
-		Warn: func(msg string) { cli.Warn(stderr, prog, "%s", msg) },
-		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, msg) },
+		Warn: func(msg string) { cli.Warn(stderr, prog, "%s", cli.Flags.Say(msg)) },
+		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, cli.Flags.Say(msg)) },
 	}
 	if o.changed("data-size") {
 		n := o.dataSize
@@ -619,15 +619,22 @@ func hintOf(err error) string {
 	if errors.As(err, &e) {
 		return e.Hint
 	}
-	return verity.HintOf(err)
+	return cli.LibraryHint(err)
 }
 
 // formatHint adds veritygen's hint to a library error that says an option
-// is only taken with --append: how the command line goes.
+// is only taken with --append, or that --append takes no HASH: how the
+// command line goes.
 func formatHint(err error) error {
 	var e *verity.Error
-	if errors.As(err, &e) && e.Kind == verity.KindParam && e.Requires == "Append" && e.Hint == "" {
+	if !errors.As(err, &e) || e.Kind != verity.KindParam {
+		return err
+	}
+	switch {
+	case e.Requires == "Append" && e.Hint == "":
 		return cli.WithHint(err, "e.g. veritygen --append "+cli.Flags.Say("FormatOptions."+e.Field)+" ... DATA")
+	case e.Field == "Append" && e.Requires == "":
+		return cli.WithHint(err, "leave HASH out: veritygen --append [flags] DATA")
 	}
 	return err
 }

@@ -1,19 +1,26 @@
-package verity
+// Package appendscan recognises, at the end of an image, the tree (and
+// parity) that verity.Format's Append wrote there, and an AVB footer:
+// what Format checks before it appends, and veritygen --avb before
+// add_hashtree_footer, so that neither takes an earlier run's output for
+// data.
+package appendscan
 
 import (
 	"bytes"
-	"github.com/veritytree/veritytree/internal/safefile"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/veritytree/veritytree/fec"
+	"github.com/veritytree/veritytree/internal/fecmsg"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
 // An Append run again on its own output (a build script run twice) would
 // take the tree it appended for data and append a second tree. Without a
 // record of where the image ended (the finished file must stay byte for
-// byte what it was), findEarlierAppend recognises the tree (and parity)
+// byte what it was), Find recognises the tree (and parity)
 // this run would append at the end of DATA: the size first (only one
 // padded image size gives an Append ending exactly at DATA's end), then the
 // shape of the tree (the zero padding of each level's last block, and no
@@ -30,24 +37,24 @@ import (
 // zeros, to be taken for a tree without checking digests.
 const minShapeEvidence = 32
 
-// earlierAppend is the tree an earlier Append left at the end of DATA.
-type earlierAppend struct {
-	// padded is the image's size padded to a whole block: where the tree
+// Found is the tree an earlier Append left at the end of DATA.
+type Found struct {
+	// Padded is the image's size padded to a whole block: where the tree
 	// starts.
-	padded uint64
-	// original is the image's size as far as DATA tells: past its last
+	Padded uint64
+	// Original is the image's size as far as DATA tells: past its last
 	// non-zero byte before padded, or padded itself when the last block is
 	// zeros (the layout and the bytes are the same for any of them).
-	original uint64
-	// checked: the digests were checked with this run's salt; otherwise
+	Original uint64
+	// Checked: the digests were checked with this run's salt; otherwise
 	// only the shape matched (the salt is not known, or is another one).
-	checked bool
+	Checked bool
 }
 
-// appendGeometry returns the tree an Append lays out after an image padded
+// Geometry returns the tree an Append lays out after an image padded
 // to padded bytes, with p's hash, format, salt and block sizes, and where
 // the Append ends (after the parity, with fecRoots > 0).
-func appendGeometry(p merkle.Params, padded uint64, fecRoots int) (*merkle.Geometry, uint64, error) {
+func Geometry(p merkle.Params, padded uint64, fecRoots int) (*merkle.Geometry, uint64, error) {
 	p.Superblock, p.HashOffset, p.DataBlocks = false, padded, padded/uint64(p.DataBlockSize)
 	g, err := merkle.NewGeometry(p)
 	if err != nil {
@@ -55,7 +62,7 @@ func appendGeometry(p merkle.Params, padded uint64, fecRoots int) (*merkle.Geome
 	}
 	end := g.HashEnd()
 	if fecRoots > 0 {
-		fp, err := fecParams(g, fecRoots, end)
+		fp, err := fecmsg.Params(g, fecRoots, end)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -64,18 +71,18 @@ func appendGeometry(p merkle.Params, padded uint64, fecRoots int) (*merkle.Geome
 	return g, end, nil
 }
 
-// findEarlierAppend returns the tree (and, with fecRoots > 0, the parity)
+// Find returns the tree (and, with fecRoots > 0, the parity)
 // an Append with p would have written at the end of r (size bytes), or nil
 // if r does not end in one. p.Salt nil means the salt is not known: only
 // the shape is checked then.
-func findEarlierAppend(r io.ReaderAt, size uint64, p merkle.Params, fecRoots int) (*earlierAppend, error) {
+func Find(r io.ReaderAt, size uint64, p merkle.Params, fecRoots int) (*Found, error) {
 	align := uint64(max(p.DataBlockSize, p.HashBlockSize))
 	// The end grows with the padded size: one padded size at most fits.
 	lo, hi := uint64(1), size/align
 	var g *merkle.Geometry
 	for lo <= hi && g == nil {
 		mid := lo + (hi-lo)/2
-		cand, end, err := appendGeometry(p, mid*align, fecRoots)
+		cand, end, err := Geometry(p, mid*align, fecRoots)
 		switch {
 		case err != nil || end > size:
 			hi = mid - 1
@@ -92,7 +99,7 @@ func findEarlierAppend(r io.ReaderAt, size uint64, p merkle.Params, fecRoots int
 	if err != nil || !ok {
 		return nil, err
 	}
-	found := &earlierAppend{padded: g.HashOffset}
+	found := &Found{Padded: g.HashOffset}
 	parity := fecRoots == 0 // nothing follows the tree
 	if !parity {
 		if parity, err = parityMatches(r, g, fecRoots); err != nil {
@@ -100,19 +107,19 @@ func findEarlierAppend(r io.ReaderAt, size uint64, p merkle.Params, fecRoots int
 		}
 	}
 	if p.Salt != nil {
-		if found.checked, err = digestsMatch(r, g); err != nil {
+		if found.Checked, err = digestsMatch(r, g); err != nil {
 			return nil, err
 		}
 		// What follows the tree is written again only if it is the
 		// parity an Append writes there.
-		found.checked = found.checked && parity
+		found.Checked = found.Checked && parity
 	}
-	if !found.checked && evidence < minShapeEvidence && (fecRoots == 0 || !parity) {
+	if !found.Checked && evidence < minShapeEvidence && (fecRoots == 0 || !parity) {
 		// The shape proves nothing (every level fills its last block),
 		// nor does the parity (which has no salt).
 		return nil, nil
 	}
-	if found.original, err = paddedFrom(r, g.HashOffset, align); err != nil {
+	if found.Original, err = paddedFrom(r, g.HashOffset, align); err != nil {
 		return nil, err
 	}
 	return found, nil
@@ -196,12 +203,12 @@ func parityMatches(r io.ReaderAt, g *merkle.Geometry, fecRoots int) (bool, error
 	if fecRoots == 0 {
 		return false, nil
 	}
-	fp, err := fecParams(g, fecRoots, g.HashEnd())
+	fp, err := fecmsg.Params(g, fecRoots, g.HashEnd())
 	if err != nil {
 		return false, nil
 	}
 	parity := io.NewSectionReader(r, int64(g.HashEnd()), int64(fp.ParitySize()))
-	d, err := fec.NewRoundDecoder(fp, fecMessage(g, fp, r, r), parity)
+	d, err := fec.NewRoundDecoder(fp, fecmsg.Message(g, fp, r, r), parity)
 	if err != nil {
 		return false, nil
 	}
@@ -229,35 +236,44 @@ func paddedFrom(r io.ReaderAt, padded, align uint64) (uint64, error) {
 	return padded, nil
 }
 
-// EarlierAppend looks at the end of the regular file at path for the tree
-// (and, with fecRoots > 0, the parity) that an Append with t would write
-// there, as Format does before it appends (t.Salt nil: the salt is not
-// known, only the shape and the parity are checked). It returns where the
-// tree starts (the image padded to a whole block) and the image's size as
-// the file tells it, or found false. For callers that append otherwise
-// (veritygen --avb), which must not take such a tree for data either.
-func EarlierAppend(path string, t TreeOptions, fecRoots int) (padded, original uint64, found bool, err error) {
-	p, err := t.Params()
-	if err != nil {
-		return 0, 0, false, err
-	}
+// InFile looks at the end of the regular file at path for the tree (and,
+// with fecRoots > 0, the parity) that an Append with p would write there,
+// as Format does before it appends (p.Salt nil: the salt is not known,
+// only the shape and the parity are checked). It returns where the tree
+// starts (the image padded to a whole block) and the image's size as the
+// file tells it, or found false; an AVB image, or one a killed run left
+// (its resume record), is not an Append's output. For callers that append
+// otherwise (veritygen --avb), which must not take such a tree for data
+// either.
+func InFile(path string, p merkle.Params, fecRoots int) (padded, original uint64, found bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, false, errorf(KindInput, "", "DATA %s: %w", path, unwrapPath(err))
+		return 0, 0, false, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
 		return 0, 0, false, err
 	}
-	// An AVB image, or what a killed run left: not an Append's output.
 	size := uint64(info.Size())
-	if findAVBFooter(f, size) != nil || safefile.ReadResumeRecord(f, info.Size()) != nil {
+	if FindAVBFooter(f, size) != nil || safefile.ReadResumeRecord(f, info.Size()) != nil {
 		return 0, 0, false, nil
 	}
-	e, err := findEarlierAppend(f, size, p, fecRoots)
+	e, err := Find(f, size, p, fecRoots)
 	if err != nil || e == nil {
 		return 0, 0, false, err
 	}
-	return e.padded, e.original, true, nil
+	return e.Padded, e.Original, true, nil
+}
+
+// readFull reads len(b) bytes of r at off, an early end an error.
+func readFull(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, safefile.Cause(err))
 }

@@ -1,4 +1,4 @@
-package verity
+package appendscan
 
 import (
 	"bytes"
@@ -8,19 +8,19 @@ import (
 	"github.com/veritytree/veritytree/internal/safefile"
 )
 
-// avbFooter describes the AVB footer at the end of an image, as far as
-// this package needs to know one: only to refuse appending a tree after it.
-type avbFooter struct {
-	originalSize uint64
-	// provisional: the footer and vbmeta an interrupted add_hashtree_footer
+// AVBFooter describes the AVB footer at the end of an image, as far as
+// Format needs to know one: only to refuse appending a tree after it.
+type AVBFooter struct {
+	OriginalSize uint64
+	// Provisional: the footer and vbmeta an interrupted add_hashtree_footer
 	// leaves, not a finished image's.
-	provisional bool
+	Provisional bool
 }
 
-// findAVBFooter returns the AVB footer at the end of r (size bytes), or nil
+// FindAVBFooter returns the AVB footer at the end of r (size bytes), or nil
 // if there is none: the footer magic, version 1, a vbmeta blob (its magic)
 // where the footer says, inside the image and past the original image.
-func findAVBFooter(r io.ReaderAt, size uint64) *avbFooter {
+func FindAVBFooter(r io.ReaderAt, size uint64) *AVBFooter {
 	const footerSize, headerSize = 64, 256
 	if size < footerSize+headerSize {
 		return nil
@@ -39,5 +39,5 @@ func findAVBFooter(r io.ReaderAt, size uint64) *avbFooter {
 	if _, err := r.ReadAt(vb, int64(off)); err != nil || string(vb[:4]) != "AVB0" {
 		return nil
 	}
-	return &avbFooter{originalSize: orig, provisional: bytes.Contains(vb, []byte(safefile.ProvisionalAVBMarker))}
+	return &AVBFooter{OriginalSize: orig, Provisional: bytes.Contains(vb, []byte(safefile.ProvisionalAVBMarker))}
 }
