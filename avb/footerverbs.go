@@ -3,6 +3,7 @@ package avb
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/veritytree/veritytree/verity"
@@ -103,29 +104,13 @@ func ResizeImage(ctx context.Context, imagePath string, partitionSize uint64) er
 		return resizeSparse(ctx, f, imagePath, partitionSize)
 	}
 	const ib = imageBlockSize
-	if err := checkPartitionSize(partitionSize, ib); err != nil {
-		return err
-	}
-	img, err := ParseImage(f, fileSize)
+	vbEnd, block, err := resizeTarget(f, fileSize, imagePath, partitionSize, ib, 0)
 	if err != nil {
-		return prefixErr(imagePath, err)
-	}
-	if img.Footer == nil {
-		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
-	}
-	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
-	if partitionSize < vbEnd+ib {
-		return inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
-			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)
-	}
-	if err := img.VBMeta.Partition().checkCut(f, img.Footer.VBMetaOffset, "resizing"); err != nil {
-		return prefixErr(imagePath, err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	block := make([]byte, ib)
-	copy(block[ib-FooterSize:], img.Footer.Encode())
 	if err := writeAt(f, block, partitionSize-ib); err != nil {
 		return err
 	}
@@ -141,6 +126,61 @@ func ResizeImage(ctx context.Context, imagePath string, partitionSize uint64) er
 		return err
 	}
 	return syncFile(f)
+}
+
+// resizeTarget checks a resize of the image r (size bytes, as expanded)
+// to partitionSize as avbtool does, blocks of ib bytes, and that it cuts
+// no bytes the signed descriptors say are image data; it returns where the
+// vbmeta ends (rounded up to a block) and the footer block to write last.
+// imageEnd, when not 0, is the image's size, which the vbmeta must not
+// pass (a sparse image's chunks say it).
+func resizeTarget(r io.ReaderAt, size int64, imagePath string, partitionSize, ib, imageEnd uint64) (uint64, []byte, error) {
+	if err := checkPartitionSize(partitionSize, ib); err != nil {
+		return 0, nil, err
+	}
+	img, err := ParseImage(r, size)
+	if err != nil {
+		return 0, nil, prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return 0, nil, inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
+	if partitionSize < vbEnd+ib {
+		return 0, nil, inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
+			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)
+	}
+	if imageEnd != 0 && vbEnd > imageEnd {
+		return 0, nil, malformed("%s: the vbmeta ends at %d, past the image's %d bytes", imagePath, vbEnd, imageEnd)
+	}
+	if err := img.VBMeta.Partition().checkCut(r, img.Footer.VBMetaOffset, "resizing"); err != nil {
+		return 0, nil, prefixErr(imagePath, err)
+	}
+	block := make([]byte, ib)
+	copy(block[ib-FooterSize:], img.Footer.Encode())
+	return vbEnd, block, nil
+}
+
+// zeroTarget reads the image r (size bytes, as expanded) for ZeroHashtree:
+// its first hashtree descriptor and the areas to zero with marker blocks
+// of ib bytes (see zeroedAreas).
+func zeroTarget(r io.ReaderAt, size int64, imagePath string, ib uint64) (*HashtreeDescriptor, [][2]uint64, error) {
+	img, err := ParseImage(r, size)
+	if err != nil {
+		return nil, nil, prefixErr(imagePath, err)
+	}
+	if img.Footer == nil {
+		return nil, nil, inputErr("", "%s: %w", imagePath, ErrNoFooter)
+	}
+	ht := img.VBMeta.FirstHashtree()
+	if ht == nil {
+		return nil, nil, inputErr("", "%s: no hashtree descriptor: nothing to zero", imagePath)
+	}
+	areas, err := zeroedAreas(ht, img.Footer.VBMetaOffset, ib)
+	if err != nil {
+		return nil, nil, prefixErr(imagePath, err)
+	}
+	return ht, areas, nil
 }
 
 // zeroedMarker starts each zeroed area of ZeroHashtree, as avbtool marks
@@ -169,20 +209,9 @@ func ZeroHashtree(ctx context.Context, imagePath string) error {
 	if isSparse(f) {
 		return zeroSparse(ctx, f, imagePath)
 	}
-	img, err := ParseImage(f, fileSize)
+	_, areas, err := zeroTarget(f, fileSize, imagePath, imageBlockSize)
 	if err != nil {
-		return prefixErr(imagePath, err)
-	}
-	if img.Footer == nil {
-		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
-	}
-	ht := img.VBMeta.FirstHashtree()
-	if ht == nil {
-		return inputErr("", "%s: no hashtree descriptor: nothing to zero", imagePath)
-	}
-	areas, err := zeroedAreas(ht, img.Footer.VBMetaOffset)
-	if err != nil {
-		return prefixErr(imagePath, err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -206,15 +235,9 @@ func ZeroHashtree(ctx context.Context, imagePath string) error {
 }
 
 // zeroedAreas returns the areas ZeroHashtree zeroes: the tree and the
-// parity, [from, to), each at least a block, adjacent, past the image
-// data and before the vbmeta at vbOff.
-func zeroedAreas(ht *HashtreeDescriptor, vbOff uint64) ([][2]uint64, error) {
-	return zeroedAreasOf(ht, vbOff, imageBlockSize)
-}
-
-// zeroedAreasOf is zeroedAreas with marker blocks of ib bytes (a sparse
-// image's block size).
-func zeroedAreasOf(ht *HashtreeDescriptor, vbOff, ib uint64) ([][2]uint64, error) {
+// parity, [from, to), each at least a marker block of ib bytes, adjacent,
+// past the image data and before the vbmeta at vbOff.
+func zeroedAreas(ht *HashtreeDescriptor, vbOff, ib uint64) ([][2]uint64, error) {
 	var areas [][2]uint64
 	add := func(what string, off, size uint64) error {
 		if size < ib {
@@ -255,32 +278,13 @@ func resizeSparse(ctx context.Context, f *os.File, imagePath string, partitionSi
 	}
 	defer src.Close()
 	ib := sw.blk
-	if err := checkPartitionSize(partitionSize, ib); err != nil {
-		return err
-	}
-	img, err := ParseImage(src, src.Size())
+	vbEnd, block, err := resizeTarget(src, src.Size(), imagePath, partitionSize, ib, sw.size())
 	if err != nil {
-		return prefixErr(imagePath, err)
-	}
-	if img.Footer == nil {
-		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
-	}
-	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
-	if partitionSize < vbEnd+ib {
-		return inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
-			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)
-	}
-	if vbEnd > sw.size() {
-		return malformed("%s: the vbmeta ends at %d, past the image's %d bytes", imagePath, vbEnd, sw.size())
-	}
-	if err := img.VBMeta.Partition().checkCut(src, img.Footer.VBMetaOffset, "resizing"); err != nil {
-		return prefixErr(imagePath, err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	block := make([]byte, ib)
-	copy(block[ib-FooterSize:], img.Footer.Encode())
 	gap := partitionSize - vbEnd - ib
 	if gap/ib > 1<<32-1 {
 		return inputErr("", "%s: a DONT_CARE chunk of %d bytes: more blocks than a chunk counts", imagePath, gap)
@@ -305,21 +309,10 @@ func zeroSparse(ctx context.Context, f *os.File, imagePath string) error {
 		return err
 	}
 	defer src.Close()
-	img, err := ParseImage(src, src.Size())
-	if err != nil {
-		return prefixErr(imagePath, err)
-	}
-	if img.Footer == nil {
-		return inputErr("", "%s: %w", imagePath, ErrNoFooter)
-	}
-	ht := img.VBMeta.FirstHashtree()
-	if ht == nil {
-		return inputErr("", "%s: no hashtree descriptor: nothing to zero", imagePath)
-	}
 	ib := sw.blk
-	areas, err := zeroedAreasOf(ht, img.Footer.VBMetaOffset, ib)
+	ht, areas, err := zeroTarget(src, src.Size(), imagePath, ib)
 	if err != nil {
-		return prefixErr(imagePath, err)
+		return err
 	}
 	zeroEnd := areas[len(areas)-1][1]
 	for _, v := range []uint64{areas[0][0], areas[0][1], zeroEnd, sw.size()} {
