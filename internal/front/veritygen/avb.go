@@ -168,13 +168,10 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 		printMaxImageSize(stdout, o.json, n)
 		return cli.ExitOK
 	}
-	if !o.appendTree {
-		return fail(cli.Errorf("veritygen --append --avb [flags] DATA", "--avb writes into DATA: it needs --append"))
+	data, err := o.appendTarget(pos, "--avb", "DATA")
+	if err != nil {
+		return fail(err)
 	}
-	if len(pos) != 1 {
-		return fail(cli.Errorf("veritygen --append --avb [flags] DATA", "--avb takes DATA alone; got %d arguments", len(pos)))
-	}
-	data := pos[0]
 	if err := checkNoPlainAppend(data, hfo); err != nil {
 		return fail(err)
 	}
@@ -207,6 +204,28 @@ func runAVB(ctx context.Context, o *options, pos []string, stdout, stderr, tty i
 	}
 	res.CheckCommand = res.checkCommand(data, a.key, a.noHashtree)
 	return writeAVBReport(o, stdout, stderr, data, res.RootHash, res, res.print)
+}
+
+// vbmetaKept refuses --do-not-append-vbmeta-image without a file to keep
+// the vbmeta in.
+func (a *avbFlags) vbmetaKept() error {
+	if a.doNotAppendVBMeta && a.outputVBMeta == "" {
+		return cli.Errorf("add --output-vbmeta-image=FILE", "--do-not-append-vbmeta-image without --output-vbmeta-image: the vbmeta would be lost")
+	}
+	return nil
+}
+
+// appendTarget is the one file --append with --avb (flag) writes into,
+// named name in the messages.
+func (o *options) appendTarget(pos []string, flag, name string) (string, error) {
+	usage := "veritygen --append " + flag + " [flags] " + name
+	if !o.appendTree {
+		return "", cli.Errorf(usage, "%s writes into %s: it needs --append", flag, name)
+	}
+	if len(pos) != 1 {
+		return "", cli.Errorf(usage, "%s takes %s alone; got %d arguments", flag, name, len(pos))
+	}
+	return pos[0], nil
 }
 
 // notForAVB refuses the flags of veritygen's trees that no --avb kind
@@ -258,8 +277,8 @@ func (o *options) avbOptions() (*avb.HashtreeFooterOptions, error) {
 		DoNotUseAB: a.doNotUseAB, CheckAtMostOnce: o.boot.checkAtMostOnce, UsePersistentDigest: a.persistentDigest,
 		NoHashtree: a.noHashtree, OutputVBMeta: a.outputVBMeta, DoNotAppendVBMeta: a.doNotAppendVBMeta, Jobs: o.jobs,
 	}
-	if a.doNotAppendVBMeta && a.outputVBMeta == "" {
-		return nil, cli.Errorf("add --output-vbmeta-image=FILE", "--do-not-append-vbmeta-image without --output-vbmeta-image: the vbmeta would be lost")
+	if err := a.vbmetaKept(); err != nil {
+		return nil, err
 	}
 	if o.changed("salt") {
 		s, err := o.avbSalt()

@@ -270,18 +270,16 @@ func runAVBHash(ctx context.Context, o *options, pos []string, stdout, stderr io
 		printMaxImageSize(stdout, o.json, n)
 		return cli.ExitOK
 	}
-	if !o.appendTree {
-		return fail(cli.Errorf("veritygen --append --avb=hash [flags] IMAGE", "--avb=hash writes into IMAGE: it needs --append"))
-	}
-	if len(pos) != 1 {
-		return fail(cli.Errorf("veritygen --append --avb=hash [flags] IMAGE", "--avb=hash takes IMAGE alone; got %d arguments", len(pos)))
+	image, err := o.appendTarget(pos, "--avb=hash", "IMAGE")
+	if err != nil {
+		return fail(err)
 	}
 	if a.partitionSize == 0 && !a.common.dynamicPartitionSize {
 		return fail(cli.Errorf("add --partition-size=N (the partition's size), or --dynamic-partition-size",
 			"--avb=hash needs the partition's size"))
 	}
-	if a.doNotAppendVBMeta && a.outputVBMeta == "" {
-		return fail(cli.Errorf("add --output-vbmeta-image=FILE", "--do-not-append-vbmeta-image without --output-vbmeta-image: the vbmeta would be lost"))
+	if err := a.vbmetaKept(); err != nil {
+		return fail(err)
 	}
 	if o.changed("salt") {
 		salt, err := o.avbSalt()
@@ -295,7 +293,6 @@ func runAVBHash(ctx context.Context, o *options, pos []string, stdout, stderr io
 		return fail(err)
 	}
 	hfo.VBMetaCommonOptions = *c
-	image := pos[0]
 	r, err := avb.AddHashFooter(ctx, image, hfo)
 	if err != nil {
 		return fail(err)
