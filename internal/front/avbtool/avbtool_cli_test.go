@@ -63,44 +63,6 @@ func TestAvbtoolFrontSymlink(t *testing.T) {
 	}
 }
 
-// TestAvbtoolFrontUsage: what the front does not do, and command lines
-// avbtool's argparse refuses, exit 2 with the option or subcommand named;
-// nothing is written.
-func TestAvbtoolFrontUsage(t *testing.T) {
-	dir := t.TempDir()
-	img := filepath.Join(dir, "system.img")
-	data := fronttest.AVBImageBytes(t, "blockbyte:4096:64")
-	if err := os.WriteFile(img, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "too few arguments"},
-		{[]string{"generate_test_image", "--image_size", "4096"}, "generate_test_image is not one of"},
-		{[]string{"make_atx_certificate", "--output", img}, "make_atx_certificate is not one of"},
-		{[]string{"make_vbmeta_image", "--output", img, "--flags", "x"}, "make_vbmeta_image: error: argument --flags: invalid parse_number value: 'x'"},
-		{[]string{"add_hashtree_footer", "--image", img, "--include_descriptors_from_image", "none.img"},
-			"argument --include_descriptors_from_image: can't open 'none.img': [Errno 2] No such file or directory: 'none.img'"},
-		{[]string{"add_hashtree_footer", "--image", img, "--block_size", "1024"}, "FEC with --block_size 1024"},
-		{[]string{"add_hashtree_footer", "--image", img, "--no_such_option"}, "unrecognized arguments: --no_such_option"},
-		{[]string{"add_hashtree_footer", "--image", img, "--partition_size", "12x"}, "invalid parse_number value"},
-		{[]string{"info_image"}, "the following arguments are required: --image"},
-		{[]string{"add_hashtree_footer", "--image", img, "--partition", "1"}, "ambiguous option: --partition could match --partition_size, --partition_name"},
-		{[]string{"extract_public_key", "--key", "k.pem"}, "the following arguments are required: --output"},
-		{[]string{"verify_image", "--image", img, "extra"}, "unrecognized arguments: extra"},
-	} {
-		r := run(t, c.args...)
-		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
-			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
-		}
-	}
-	if got, _ := os.ReadFile(img); !bytes.Equal(got, data) {
-		t.Error("the image changed")
-	}
-}
-
 // TestAvbtoolFrontFECByDefault: without --do_not_generate_fec the front
 // appends FEC, as avbtool does, and its file is veritygen --append --fec
 // --avb's for the same inputs; the descriptor points at the parity, and
