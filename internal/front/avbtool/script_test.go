@@ -24,9 +24,12 @@ func TestScripts(t *testing.T) {
 		Never:  []string{"panic", "goroutine"},
 		Vars:   map[string]string{"AVB": fronttest.AVBVectors, "EXE": exe, "SALT": avbSalt},
 	}
-	// The cases came from Go tables and tests: TestAvbtoolFrontUsage's 12.
-	// None may get lost.
-	want := 12
+	// The cases came from Go tables and tests: TestAvbtoolFrontUsage's 12,
+	// ...FECByDefault and ...SparseFECByDefault (1 each), ...VerifyDamage's
+	// 4, ...Outputs (4), ...TextOutputs (3), ...Interrupted's 2,
+	// ...HashtreeSigningHelper (4) and ...VBMetaOutputs (5). None may get
+	// lost.
+	want := 12 + 1 + 1 + 4 + 4 + 3 + 2 + 4 + 5
 	if n := s.Run(t, filepath.Join("testdata", "script", "*.txt")); n < want {
 		t.Fatalf("want at least %d cases in testdata/script, got %d", want, n)
 	}

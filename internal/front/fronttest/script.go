@@ -74,6 +74,8 @@ package fronttest
 //	                          types, sizes, modes, mtimes and content, and
 //	                          its own mode and mtime (nothing made and
 //	                          removed again)
+//	unchangedfiles            the same but for the directory's own mtime
+//	                          (a temporary file made and removed again)
 //	stdout TEXT, stderr TEXT  the front's stdout (stderr) is exactly TEXT
 //	                          (a Go string literal where it ends in "\n")
 //	stdoutis NAME             the front's stdout is exactly NAME's content
@@ -352,7 +354,7 @@ func (c *scriptCase) step(line string) {
 	switch verb {
 	case "env":
 		c.need(verb, fields, 1)
-		c.t.Setenv(fields[0], strings.TrimSpace(strings.TrimPrefix(rest, fields[0])))
+		c.t.Setenv(fields[0], c.unquote(strings.TrimSpace(strings.TrimPrefix(rest, fields[0]))))
 	case "interrupt":
 		sig, ok := map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM}[rest]
 		if !ok {
@@ -491,6 +493,11 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 		c.checkOutput(verb, rest)
 	case "unchanged":
 		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
+	case "unchangedfiles":
+		before, after := maps.Clone(c.before), ListingWithDir(c.t, c.dirs[1])
+		delete(before, ".")
+		delete(after, ".")
+		SameListing(c.t, before, after)
 	case "stdout", "stderr", "stdoutis":
 		c.checkExact(verb, rest)
 	case "same", "size", "prefix", "islink":
