@@ -79,6 +79,7 @@ package fronttest
 //	stdout TEXT, stderr TEXT  the front's stdout (stderr) is exactly TEXT
 //	                          (a Go string literal where it ends in "\n")
 //	stdoutis NAME             the front's stdout is exactly NAME's content
+//	lastline TEXT             the last line of the front's stderr is TEXT
 //	sha256 NAME HEX           NAME's content has this SHA-256
 //	same NAME OTHER           the two files have the same content
 //	size NAME N               NAME is N bytes
@@ -498,7 +499,7 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 		delete(before, ".")
 		delete(after, ".")
 		SameListing(c.t, before, after)
-	case "stdout", "stderr", "stdoutis":
+	case "stdout", "stderr", "stdoutis", "lastline":
 		c.checkExact(verb, rest)
 	case "same", "size", "prefix", "islink":
 		c.checkFile(verb, fields)
@@ -543,6 +544,8 @@ func (c *scriptCase) checkExact(verb, rest string) {
 		got, what = c.last[1].stderr, "stderr"
 	case "stdoutis":
 		want = string(Read(c.t, filepath.Join(c.dirs[1], rest)))
+	case "lastline":
+		got, what = lastLine(c.last[1].stderr), "stderr's last line"
 	}
 	if got != want {
 		c.errorf("the front's %s is\n%q\nwant\n%q", what, got, want)
