@@ -17,7 +17,8 @@ package fronttest
 //	                          once, and the directory they made copied into
 //	                          each case's, when they only make files: data,
 //	                          zeros, poke, fill, mkdir, symlink, write, copy,
-//	                          truncate, rm, exec, and name no $DIR)
+//	                          truncate, rm, exec, flip, avbimage, craft,
+//	                          unsparse, and name no $DIR)
 //	skipifroot REASON         skip the case when running as root
 //	env NAME VALUE            set the environment variable for the rest of
 //	                          the case (e.g. for a signing helper)
@@ -80,6 +81,7 @@ package fronttest
 //	                          (a Go string literal where it ends in "\n")
 //	stdoutis NAME             the front's stdout is exactly NAME's content
 //	lastline TEXT             the last line of the front's stderr is TEXT
+//	                          ("" when stderr is empty)
 //	sha256 NAME HEX           NAME's content has this SHA-256
 //	same NAME OTHER           the two files have the same content
 //	size NAME N               NAME is N bytes
