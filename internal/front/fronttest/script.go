@@ -17,8 +17,13 @@ package fronttest
 //	                          once, and the directory they made copied into
 //	                          each case's, when they only make files: data,
 //	                          zeros, poke, fill, mkdir, symlink, write, copy,
-//	                          truncate, rm, exec, and name no $DIR)
+//	                          truncate, rm, exec, flip, avbimage, craft,
+//	                          unsparse, and name no $DIR)
 //	skipifroot REASON         skip the case when running as root
+//	env NAME VALUE            set the environment variable for the rest of
+//	                          the case (e.g. for a signing helper)
+//	interrupt SIGNAL          the next command runs as one SIGINT or SIGTERM
+//	                          ended before it began: its context canceled
 //	data NAME SIZE [MODE]     a file of SIZE pseudo-random bytes (the same
 //	                          in both directories), mode 0644 by default
 //	zeros NAME SIZE           a file of SIZE zeros
@@ -30,8 +35,15 @@ package fronttest
 //	link NAME TARGET          a hard link NAME to TARGET
 //	symlink NAME TARGET       a symbolic link NAME to TARGET
 //	write NAME TEXT           a file holding TEXT
-//	copy FROM TO [OFFSET]     TO a copy of FROM; with OFFSET, FROM's bytes
-//	                          written into TO at OFFSET
+//	copy FROM TO [OFFSET]     TO a copy of FROM (which may be an absolute
+//	                          path, e.g. under $AVB); with OFFSET, FROM's
+//	                          bytes written into TO at OFFSET
+//	flip NAME OFFSET          flip bit 0x40 of the byte at OFFSET of NAME
+//	avbimage NAME SPEC        an image of avbvectors' notation (e.g.
+//	                          blockbyte:4096:64, avb/testdata/vectors/README.md)
+//	craft NAME CASE           the crafted image CASE of internal/avbcraft,
+//	                          made with the keys of the AVB vectors
+//	unsparse FROM TO          TO what the Android sparse image FROM expands to
 //	truncate NAME SIZE        cut or extend NAME to SIZE bytes
 //	rm NAME                   remove NAME
 //	exec PROGRAM ARGS...      run the installed PROGRAM (e.g. veritysetup
@@ -63,7 +75,18 @@ package fronttest
 //	                          types, sizes, modes, mtimes and content, and
 //	                          its own mode and mtime (nothing made and
 //	                          removed again)
+//	unchangedfiles            the same but for the directory's own mtime
+//	                          (a temporary file made and removed again)
+//	stdout TEXT, stderr TEXT  the front's stdout (stderr) is exactly TEXT
+//	                          (a Go string literal where it ends in "\n")
+//	stdoutis NAME             the front's stdout is exactly NAME's content
+//	lastline TEXT             the last line of the front's stderr is TEXT
+//	                          ("" when stderr is empty)
 //	sha256 NAME HEX           NAME's content has this SHA-256
+//	same NAME OTHER           the two files have the same content
+//	size NAME N               NAME is N bytes
+//	prefix NAME HEX           NAME's content starts with the bytes HEX
+//	islink NAME               NAME is a symbolic link (not replaced by a file)
 //	absent NAME               the front left no file NAME
 //	peer stdout MODE          with a peer, how the outputs compare: exact
 //	peer stderr MODE          (the default), last (the last line), prefix
@@ -79,6 +102,7 @@ package fronttest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -95,7 +119,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/avbcraft"
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // Scripts says how to run a set of script files.
@@ -200,7 +227,8 @@ func parseScript(t *testing.T, path string) (prelude []scriptLine, cases []parse
 // chmod, whose unreadable files a copy cannot take, nor link, whose hard
 // links a copy would break).
 var fileVerbs = map[string]bool{"data": true, "zeros": true, "poke": true, "fill": true, "mkdir": true, "symlink": true,
-	"write": true, "copy": true, "truncate": true, "rm": true, "exec": true}
+	"write": true, "copy": true, "truncate": true, "rm": true, "exec": true, "flip": true, "avbimage": true, "craft": true,
+	"unsparse": true}
 
 // onlyMakesFiles reports whether lines only make files, in the case's
 // directory whatever it is: then one run serves every case.
@@ -289,6 +317,9 @@ type scriptCase struct {
 	root     string
 	before   map[string]string
 	line     int
+	// interrupt, when set, is the signal the next command's context is
+	// canceled by before it begins.
+	interrupt syscall.Signal
 }
 
 func (c *scriptCase) run(tmpl *template, lines []scriptLine) {
@@ -324,6 +355,15 @@ func (c *scriptCase) step(line string) {
 		return
 	}
 	switch verb {
+	case "env":
+		c.need(verb, fields, 1)
+		c.t.Setenv(fields[0], c.unquote(strings.TrimSpace(strings.TrimPrefix(rest, fields[0]))))
+	case "interrupt":
+		sig, ok := map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM}[rest]
+		if !ok {
+			c.fatalf("interrupt %q: want SIGINT or SIGTERM", rest)
+		}
+		c.interrupt = sig
 	case "skipifroot":
 		if os.Geteuid() == 0 {
 			c.t.Skipf("skipped: running as root: %s", rest)
@@ -354,7 +394,7 @@ func (c *scriptCase) fileStep(verb, rest string, fields []string) bool {
 		return false
 	}
 	c.need(verb, fields, map[string]int{"data": 2, "zeros": 2, "poke": 3, "fill": 3, "mkdir": 1, "symlink": 2,
-		"write": 1, "copy": 2, "truncate": 2, "rm": 1, "exec": 1}[verb])
+		"write": 1, "copy": 2, "truncate": 2, "rm": 1, "exec": 1, "flip": 2, "avbimage": 2, "craft": 2, "unsparse": 2}[verb])
 	switch verb {
 	case "data", "zeros", "poke", "fill":
 		c.writeFile(verb, fields)
@@ -374,6 +414,8 @@ func (c *scriptCase) fileStep(verb, rest string, fields []string) bool {
 		c.each(func(dir string) error { return os.Remove(filepath.Join(dir, rest)) })
 	case "exec":
 		c.each(func(dir string) error { return c.exec(dir, fields) })
+	case "flip", "avbimage", "craft", "unsparse":
+		c.each(func(dir string) error { return c.avbFile(dir, verb, fields) })
 	}
 	return true
 }
@@ -387,7 +429,11 @@ func (c *scriptCase) need(verb string, fields []string, n int) {
 
 // copyFile runs a copy line in dir: FROM TO [OFFSET].
 func (c *scriptCase) copyFile(dir string, fields []string) error {
-	b, err := os.ReadFile(filepath.Join(dir, fields[0]))
+	from := fields[0]
+	if !filepath.IsAbs(from) {
+		from = filepath.Join(dir, from)
+	}
+	b, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}
@@ -434,7 +480,7 @@ func (c *scriptCase) unquote(text string) string {
 
 // check runs an assertion about the last command.
 func (c *scriptCase) check(verb, rest string, fields []string) {
-	if verb != "sha256" && verb != "absent" && c.last[1] == nil {
+	if !fileChecks[verb] && c.last[1] == nil {
 		c.fatalf("%s before any command", verb)
 	}
 	switch verb {
@@ -450,6 +496,15 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 		c.checkOutput(verb, rest)
 	case "unchanged":
 		SameListing(c.t, c.before, ListingWithDir(c.t, c.dirs[1]))
+	case "unchangedfiles":
+		before, after := maps.Clone(c.before), ListingWithDir(c.t, c.dirs[1])
+		delete(before, ".")
+		delete(after, ".")
+		SameListing(c.t, before, after)
+	case "stdout", "stderr", "stdoutis", "lastline":
+		c.checkExact(verb, rest)
+	case "same", "size", "prefix", "islink":
+		c.checkFile(verb, fields)
 	case "sha256":
 		if got := fmt.Sprintf("%x", Sum(c.t, filepath.Join(c.dirs[1], fields[0]))); got != fields[1] {
 			c.errorf("%s has sha256 %s, want %s", fields[0], got, fields[1])
@@ -475,6 +530,58 @@ func (c *scriptCase) check(verb, rest string, fields []string) {
 		c.compareFiles(fields)
 	default:
 		c.fatalf("unknown script verb %q", verb)
+	}
+}
+
+// fileChecks are the assertions about files, which may come before any
+// command.
+var fileChecks = map[string]bool{"sha256": true, "absent": true, "same": true, "size": true, "prefix": true, "islink": true}
+
+// checkExact compares the front's whole stdout or stderr with what is
+// expected: a text, or a file's content.
+func (c *scriptCase) checkExact(verb, rest string) {
+	got, want, what := c.last[1].stdout, rest, "stdout"
+	switch verb {
+	case "stderr":
+		got, what = c.last[1].stderr, "stderr"
+	case "stdoutis":
+		want = string(Read(c.t, filepath.Join(c.dirs[1], rest)))
+	case "lastline":
+		got, what = lastLine(c.last[1].stderr), "stderr's last line"
+	}
+	if got != want {
+		c.errorf("the front's %s is\n%q\nwant\n%q", what, got, want)
+	}
+}
+
+// checkFile runs an assertion about a file of the front's directory.
+func (c *scriptCase) checkFile(verb string, fields []string) {
+	c.need(verb, fields, map[string]int{"same": 2, "size": 2, "prefix": 2, "islink": 1}[verb])
+	path := filepath.Join(c.dirs[1], fields[0])
+	if verb == "islink" {
+		if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			c.errorf("%s is not a symbolic link (%v)", fields[0], err)
+		}
+		return
+	}
+	b := Read(c.t, path)
+	switch verb {
+	case "same":
+		if other := Read(c.t, filepath.Join(c.dirs[1], fields[1])); !bytes.Equal(b, other) {
+			c.errorf("%s (%d bytes) and %s (%d bytes) differ", fields[0], len(b), fields[1], len(other))
+		}
+	case "size":
+		if len(b) != c.atoi(fields[1]) {
+			c.errorf("%s is %d bytes, want %s", fields[0], len(b), fields[1])
+		}
+	case "prefix":
+		var want []byte
+		if _, err := fmt.Sscanf(fields[1], "%x", &want); err != nil {
+			c.fatalf("bad hex %q", fields[1])
+		}
+		if !bytes.HasPrefix(b, want) {
+			c.errorf("%s starts with %x, want %x", fields[0], b[:min(len(b), len(want))], want)
+		}
 	}
 }
 
@@ -700,8 +807,14 @@ func (c *scriptCase) start(tool string, args []string, withPeer bool) {
 		}
 		c.last[0] = r
 	}
+	ctx, cancel := context.WithCancelCause(c.t.Context())
+	defer cancel(nil)
+	if c.interrupt != 0 {
+		cancel(&cli.Interrupted{Signal: c.interrupt})
+		c.interrupt = 0
+	}
 	var stdout, stderr bytes.Buffer
-	code := c.s.Fronts[tool](c.t.Context(), tool, args, &stdout, &stderr)
+	code := c.s.Fronts[tool](ctx, tool, args, &stdout, &stderr)
 	c.last[1] = &outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	c.t.Logf("%s line %d: %s %q -> exit %d\nstdout:\n%s\nstderr:\n%s", c.file, c.line, tool, args, code, stdout.String(), stderr.String())
 	for _, never := range c.s.Never {
@@ -791,4 +904,43 @@ func (c *scriptCase) compareFiles(names []string) {
 			c.errorf("after %s %s: %s is %s; the front's is %s", c.tool, strings.Join(c.args, " "), n, desc[0], desc[1])
 		}
 	}
+}
+
+// avbFile runs a line of flip, avbimage, craft or unsparse in dir.
+func (c *scriptCase) avbFile(dir, verb string, fields []string) error {
+	path := filepath.Join(dir, fields[0])
+	switch verb {
+	case "flip":
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b, off := []byte{0}, int64(c.atoi(fields[1]))
+		if _, err := f.ReadAt(b, off); err != nil {
+			return err
+		}
+		b[0] ^= 0x40
+		_, err = f.WriteAt(b, off)
+		return err
+	case "avbimage":
+		return os.WriteFile(path, AVBImageBytes(c.t, fields[1]), 0o644)
+	case "craft":
+		cc := avbcraft.ByName(fields[1])
+		if cc == nil {
+			c.fatalf("no crafted image %q", fields[1])
+		}
+		return cc.Make(path, filepath.Join(AVBVectors, "keys"))
+	}
+	// unsparse: what the reader of every verb sees.
+	src, err := verity.OpenSource(path, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	b := make([]byte, src.Size())
+	if n, err := src.ReadAt(b, 0); n != len(b) {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, fields[1]), b, 0o644)
 }

@@ -3,7 +3,8 @@ package veritycheck
 // veritycheck on the crafted images of internal/avbcraft decides as libavb
 // does (the bootloader is the authority): its exit codes against
 // avb_slot_verify's results on the same images, recorded from libavb
-// (avb/testdata/libavb/slot_verify.tsv), and its messages.
+// (avb/testdata/libavb/slot_verify.tsv). Its messages on each are
+// testdata/script/avb-crafted.txt.
 
 import (
 	"encoding/json"
@@ -28,54 +29,6 @@ func craftImage(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// TestAVBCrafted: each crafted image, without and with --avb-key (the key
-// that signed it), exits as the table says and says why.
-func TestAVBCrafted(t *testing.T) {
-	key := filepath.Join(craftKeys, avbcraft.PubKey)
-	for _, c := range []struct {
-		name        string
-		code        int // without and with --avb-key
-		keyCode     int
-		want, wantK []string
-	}{
-		{"signed", 0, 0, []string{"verified: 256 data blocks", "the vbmeta signature verifies"}, []string{"made with the key of "}},
-		{"unsigned", 1, 1, []string{"not signed: 256 data blocks", "libavb's verdict is OK_NOT_SIGNED"},
-			[]string{"not signed (algorithm NONE), so not with the key given", "the tree was not checked"}},
-		{"none-victim-key", 1, 1, []string{"the vbmeta is not signed (algorithm NONE)"},
-			[]string{"not signed (algorithm NONE), so not with the key given", "the tree was not checked"}},
-		{"tampered", 1, 1, []string{"does not match the stored hash", "the tree was not checked"}, nil},
-		{"second-hashtree-wrong-root", 1, 1, []string{`hashtree descriptor 2 of partition "system" does not match the image: its root digest is `,
-			"avb: check: hashtree descriptor 2: DOES NOT MATCH"}, nil},
-		{"second-hashtree-same", 0, 0, []string{"avb: check: hashtree descriptor 2: matches (the same as the first", "the partition's 1 other hashtree descriptors match too"}, nil},
-		{"dm-verity-0", 1, 1, []string{"the tree is not the one the hashtree descriptor's parameters give: its top block matches the root digest with --format=1",
-			"the kernel, which sets the tree up from the descriptor, would refuse it"}, nil},
-		{"required-2.0", 2, 2, []string{"requires libavb 2.0, libavb 1.3 (whose rules this check follows) refuses it"}, nil},
-		{"required-1.99", 2, 2, []string{"requires libavb 1.99"}, nil},
-		{"release-no-nul", 2, 2, []string{"release string does not end with a NUL byte"}, nil},
-		{"rollback-location-32", 2, 2, []string{"rollback index location 32: libavb has locations 0 to 31"}, nil},
-		{"bad-key-rr", 1, 1, []string{"R^2 mod n does not fit its modulus"}, nil},
-		{"footer-orig-4096", 2, 2, []string{`the footer's original image size is 4096 bytes, but the hashtree descriptor of partition "system" covers 4194304 bytes of image data`,
-			"erase_footer"}, nil},
-		{"footer-orig-minus-100", 2, 2, []string{"original image size is 1048476 bytes, but the hashtree descriptor", "not zero padding"}, nil},
-		{"footer-orig-unpadded", 0, 0, []string{"verified: "}, nil},
-		{"vbmeta-size-over-64k", 2, 2, []string{"a vbmeta of 65600 bytes; libavb loads at most 65536"}, nil},
-		{"hash", 0, 0, []string{`verified: the sha256 digest of the 100000 bytes of partition "boot" matches its hash descriptor`, "avb: check: hash descriptor 1: matches"}, nil},
-		{"hash-wrong-digest", 1, 1, []string{`hash descriptor 1 of partition "boot" does not match the image: its sha256 digest is `}, nil},
-		{"hash-orig-small", 2, 2, []string{`original image size is 4096 bytes, but the hash descriptor of partition "boot" covers 100000 bytes`}, nil},
-		{"hash-sha1", 2, 2, []string{`hash algorithm "sha1": libavb checks sha256 and sha512 digests only`}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			path := craftImage(t, c.name)
-			avbExpect(t, c.code, c.want, path)
-			wantK := c.wantK
-			if wantK == nil {
-				wantK = c.want
-			}
-			avbExpect(t, c.keyCode, wantK, "--avb-key", key, path)
-		})
-	}
 }
 
 // veritycheckLibavb is the libavb result veritycheck's exit code stands

@@ -185,41 +185,6 @@ func TestStatusCloseOtherDevices(t *testing.T) {
 	}
 }
 
-// TestDeviceActionErrors: what is refused before any device is touched,
-// with veritysetup's messages and exit codes.
-func TestDeviceActionErrors(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		code int
-		line string
-	}{
-		{[]string{"open", "d", "n"}, 1, "veritysetup: open: requires <data_device> <name> <hash_device> [<root_hash>] as arguments"},
-		{[]string{"create", "n"}, 1, "veritysetup: Unknown action."},
-		{[]string{"create", "n", "d", "h"}, 1, "Command requires <root_hash> or --root-hash-file option as argument."},
-		{[]string{"close"}, 1, "veritysetup: close: requires <name> as arguments"},
-		{[]string{"remove"}, 1, "veritysetup: close: requires <name> as arguments"},
-		{[]string{"status"}, 1, "veritysetup: status: requires <name> as arguments"},
-		{[]string{"close", "--ignore-corruption", "n"}, 1, "veritysetup: Option --ignore-corruption is not allowed with close action."},
-		{[]string{"open", "--deferred", "d", "n", "h", "00"}, 1, "veritysetup: Option --deferred is not allowed with open action."},
-		{[]string{"status", "--root-hash-file=f", "n"}, 1, "veritysetup: Option --root-hash-file is not allowed with status action."},
-		{[]string{"open", "--ignore-corruption", "--restart-on-corruption", "d", "n", "h", "00"}, 1,
-			"veritysetup: Option --ignore-corruption and --restart-on-corruption cannot be used together."},
-		{[]string{"open", "--panic-on-corruption", "--restart-on-corruption", "d", "n", "h", "00"}, 1,
-			"veritysetup: Option --panic-on-corruption and --restart-on-corruption cannot be used together."},
-		{[]string{"close", "--deferred", "--cancel-deferred", "n"}, 1,
-			"veritysetup: Options --cancel-deferred and --deferred cannot be used at the same time."},
-		{[]string{"open", "/nonexistent/d", "n", "/nonexistent/h", "00"}, 4, "Device /nonexistent/h does not exist or access denied."},
-		{[]string{"status", "/nonexistent/x"}, 4, ""},
-	} {
-		var out, errOut bytes.Buffer
-		code := Main(context.Background(), "veritysetup", c.args, &out, &errOut)
-		lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
-		if code != c.code || lines[len(lines)-1] != c.line {
-			t.Errorf("%v: exit %d, stderr %q; want %d, last line %q", c.args, code, errOut.String(), c.code, c.line)
-		}
-	}
-}
-
 // TestActivateErrorCodes: Activate's refusals as veritysetup's exit codes.
 func TestActivateErrorCodes(t *testing.T) {
 	for _, c := range []struct {
