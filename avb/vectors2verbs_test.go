@@ -222,12 +222,13 @@ func runAddHashFooter(ctx context.Context, args []string, stdout io.Writer) erro
 	return err
 }
 
-func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error {
+func runAddHashtreeFooter(ctx context.Context, args []string, stdout io.Writer) error {
 	p := &argParser{args: args}
 	var ca commonArgs
 	var c avb.VBMetaCommonOptions
 	o := &avb.HashtreeFooterOptions{FEC: true}
 	var image string
+	var calcMax bool
 	for {
 		a, ok := p.next()
 		if !ok {
@@ -252,6 +253,12 @@ func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error
 			o.Salt = s
 		case "--check_at_most_once":
 			o.CheckAtMostOnce = true
+		case "--fec_num_roots":
+			o.FECRoots = int(p.number(a))
+		case "--block_size":
+			o.BlockSize = int(p.number(a))
+		case "--calc_max_image_size":
+			calcMax = true
 		default:
 			took, err := ca.take(ctx, p, a, &c)
 			if err != nil {
@@ -264,6 +271,14 @@ func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error
 	}
 	if p.err != nil {
 		return p.err
+	}
+	if calcMax {
+		n, err := avb.MaxImageSize(o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d\n", n)
+		return nil
 	}
 	if err := ca.finish(ctx, &c); err != nil {
 		return err

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 var nativeNames = map[string]string{
 	"algorithm": "avb-algorithm", "key": "avb-key", "hash_algorithm": "hash", "flags": "vbmeta-flags",
 	"internal_release_string": "release-string", "block_size": "data-block-size", "generate_dm_verity_cmdline_from_hashtree": "setup-rootfs-from-kernel",
+	"fec_num_roots": "fec-roots",
 }
 
 // fromAvbtoolArgs turns an avbtool add_hash_footer or make_vbmeta_image command
@@ -129,10 +130,14 @@ func TestNativeAVBMatchesAvbtool(t *testing.T) {
 			}
 		})
 		ran[c.Args[0]]++
+		if slices.Contains(args, "--fec") {
+			ran["add_hashtree_footer with FEC"]++
+		}
 	}
 	// The vectors hold dozens of each: a change that made fromAvbtoolArgs skip
 	// them all must fail.
-	for verb, least := range map[string]int{"add_hash_footer": 20, "make_vbmeta_image": 20, "add_hashtree_footer": 5} {
+	for verb, least := range map[string]int{"add_hash_footer": 20, "make_vbmeta_image": 20, "add_hashtree_footer": 15,
+		"add_hashtree_footer with FEC": 10} {
 		if ran[verb] < least {
 			t.Errorf("only %d %s cases replayed", ran[verb], verb)
 		}
