@@ -3,6 +3,7 @@ package avb_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,10 @@ var refusedOnPurpose = map[string]string{
 	// less a block, into the image data, and appends the footer there:
 	// the image is broken, its footer points past its end.
 	"av-err-too-small": "the partition is too small for the image and the vbmeta",
+	// AOSP's fec makes parity of 1 to 254 roots; the kernel's dm-verity
+	// takes 2 to 24.
+	"fec-roots1":  "1 FEC root: the kernel takes 2 to 24",
+	"fec-roots25": "25 FEC roots: the kernel takes 2 to 24",
 }
 
 // commonArgs takes avbtool's common vbmeta options.
@@ -228,7 +233,7 @@ func runAddHashtreeFooter(ctx context.Context, args []string, stdout io.Writer) 
 	var c avb.VBMetaCommonOptions
 	o := &avb.HashtreeFooterOptions{FEC: true}
 	var image string
-	var calcMax bool
+	var calcMax, zeroRoots bool
 	for {
 		a, ok := p.next()
 		if !ok {
@@ -255,6 +260,7 @@ func runAddHashtreeFooter(ctx context.Context, args []string, stdout io.Writer) 
 			o.CheckAtMostOnce = true
 		case "--fec_num_roots":
 			o.FECRoots = int(p.number(a))
+			zeroRoots = o.FECRoots == 0
 		case "--block_size":
 			o.BlockSize = int(p.number(a))
 		case "--calc_max_image_size":
@@ -271,6 +277,10 @@ func runAddHashtreeFooter(ctx context.Context, args []string, stdout io.Writer) 
 	}
 	if p.err != nil {
 		return p.err
+	}
+	if zeroRoots && o.FEC && !o.NoHashtree {
+		// The front's check: avbtool's fec refuses 0 roots, the package's 0 is the default.
+		return &verity.Error{Kind: verity.KindParam, Field: "fec_num_roots", Err: errors.New("FEC roots 0: no parity without roots")}
 	}
 	if calcMax {
 		n, err := avb.MaxImageSize(o)

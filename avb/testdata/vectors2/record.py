@@ -310,6 +310,11 @@ CASES = [
     case('ri-fec-err-too-small', ['resize_image', '--image', 'fec/rf.img', '--partition_size', '32768']),
     case('ri-fec-sparse', ['resize_image', '--image', 'fec/rsp.img', '--partition_size', '2097152'], {'fec/rsp.img': 'copy:fec/sp.img'}),
     case('info-fec-resized', ['info_image', '--image', 'fec/rf.img']),
+    # Roots the kernel's dm-verity does not take (it takes 2 to 24): `fec` refuses 0, makes 1 and 25.
+    htf('fec-roots0', ['--partition_size', '1048576', '--partition_name', 'r0', '--fec_num_roots', '0'], 'blockbyte:4096:5', 'fec/r0.img'),
+    htf('fec-roots1', ['--partition_size', '1048576', '--partition_name', 'r1', '--fec_num_roots', '1'], 'blockbyte:4096:5', 'fec/r1.img'),
+    htf('fec-roots25', ['--partition_size', '1048576', '--partition_name', 'r25', '--fec_num_roots', '25'], 'blockbyte:4096:5', 'fec/r25.img'),
+    case('info-fec-roots25', ['info_image', '--image', 'fec/r25.img']),
 ]
 
 def fecprep(psize, raw, d):

@@ -76,6 +76,12 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 			// avbtool's empty release string; veritygen's empty
 			// --release-string is its default.
 			return nil, "", false
+		case name == "fec_num_roots" && !slices.Contains([]string{"2", "8", "24"}, value):
+			// veritygen's --fec-roots takes the kernel's 2 to 24 (0 is its
+			// default); avbtool hands any number to AOSP's fec, which
+			// refuses 0 and makes 1 to 254 (the vectors hold 0, 1, 25
+			// besides 2, 8 and 24).
+			return nil, "", false
 		}
 		if n, ok := nativeNames[name]; ok {
 			name = n
