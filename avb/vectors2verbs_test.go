@@ -3,6 +3,7 @@ package avb_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,10 @@ var refusedOnPurpose = map[string]string{
 	// less a block, into the image data, and appends the footer there:
 	// the image is broken, its footer points past its end.
 	"av-err-too-small": "the partition is too small for the image and the vbmeta",
+	// AOSP's fec makes parity of 1 to 254 roots; the kernel's dm-verity
+	// takes 2 to 24.
+	"fec-roots1":  "1 FEC root: the kernel takes 2 to 24",
+	"fec-roots25": "25 FEC roots: the kernel takes 2 to 24",
 }
 
 // commonArgs takes avbtool's common vbmeta options.
@@ -222,12 +227,13 @@ func runAddHashFooter(ctx context.Context, args []string, stdout io.Writer) erro
 	return err
 }
 
-func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error {
+func runAddHashtreeFooter(ctx context.Context, args []string, stdout io.Writer) error {
 	p := &argParser{args: args}
 	var ca commonArgs
 	var c avb.VBMetaCommonOptions
 	o := &avb.HashtreeFooterOptions{FEC: true}
 	var image string
+	var calcMax, zeroRoots bool
 	for {
 		a, ok := p.next()
 		if !ok {
@@ -252,6 +258,13 @@ func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error
 			o.Salt = s
 		case "--check_at_most_once":
 			o.CheckAtMostOnce = true
+		case "--fec_num_roots":
+			o.FECRoots = int(p.number(a))
+			zeroRoots = o.FECRoots == 0
+		case "--block_size":
+			o.BlockSize = int(p.number(a))
+		case "--calc_max_image_size":
+			calcMax = true
 		default:
 			took, err := ca.take(ctx, p, a, &c)
 			if err != nil {
@@ -264,6 +277,18 @@ func runAddHashtreeFooter(ctx context.Context, args []string, _ io.Writer) error
 	}
 	if p.err != nil {
 		return p.err
+	}
+	if zeroRoots && o.FEC && !o.NoHashtree {
+		// The front's check: avbtool's fec refuses 0 roots, the package's 0 is the default.
+		return &verity.Error{Kind: verity.KindParam, Field: "fec_num_roots", Err: errors.New("FEC roots 0: no parity without roots")}
+	}
+	if calcMax {
+		n, err := avb.MaxImageSize(o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d\n", n)
+		return nil
 	}
 	if err := ca.finish(ctx, &c); err != nil {
 		return err

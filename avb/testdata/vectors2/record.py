@@ -31,6 +31,12 @@ def case(name, args, inputs=None, env=None):
     return dict(name=name, args=args, inputs=inputs or {}, env=env or {})
 
 
+def htf(name, extra, image, file):
+    """add_hashtree_footer (sha256, SALT) on a fresh image (image None: on the file as it is)."""
+    return case(name, ['add_hashtree_footer', '--image', file, '--hash_algorithm', 'sha256', '--salt', SALT] + extra,
+                {file: image} if image else {})
+
+
 def hf(name, extra, image=BOOT, file='boot.img'):
     """add_hash_footer on a fresh image (image None: on the file as it is)."""
     return case(name, ['add_hash_footer', '--image', file] + extra, {file: image} if image else {})
@@ -257,8 +263,8 @@ CASES = [
     case('zh-sparse-one-block-tree', ['zero_hashtree', '--image', 'z1.img'], {'z1.img': 'simg:copy:sh.img'}),
     case('info-sparse-zeroed', ['info_image', '--image', 'zs.img']),
     case('info-sparse-resized', ['info_image', '--image', 'rs.img']),
-    # zero_hashtree with FEC: the inputs are made by avbtool with a stand-in for AOSP's `fec` (see
-    # STANDIN_FEC): zero_hashtree zeroes the parity, so only its place and size matter to the case.
+    # zero_hashtree with FEC: the inputs are made by avbtool's add_hashtree_footer --fec_num_roots 2 (with
+    # AOSP's `fec`, see fecprep).
     case('zh-sparse-fec', ['zero_hashtree', '--image', 'zf.img'],
          {'zf.img': 'fecprep:262144:simg:blockbyte:4096:30+zero:8192+fill:07:4096'}),
     case('zh-fec', ['zero_hashtree', '--image', 'zr.img'], {'zr.img': 'fecprep:262144:blockbyte:4096:30+fill:07:4096'}),
@@ -267,39 +273,58 @@ CASES = [
     case('ri-sparse-1k', ['resize_image', '--image', 'r1k.img', '--partition_size', '197632'], {'r1k.img': 'simg1024:copy:boot.img'}),
     case('ri-sparse-1k-shrink', ['resize_image', '--image', 'r1k.img', '--partition_size', '41984']),
     case('zh-sparse-1k', ['zero_hashtree', '--image', 'z1k.img'], {'z1k.img': 'simg1024:copy:system.img'}),
+    # add_hashtree_footer with FEC (avbtool's default), the parity made by AOSP's `fec` (added last, the
+    # cases above unchanged). In fec/, each image named after its partition (verify_image reads P.img).
+    htf('fec-few', ['--partition_size', '1048576', '--partition_name', 'few'], 'blockbyte:4096:5', 'fec/few.img'),
+    htf('fec-few-rerun', ['--partition_size', '1048576', '--partition_name', 'few'], None, 'fec/few.img'),
+    # 501 blocks and their 5-block tree: 506 = 2 x 253, whole rounds of RS(255, 253).
+    htf('fec-roots2-whole-rounds', ['--partition_size', '4194304', '--partition_name', 'il', '--fec_num_roots', '2', '--block_size', '4096'],
+        'blockbyte:4096:501', 'fec/il.img'),
+    htf('fec-roots8-unaligned', ['--partition_size', '2097152', '--partition_name', 'r8', '--fec_num_roots', '8'] + S2,
+        'blockbyte:4096:300+fill:a5:1234', 'fec/r8.img'),
+    htf('fec-roots24', ['--partition_size', '4194304', '--partition_name', 'r24', '--fec_num_roots', '24', '--block_size', '4096'],
+        'blockbyte:4096:700', 'fec/r24.img'),
+    htf('fec-no-psize', ['--partition_name', 'np'] + S4, 'blockbyte:4096:1024', 'fec/np.img'),
+    htf('fec-no-psize-rerun', ['--partition_name', 'np'] + S4, None, 'fec/np.img'),
+    htf('fec-sparse', ['--partition_size', '1048576', '--partition_name', 'sp'] + S2,
+        'simg:blockbyte:4096:40+zero:65536+fill:07:4096', 'fec/sp.img'),
+    htf('fec-sparse-rerun', ['--partition_size', '1048576', '--partition_name', 'sp'] + S2, None, 'fec/sp.img'),
+    htf('fec-sparse-roots8-no-psize', ['--partition_name', 'sp8', '--fec_num_roots', '8'],
+        'simg:blockbyte:4096:200+zero:1048576+fill:07:12288', 'fec/sp8.img'),
+    case('fec-calc-max', ['add_hashtree_footer', '--partition_size', '4194304', '--calc_max_image_size']),
+    case('fec-calc-max-roots8', ['add_hashtree_footer', '--partition_size', '4194304', '--fec_num_roots', '8', '--calc_max_image_size']),
+    case('info-fec-few', ['info_image', '--image', 'fec/few.img']),
+    case('info-fec-roots24', ['info_image', '--image', 'fec/r24.img']),
+    case('info-fec-no-psize', ['info_image', '--image', 'fec/np.img']),
+    case('info-fec-sparse', ['info_image', '--image', 'fec/sp.img']),
+    case('verify-fec-few', ['verify_image', '--image', 'fec/few.img']),
+    case('verify-fec-roots8', ['verify_image', '--image', 'fec/r8.img', '--key', 'keys/rsa2048.pub.pem']),
+    case('verify-fec-roots24', ['verify_image', '--image', 'fec/r24.img']),
+    case('verify-fec-sparse', ['verify_image', '--image', 'fec/sp.img']),
+    case('verify-fec-sparse-roots8', ['verify_image', '--image', 'fec/sp8.img']),
+    case('zh-fec-roots8', ['zero_hashtree', '--image', 'fec/z8.img'], {'fec/z8.img': 'copy:fec/r8.img'}),
+    case('zh-fec-sparse', ['zero_hashtree', '--image', 'fec/zsp.img'], {'fec/zsp.img': 'copy:fec/sp.img'}),
+    case('info-fec-zeroed', ['info_image', '--image', 'fec/z8.img']),
+    case('ri-fec-grow', ['resize_image', '--image', 'fec/rf.img', '--partition_size', '2097152'], {'fec/rf.img': 'copy:fec/few.img'}),
+    case('ri-fec-shrink', ['resize_image', '--image', 'fec/rf.img', '--partition_size', '65536']),
+    case('ri-fec-err-too-small', ['resize_image', '--image', 'fec/rf.img', '--partition_size', '32768']),
+    case('ri-fec-sparse', ['resize_image', '--image', 'fec/rsp.img', '--partition_size', '2097152'], {'fec/rsp.img': 'copy:fec/sp.img'}),
+    case('info-fec-resized', ['info_image', '--image', 'fec/rf.img']),
+    # Roots the kernel's dm-verity does not take (it takes 2 to 24): `fec` refuses 0, makes 1 and 25.
+    htf('fec-roots0', ['--partition_size', '1048576', '--partition_name', 'r0', '--fec_num_roots', '0'], 'blockbyte:4096:5', 'fec/r0.img'),
+    htf('fec-roots1', ['--partition_size', '1048576', '--partition_name', 'r1', '--fec_num_roots', '1'], 'blockbyte:4096:5', 'fec/r1.img'),
+    htf('fec-roots25', ['--partition_size', '1048576', '--partition_name', 'r25', '--fec_num_roots', '25'], 'blockbyte:4096:5', 'fec/r25.img'),
+    case('info-fec-roots25', ['info_image', '--image', 'fec/r25.img']),
 ]
 
-# A stand-in for AOSP's `fec` tool, which avbtool runs to make FEC and which was not at hand: the size
-# as libfec's fec_ecc_get_size gives it (see ../vectors/README.md), the "parity" a fill of 0xfe and
-# the footer avbtool reads the size from. Its output is no parity: it only makes inputs for
-# zero_hashtree, which zeroes it.
-STANDIN_FEC = '''#!/usr/bin/env python3
-import struct, sys
-a = sys.argv[1:]
-roots = int(a[a.index('--roots') + 1])
-def size(n):
-    blocks = (n + 4095) // 4096
-    return (blocks + 255 - roots - 1) // (255 - roots) * roots * 4096 + 4096
-if a[0] == '--print-fec-size':
-    print(size(int(a[1])))
-else:
-    import os
-    n = size(os.path.getsize(a[-2]))
-    open(a[-1], 'wb').write(b'\\xfe' * n + struct.pack('<LLLLLQ32s', 0xfecfecfe, 0, 0, roots, n, 0, b''))
-'''
-
-
 def fecprep(psize, raw, d):
-    """add_hashtree_footer (FEC, 2 roots) of raw, with the stand-in fec."""
+    """add_hashtree_footer (FEC, 2 roots) of raw."""
     with tempfile.TemporaryDirectory() as t:
-        fec = os.path.join(t, 'fec')
-        open(fec, 'w').write(STANDIN_FEC)
-        os.chmod(fec, 0o755)
         img = os.path.join(t, 'img')
         open(img, 'wb').write(raw)
         subprocess.run(['python3', AVBTOOL, 'add_hashtree_footer', '--image', img, '--partition_size', psize,
                         '--partition_name', 'system', '--hash_algorithm', 'sha256', '--salt', SALT, '--fec_num_roots', '2'],
-                       check=True, env=dict(os.environ, PATH=t + os.pathsep + os.environ['PATH']))
+                       check=True)
         return open(img, 'rb').read()
 
 
@@ -347,6 +372,9 @@ def snapshot(d):
 
 
 def main():
+    # avbtool runs AOSP's `fec` (from PATH) for its FEC: see README.md for the one used.
+    if not shutil.which('fec'):
+        sys.exit('record.py: no `fec` on PATH (AOSP system/extras verity/fec, see README.md)')
     blobs = os.path.join(HERE, 'blobs')
     shutil.rmtree(blobs, ignore_errors=True)
     os.makedirs(blobs)
@@ -366,6 +394,7 @@ def main():
                 b = gzip.decompress(open(os.path.join(blobs, state[src][sf] + '.gz'), 'rb').read())
             else:
                 b = image(spec, d)
+            os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
             with open(os.path.join(d, f), 'wb') as w:
                 w.write(b)
             if spec.startswith(('case:', 'copy:', 'fecprep:')) or 'copy:' in spec:  # simg:copy:... too
@@ -377,9 +406,12 @@ def main():
         before = snapshot(d)
         # Every file the case may read, as it is now: named in the args (or
         # in a part of one), or beside an image with the name of a chain.
+        # The FEC cases' files are in fec/: only those there (and named) are theirs.
+        in_fec = any(a.startswith('fec/') for a in c['args'])
         for f in before:
-            if f not in inputs and (any(f in a.split(':') or f == a for a in c['args']) or f.startswith('dev/')
-                                    or c['args'][0] in ('print_partition_digests', 'calculate_vbmeta_digest', 'verify_image')):
+            named = any(f in a.split(':') or f == a for a in c['args'])
+            whole = c['args'][0] in ('print_partition_digests', 'calculate_vbmeta_digest', 'verify_image')
+            if f not in inputs and (named or (f.startswith('fec/') and whole if in_fec else f.startswith('dev/') or whole)):
                 inputs[f] = prov[f]
         log = os.path.join(d, 'helper.log')
         if os.path.exists(log):

@@ -338,6 +338,11 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	if !*noFEC && uint64(fecRoots) > 254 {
 		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", uint64(fecRoots)))
 	}
+	// avbtool hands 0 to AOSP's fec, which refuses it (exit 1); the
+	// package's 0 means the default, 2.
+	if !*noFEC && !*noHashtree && fecRoots == 0 {
+		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots 0: no parity without roots"))
+	}
 	o := &avb.HashtreeFooterOptions{
 		PartitionSize: uint64(partitionSize), PartitionName: *partitionName, HashAlgorithm: *hashAlg,
 		BlockSize: int(blockSize), FEC: !*noFEC, FECRoots: int(min(uint64(fecRoots), 254)),

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 var nativeNames = map[string]string{
 	"algorithm": "avb-algorithm", "key": "avb-key", "hash_algorithm": "hash", "flags": "vbmeta-flags",
 	"internal_release_string": "release-string", "block_size": "data-block-size", "generate_dm_verity_cmdline_from_hashtree": "setup-rootfs-from-kernel",
+	"fec_num_roots": "fec-roots",
 }
 
 // fromAvbtoolArgs turns an avbtool add_hash_footer or make_vbmeta_image command
@@ -74,6 +75,12 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 		case name == "internal_release_string" && value == "":
 			// avbtool's empty release string; veritygen's empty
 			// --release-string is its default.
+			return nil, "", false
+		case name == "fec_num_roots" && !slices.Contains([]string{"2", "8", "24"}, value):
+			// veritygen's --fec-roots takes the kernel's 2 to 24 (0 is its
+			// default); avbtool hands any number to AOSP's fec, which
+			// refuses 0 and makes 1 to 254 (the vectors hold 0, 1, 25
+			// besides 2, 8 and 24).
 			return nil, "", false
 		}
 		if n, ok := nativeNames[name]; ok {
@@ -129,10 +136,14 @@ func TestNativeAVBMatchesAvbtool(t *testing.T) {
 			}
 		})
 		ran[c.Args[0]]++
+		if slices.Contains(args, "--fec") {
+			ran["add_hashtree_footer with FEC"]++
+		}
 	}
 	// The vectors hold dozens of each: a change that made fromAvbtoolArgs skip
 	// them all must fail.
-	for verb, least := range map[string]int{"add_hash_footer": 20, "make_vbmeta_image": 20, "add_hashtree_footer": 5} {
+	for verb, least := range map[string]int{"add_hash_footer": 20, "make_vbmeta_image": 20, "add_hashtree_footer": 15,
+		"add_hashtree_footer with FEC": 10} {
 		if ran[verb] < least {
 			t.Errorf("only %d %s cases replayed", ran[verb], verb)
 		}
