@@ -200,6 +200,8 @@ type SlotResult struct {
 	VBMetaDigest  []byte
 	VBMetaHashAlg string
 	VBMetaSize    uint64
+	// ABSuffix is the suffix the slot's partitions were read with.
+	ABSuffix string
 }
 
 // SlotVBMeta is one vbmeta of the slot.
@@ -296,7 +298,7 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 	if opts == nil {
 		opts = &SlotOptions{}
 	}
-	s := &slotCheck{opts: opts, images: images, res: &SlotResult{}, perName: map[string]int{}}
+	s := &slotCheck{opts: opts, images: images, res: &SlotResult{ABSuffix: opts.ABSuffix}, perName: map[string]int{}}
 	if err := s.vbmeta(ctx, top, "", "", nil, 0); err != nil {
 		return nil, err
 	}
