@@ -96,7 +96,9 @@ func (noImage) Is(target error) bool { return target == fs.ErrNotExist }
 
 // ImageSource finds the image of a partition of the set.
 type ImageSource interface {
-	// ImagePath returns the file holding the partition's image, or an
+	// ImagePath returns the file holding the partition's image (the
+	// partition as libavb reads it: with the slot's A/B suffix, boot_a,
+	// unless the descriptor says not to use it), or an
 	// error matching ErrNoImage (and fs.ErrNotExist) when there is none.
 	ImagePath(partition string) (string, error)
 }
@@ -291,7 +293,10 @@ const maxSlotVBMetas = 32
 // given; rollback indexes against opts.StoredRollbackIndexes when given),
 // every hash descriptor's digest checked against its image, and every
 // hashtree descriptor's data and tree checked block by block (which the
-// kernel does at run time, libavb not at all). A chained vbmeta may not
+// kernel does at run time, libavb not at all). With opts.ABSuffix the
+// partitions are those of one slot, named as libavb names them; with
+// opts.PersistentValues a descriptor without a digest is held to the
+// device's value. A chained vbmeta may not
 // chain further (libavb's rule), which bounds the walk. The error is for
 // what stops the whole check (ctx, OnTree); the verdicts are in the result.
 func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotOptions) (*SlotResult, error) {
