@@ -274,6 +274,8 @@ type SlotPartition struct {
 	// only.
 	PersistentName string
 	PersistentInit []byte
+
+	persistentRoot []byte // a hashtree descriptor's, from the device
 }
 
 // PersistentDigestPrefix is libavb's AVB_NPV_PERSISTENT_DIGEST_PREFIX: the
@@ -629,6 +631,17 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 		if len(d.RootDigest) == 0 && libavbDigestSize(d.HashAlgorithm, true) == 0 {
 			return libavbFail(malformed("hashtree descriptor %d of %s with a persistent digest: hash algorithm %q (libavb reads persistent digests of sha1, sha256 and sha512)", i, v.Partition, d.HashAlgorithm))
 		}
+		if len(d.RootDigest) == 0 && s.opts.PersistentValues != nil {
+			// libavb reads the value whether the image is there or not
+			// (and writes none when it is missing): the kernel's table
+			// takes it as the root digest.
+			root, err := s.persistentValue(p, d.PartitionName, libavbDigestSize(d.HashAlgorithm, true))
+			if err != nil {
+				p.Libavb, p.Err = p.Result, err
+				return nil
+			}
+			p.persistentRoot = root
+		}
 	}
 	// Each check is a pass over the image: a crafted vbmeta could name
 	// one partition thousands of times.
@@ -689,16 +702,8 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		img.Footer = f
 	}
 	root, o, err := img.HashtreeCheck(ht)
-	if err == nil && root == nil && s.opts.PersistentValues != nil {
-		// libavb reads the value (and writes none when it is missing):
-		// the kernel's table takes it as the root digest.
-		var perr error
-		root, perr = s.persistentValue(p, ht.PartitionName, libavbDigestSize(ht.HashAlgorithm, true))
-		if perr != nil {
-			src.Close()
-			p.Libavb, p.Err = p.Result, perr
-			return nil
-		}
+	if err == nil && root == nil && p.persistentRoot != nil {
+		root = p.persistentRoot
 		p.Note = fmt.Sprintf("persistent digest: the tree is checked against the device's value %s", p.PersistentName)
 	} else if err == nil && root == nil {
 		// A persistent digest: the device holds it; the tree is checked

@@ -180,6 +180,13 @@ var abCases = []struct {
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=OK boot_a=OK factory=ERROR_VERIFICATION vendor_boot=OK"},
 	{"pd-cust-missing", abSetOptions{}, func(t *testing.T, s *abSet) { delete(s.values, pdCust) }, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=ERROR_VERIFICATION boot_a=OK factory=OK vendor_boot=OK"},
+	{"pd-cust-missing-no-image", abSetOptions{}, func(t *testing.T, s *abSet) {
+		delete(s.values, pdCust)
+		os.Remove(filepath.Join(s.dir, "cust.img"))
+	}, "_a", "boot,vendor_boot,factory",
+		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=ERROR_VERIFICATION boot_a=OK factory=OK vendor_boot=OK"},
+	{"pd-cust-no-image", abSetOptions{}, func(t *testing.T, s *abSet) { os.Remove(filepath.Join(s.dir, "cust.img")) }, "_a", "boot,vendor_boot,factory",
+		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=ERROR_IO boot_a=OK factory=OK vendor_boot=OK"},
 	{"pd-cust-wrong", abSetOptions{}, func(t *testing.T, s *abSet) { s.values[pdCust] = flipped(s.values[pdCust]) }, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=ERROR_VERIFICATION boot_a=OK factory=OK vendor_boot=OK"},
 	{"pd-cust-short", abSetOptions{}, func(t *testing.T, s *abSet) { s.values[pdCust] = s.values[pdCust][:8] }, "_a", "boot,vendor_boot,factory",
