@@ -22,10 +22,19 @@ import (
 const slotABSetsFile = "testdata/libavb/slot_ab_sets.tsv"
 
 // abSetOptions vary the A/B set: factory's and cust's persistent digests
-// without the do-not-use-A/B flag (which libavb refuses with a suffix).
+// without the do-not-use-A/B flag (which libavb refuses with a suffix);
+// boot's partition and the chained vbmeta_system named with 30 bytes
+// (32 with the suffix, one more than libavb takes).
 type abSetOptions struct {
-	factoryAB, custAB bool
+	factoryAB, custAB   bool
+	longBoot, longChain bool
 }
+
+// Names of 30 bytes.
+var (
+	abLongBoot  = "boot" + strings.Repeat("x", 26)
+	abLongChain = "vbmeta_" + strings.Repeat("y", 23)
+)
 
 // abSet is an A/B device set, slot _a, made as record_slots.sh makes it
 // with avbtool 1.3.0 (the same arguments): boot_a (hash footer), system_a
@@ -79,7 +88,14 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 		return r
 	}
 	write("boot_a.img", abInput("a boot image\n", 1500))
-	hashFooter("boot_a.img", "boot", &avb.HashFooterOptions{Salt: salt("b0b0b0b0")})
+	bootName, chainName := "boot", "vbmeta_system"
+	if o.longBoot {
+		bootName = abLongBoot
+	}
+	if o.longChain {
+		chainName = abLongChain
+	}
+	hashFooter("boot_a.img", bootName, &avb.HashFooterOptions{Salt: salt("b0b0b0b0")})
 	write("vendor_boot.img", abInput("vendor boot\n", 1000))
 	hashFooter("vendor_boot.img", "vendor_boot", &avb.HashFooterOptions{Salt: salt("7e7e7e7e"), DoNotUseAB: true})
 	write("factory.img", abInput("factory data\n", 800))
@@ -101,7 +117,7 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 	pub := keyFile(t, "rsa2048.avbpubkey")
 	vbmeta("vbmeta_a.img", key("rsa4096"), &avb.VBMetaImageOptions{
 		IncludeDescriptorsFrom: []string{at("boot_a.img"), at("vendor_boot.img"), at("factory.img")},
-		ChainPartitions: []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: pub},
+		ChainPartitions: []avb.ChainPartition{{Name: chainName, RollbackIndexLocation: 1, PublicKey: pub},
 			{Name: "vbmeta_vendor", RollbackIndexLocation: 2, PublicKey: pub, DoNotUseAB: true}},
 		RollbackIndex: 9})
 	return set
@@ -199,6 +215,17 @@ var abCases = []struct {
 		}
 	}, "", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:vbmeta_vendor=OK system=OK cust=OK boot=OK factory=OK vendor_boot=OK"},
+	{"ab-long-boot", abSetOptions{longBoot: true}, nil, "_a", abLongBoot + ",vendor_boot,factory",
+		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=OK " + abLongBoot + "_a=ERROR_INVALID_METADATA factory=OK vendor_boot=OK"},
+	{"ab-long-boot-no-suffix", abSetOptions{longBoot: true}, func(t *testing.T, s *abSet) {
+		for _, n := range []string{"vbmeta", "vbmeta_system", "system"} {
+			rename(t, s.dir, n+"_a.img", n+".img")
+		}
+		rename(t, s.dir, "boot_a.img", abLongBoot+".img")
+	}, "", abLongBoot + ",vendor_boot,factory",
+		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:vbmeta_vendor=OK system=OK cust=OK " + abLongBoot + "=OK factory=OK vendor_boot=OK"},
+	{"ab-long-chain", abSetOptions{longChain: true}, nil, "_a", "boot,vendor_boot,factory",
+		"vbmeta:vbmeta_a=OK vbmeta:" + abLongChain + "_a=ERROR_INVALID_METADATA vbmeta:vbmeta_vendor=OK cust=OK boot_a=OK factory=OK vendor_boot=OK"},
 	{"pd-cust-ab", abSetOptions{custAB: true}, nil, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust_a=ERROR_INVALID_METADATA boot_a=OK factory=OK vendor_boot=OK"},
 }
