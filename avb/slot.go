@@ -753,8 +753,12 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		if res.Repaired && res.AfterRepair != nil {
 			rep = res.AfterRepair
 		}
+		root := "the root digest of the hashtree descriptor"
+		if p.persistentRoot != nil {
+			root = "the root digest the device holds, " + p.PersistentName
+		}
 		p.Result, p.Err = SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
-			Err: fmt.Errorf("%s: %s: the data and the tree do not match the root digest of the hashtree descriptor", path, corruptCounts(rep))}
+			Err: fmt.Errorf("%s: %s: the data and the tree do not match %s", path, corruptCounts(rep), root)}
 	}
 	return nil
 }

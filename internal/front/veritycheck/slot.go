@@ -522,7 +522,15 @@ func slotMatched(p *avb.SlotPartition) string {
 	case *avb.HashDescriptor:
 		return fmt.Sprintf("the %s digest of its %d bytes matches", d.HashAlgorithm, d.ImageSize)
 	case *avb.HashtreeDescriptor:
-		s := fmt.Sprintf("%d data blocks of %d bytes and the tree match the root digest %s", d.ImageSize/uint64(d.DataBlockSize), d.DataBlockSize, clipHex(d.RootDigest))
+		root := "the root digest " + clipHex(d.RootDigest)
+		switch {
+		case len(d.RootDigest) > 0:
+		case p.PersistentName != "":
+			root = "the root digest the device holds"
+		default:
+			root = "their own root digest"
+		}
+		s := fmt.Sprintf("%d data blocks of %d bytes and the tree match %s", d.ImageSize/uint64(d.DataBlockSize), d.DataBlockSize, root)
 		if p.Repaired {
 			s += ", once repaired"
 		}
