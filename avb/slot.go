@@ -233,7 +233,12 @@ type SlotVBMeta struct {
 	Result SlotVerifyResult
 	Err    error
 	Notes  []string
-	loaded bool
+	// NotLoadedByLibavb: libavb stopped taking the descriptors of the
+	// vbmeta holding this one's chain descriptor before it (at a
+	// hashtree descriptor whose persistent digest it refused); it is
+	// checked all the same, but is not in androidboot.vbmeta.digest.
+	NotLoadedByLibavb bool
+	loaded            bool
 }
 
 // SlotPartition is the check of one hash or hashtree descriptor against
@@ -330,7 +335,7 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 			vs = vs[:1] // libavb loads no chained vbmeta then
 		}
 		for _, v := range vs {
-			if v.loaded {
+			if v.loaded && !v.NotLoadedByLibavb {
 				h.Write(v.Image.VBMeta.Raw)
 				r.VBMetaSize += uint64(len(v.Image.VBMeta.Raw))
 			}
@@ -352,6 +357,9 @@ type slotCheck struct {
 	images  ImageSource
 	res     *SlotResult
 	perName map[string]int
+	// notLoaded: the vbmeta about to be chained to is not one libavb
+	// loads (the partition of the vbmeta where libavb stopped).
+	notLoaded string
 }
 
 // slotResultOf is the libavb result an error stands for.
@@ -392,6 +400,10 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name, full string, expecte
 	v := &SlotVBMeta{Partition: full, Path: path, Chained: chained, ExpectedKey: expected, RollbackIndexLocation: location}
 	if !chained {
 		v.Partition = "vbmeta" + s.opts.ABSuffix // until its footer says otherwise
+	}
+	if chained && s.notLoaded != "" {
+		v.NotLoadedByLibavb = true
+		v.Notes = append(v.Notes, "libavb does not load it: it stops at an earlier hashtree descriptor of "+s.notLoaded+", whose persistent digest it refuses")
 	}
 	s.res.VBMetas = append(s.res.VBMetas, v)
 	fail := func(r SlotVerifyResult, err error) error {
@@ -531,6 +543,9 @@ func readSlotVBMeta(path, name string) (*Image, error) {
 // ones (in the top-level vbmeta only) followed.
 func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 	i := 0
+	// libavbStopped: libavb returned from this vbmeta at a hashtree
+	// descriptor (its persistent digest refused); this check goes on.
+	libavbStopped := false
 	for d := range v.Image.VBMeta.Descriptors() {
 		i++
 		if err := ctx.Err(); err != nil {
@@ -552,6 +567,10 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 			if d.Flags&ChainFlagDoNotUseAB == 0 {
 				full += s.opts.ABSuffix
 			}
+			s.notLoaded = ""
+			if libavbStopped {
+				s.notLoaded = v.Partition
+			}
 			if err := s.vbmeta(ctx, "", d.PartitionName, full, d.PublicKey, d.RollbackIndexLocation); err != nil {
 				return err
 			}
@@ -562,6 +581,9 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 		case *HashtreeDescriptor:
 			if err := s.partition(ctx, v, i, d, s.suffixed(d.PartitionName, d.Flags&HashtreeFlagDoNotUseAB != 0)); err != nil {
 				return err
+			}
+			if p := s.res.Partitions[len(s.res.Partitions)-1]; p.Libavb != SlotOK {
+				libavbStopped = true
 			}
 		}
 	}

@@ -148,7 +148,37 @@ func rename(t *testing.T, dir, from, to string) {
 const (
 	pdFactory = avb.PersistentDigestPrefix + "factory"
 	pdCust    = avb.PersistentDigestPrefix + "cust"
+	pdBoot    = avb.PersistentDigestPrefix + "boot"
 )
+
+// bootTop makes the set one of a device without A/B slots and without a
+// vbmeta partition: boot, with a hashtree footer whose root digest is
+// persistent and which chains to vbmeta_system, is the top-level vbmeta
+// (libavb's fallback); its hashtree descriptor comes before the chain
+// descriptor, as avbtool puts a footer's own descriptor first.
+func bootTop(t *testing.T, s *abSet) {
+	t.Helper()
+	for _, n := range []string{"vbmeta_system", "system"} {
+		rename(t, s.dir, n+"_a.img", n+".img")
+	}
+	for _, n := range []string{"vbmeta_a.img", "boot_a.img"} {
+		if err := os.Remove(filepath.Join(s.dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boot := filepath.Join(s.dir, "boot.img")
+	if err := os.WriteFile(boot, abInput("boot image 0123\n", 2048), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := loadKey(t, "rsa4096")
+	r, err := avb.AddHashtreeFooter(context.Background(), boot, &avb.HashtreeFooterOptions{PartitionName: "boot", PartitionSize: 1 << 20,
+		Salt: []byte{0xb0, 0xb0}, UsePersistentDigest: true, DoNotUseAB: true, Algorithm: k.alg, Key: k.key,
+		ChainPartitions: []avb.ChainPartition{{Name: "vbmeta_system", RollbackIndexLocation: 1, PublicKey: keyFile(t, "rsa2048.avbpubkey")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.values[pdBoot] = r.RootDigest
+}
 
 // abCases: the A/B set, checked with suffix (libavb's ab_suffix) asking for
 // requested, the device holding the set's persistent values changed by
@@ -226,6 +256,13 @@ var abCases = []struct {
 		"vbmeta:vbmeta=OK vbmeta:vbmeta_system=OK vbmeta:vbmeta_vendor=OK system=OK cust=OK " + abLongBoot + "=OK factory=OK vendor_boot=OK"},
 	{"ab-long-chain", abSetOptions{longChain: true}, nil, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:" + abLongChain + "_a=ERROR_INVALID_METADATA vbmeta:vbmeta_vendor=OK cust=OK boot_a=OK factory=OK vendor_boot=OK"},
+	{"boot-top-persistent", abSetOptions{}, bootTop, "", "boot",
+		"vbmeta:boot=OK vbmeta:vbmeta_system=OK boot=OK system=OK"},
+	{"boot-top-persistent-missing", abSetOptions{}, func(t *testing.T, s *abSet) {
+		bootTop(t, s)
+		delete(s.values, pdBoot)
+	}, "", "boot",
+		"vbmeta:boot=OK vbmeta:vbmeta_system=OK boot=ERROR_VERIFICATION system=OK"},
 	{"pd-cust-ab", abSetOptions{custAB: true}, nil, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust_a=ERROR_INVALID_METADATA boot_a=OK factory=OK vendor_boot=OK"},
 }
@@ -262,10 +299,18 @@ func abView(r *avb.SlotResult, requested []string, locked bool) avb.SlotVerifyRe
 			worst = x
 		}
 	}
+	skipped := map[string]bool{}
 	for _, v := range r.VBMetas {
+		if v.NotLoadedByLibavb {
+			skipped[v.Partition] = true
+			continue
+		}
 		more(v.Result)
 	}
 	for _, p := range r.Partitions {
+		if skipped[p.VBMeta] {
+			continue
+		}
 		switch d := p.Descriptor.(type) {
 		case *avb.HashDescriptor:
 			if slices.Contains(requested, d.PartitionName) && !(locked && p.PersistentInit != nil) {
@@ -339,7 +384,14 @@ func TestVerifySlotABIsLibavbs(t *testing.T) {
 				t.Fatalf("the device's values %s, recorded with %s", got, values)
 			}
 			requested := strings.Split(tc.requested, ",")
-			r, err := avb.VerifySlot(ctx, filepath.Join(s.dir, "vbmeta"+tc.suffix+".img"), &avb.SlotImages{Dir: s.dir},
+			// libavb's top-level vbmeta: the vbmeta partition's, else boot's.
+			top := filepath.Join(s.dir, "vbmeta"+tc.suffix+".img")
+			if _, err := os.Stat(top); err != nil {
+				if boot := filepath.Join(s.dir, "boot"+tc.suffix+".img"); fileExists(boot) {
+					top = boot
+				}
+			}
+			r, err := avb.VerifySlot(ctx, top, &avb.SlotImages{Dir: s.dir},
 				&avb.SlotOptions{ABSuffix: tc.suffix, PersistentValues: s.values})
 			if err != nil {
 				t.Fatal(err)
@@ -380,4 +432,9 @@ func TestVerifySlotABIsLibavbs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
