@@ -234,6 +234,9 @@ type slotVBMetaJSON struct {
 	StoredRollbackIndex   *uint64  `json:"stored_rollback_index,omitempty"`
 	Flags                 uint32   `json:"flags"`
 	Notes                 []string `json:"notes,omitempty"`
+	// NotLoadedByLibavb: libavb stops before its chain descriptor (see
+	// the notes); it is not in the vbmeta digest.
+	NotLoadedByLibavb bool `json:"not_loaded_by_libavb,omitempty"`
 }
 
 type slotPartitionJSON struct {
@@ -391,7 +394,7 @@ func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition]
 		VBMetaSize: r.VBMetaSize, VBMetas: []slotVBMetaJSON{}, Partitions: []slotPartitionJSON{}}
 	for _, v := range r.VBMetas {
 		vj := slotVBMetaJSON{Partition: clip(v.Partition), Path: v.Path, Chained: v.Chained, Result: v.Result.String(), KeyChecked: v.KeyChecked,
-			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes}
+			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes, NotLoadedByLibavb: v.NotLoadedByLibavb}
 		if v.Err != nil {
 			vj.Error = v.Err.Error()
 		}
