@@ -360,7 +360,14 @@ type slotCheck struct {
 	// notLoaded: the vbmeta about to be chained to is not one libavb
 	// loads (the partition of the vbmeta where libavb stopped).
 	notLoaded string
+	// substs counts the top-level vbmeta's persistent root digests,
+	// each a kernel command-line substitution for libavb.
+	substs int
 }
+
+// maxCmdlineSubsts is libavb's AVB_MAX_NUM_CMDLINE_SUBST: the persistent
+// root digests of the top-level vbmeta it takes.
+const maxCmdlineSubsts = 10
 
 // slotResultOf is the libavb result an error stands for.
 func slotResultOf(err error) SlotVerifyResult {
@@ -663,6 +670,12 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 				return nil
 			}
 			p.persistentRoot = root
+			if !v.Chained {
+				// Its $(AVB_NAME_ROOT_DIGEST), for the kernel command line.
+				if s.substs++; s.substs > maxCmdlineSubsts {
+					return libavbFail(malformed("hashtree descriptor %d of %s: more than %d persistent root digests in the top-level vbmeta, which libavb refuses (each is a kernel command-line substitution)", i, v.Partition, maxCmdlineSubsts))
+				}
+			}
 		}
 	}
 	// Each check is a pass over the image: a crafted vbmeta could name

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,9 @@ const slotABSetsFile = "testdata/libavb/slot_ab_sets.tsv"
 type abSetOptions struct {
 	factoryAB, custAB   bool
 	longBoot, longChain bool
+	// trees more hashtree partitions with persistent root digests
+	// (--do_not_use_ab), t00, t01..., in vbmeta_a.
+	trees int
 }
 
 // Names of 30 bytes.
@@ -106,6 +110,14 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 	write("cust.img", abInput("customizations\n", 4096))
 	rt := hashtreeFooter("cust.img", "cust", &avb.HashtreeFooterOptions{PartitionSize: 512 << 10, Salt: salt("c0c0"), UsePersistentDigest: true, DoNotUseAB: !o.custAB})
 	set.values[avb.PersistentDigestPrefix+"cust"] = rt.RootDigest
+	var trees []string
+	for i := range o.trees {
+		name := fmt.Sprintf("t%02d", i)
+		write(name+".img", abInput(fmt.Sprintf("tree %02d data...\n", i), 256))
+		rt := hashtreeFooter(name+".img", name, &avb.HashtreeFooterOptions{Salt: salt("7070"), UsePersistentDigest: true, DoNotUseAB: true})
+		set.values[avb.PersistentDigestPrefix+name] = rt.RootDigest
+		trees = append(trees, at(name+".img"))
+	}
 	vbmeta := func(name string, k *avbKey, o *avb.VBMetaImageOptions) {
 		o.Algorithm, o.Key, o.PaddingSize = k.alg, k.key, 4096
 		if err := avb.MakeVBMetaImage(ctx, at(name), o); err != nil {
@@ -116,7 +128,7 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 	vbmeta("vbmeta_vendor.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{at("cust.img")}, RollbackIndex: 2, RollbackIndexLocation: 2})
 	pub := keyFile(t, "rsa2048.avbpubkey")
 	vbmeta("vbmeta_a.img", key("rsa4096"), &avb.VBMetaImageOptions{
-		IncludeDescriptorsFrom: []string{at("boot_a.img"), at("vendor_boot.img"), at("factory.img")},
+		IncludeDescriptorsFrom: append([]string{at("boot_a.img"), at("vendor_boot.img"), at("factory.img")}, trees...),
 		ChainPartitions: []avb.ChainPartition{{Name: chainName, RollbackIndexLocation: 1, PublicKey: pub},
 			{Name: "vbmeta_vendor", RollbackIndexLocation: 2, PublicKey: pub, DoNotUseAB: true}},
 		RollbackIndex: 9})
@@ -263,6 +275,8 @@ var abCases = []struct {
 		delete(s.values, pdBoot)
 	}, "", "boot",
 		"vbmeta:boot=OK vbmeta:vbmeta_system=OK boot=ERROR_VERIFICATION system=OK"},
+	{"pd-10-top-trees", abSetOptions{trees: 10}, nil, "_a", "boot,vendor_boot,factory", "vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=OK boot_a=OK factory=OK vendor_boot=OK" + abTrees(10)},
+	{"pd-11-top-trees", abSetOptions{trees: 11}, nil, "_a", "boot,vendor_boot,factory", "vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust=OK boot_a=OK factory=OK vendor_boot=OK" + abTrees(10) + " t10=ERROR_INVALID_METADATA"},
 	{"pd-cust-ab", abSetOptions{custAB: true}, nil, "_a", "boot,vendor_boot,factory",
 		"vbmeta:vbmeta_a=OK vbmeta:vbmeta_system_a=OK vbmeta:vbmeta_vendor=OK system_a=OK cust_a=ERROR_INVALID_METADATA boot_a=OK factory=OK vendor_boot=OK"},
 }
@@ -437,4 +451,13 @@ func TestVerifySlotABIsLibavbs(t *testing.T) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// abTrees is the verdicts of abSet's t00... partitions: " t00=OK ...".
+func abTrees(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, " t%02d=OK", i)
+	}
+	return b.String()
 }

@@ -41,7 +41,8 @@ gcc -O1 -std=gnu99 -DAVB_COMPILATION -I"$l" -I"$l/sha" -o "$work/slot_harness" "
 	"$l"/sha/sha256_impl.c "$l"/sha/sha512_impl.c
 
 mkdir "$work/sets"
-(cd "$root" && VERITYTREE_RECORD_SLOT_SETS="$work/sets" go test ./avb -run '^TestVerifySlot(AB)?IsLibavbs$' -count=1 >/dev/null)
+(cd "$root" && VERITYTREE_RECORD_SLOT_SETS="$work/sets" go test ./avb -run '^TestVerifySlot(AB)?IsLibavbs$' -count=1 >"$work/go-test.log") ||
+	{ cat "$work/go-test.log"; exit 1; }
 
 # abSet's intact set, made by avbtool 1.3.0 with the same inputs and
 # arguments: it must be the same, file by file.
