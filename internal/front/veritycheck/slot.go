@@ -183,7 +183,8 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		if so.PersistentValues == nil {
 			so.PersistentValues = map[string][]byte{}
 		}
-		key := avb.PersistentDigestPrefix + name
+		// The value's own name (avb.persistent_digest.NAME) is taken too.
+		key := avb.PersistentDigestPrefix + strings.TrimPrefix(name, avb.PersistentDigestPrefix)
 		if _, dup := so.PersistentValues[key]; dup {
 			return "", nil, nil, cli.Errorf("keep one of them", "--persistent-digest gives partition %q twice", name)
 		}

@@ -168,6 +168,11 @@ func TestSlotPersistentDigest(t *testing.T) {
 	if r.code != 1 || p.Result != "ERROR_VERIFICATION" || p.PersistentInit != "" || !strings.Contains(p.Error, digest) {
 		t.Errorf("%+v\n%v", p, r)
 	}
+	// The value's own name is taken too.
+	r = vcRun("--json", "--avb-slot", "--ab-suffix=_a", "--persistent-digest", avb.PersistentDigestPrefix+"factory="+digest, top)
+	if p := slotABPartitions(t, r)["factory"]; r.code != 0 || p.Result != "OK" {
+		t.Errorf("%+v\n%v", p, r)
+	}
 	// A value of another size than the digest's.
 	r, p = run(digest[:32])
 	if r.code != 2 || p.Result != "ERROR_INVALID_METADATA" {
