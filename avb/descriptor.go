@@ -40,6 +40,9 @@ const (
 	CmdlineFlagUseOnlyIfHashtreeDisabled    = 1 << 1
 )
 
+// Hash descriptor flags (AvbHashDescriptorFlags).
+const HashFlagDoNotUseAB = 1 << 0
+
 // Chain partition descriptor flags.
 const ChainFlagDoNotUseAB = 1 << 0
 

@@ -96,7 +96,9 @@ func (noImage) Is(target error) bool { return target == fs.ErrNotExist }
 
 // ImageSource finds the image of a partition of the set.
 type ImageSource interface {
-	// ImagePath returns the file holding the partition's image, or an
+	// ImagePath returns the file holding the partition's image (the
+	// partition as libavb reads it: with the slot's A/B suffix, boot_a,
+	// unless the descriptor says not to use it), or an
 	// error matching ErrNoImage (and fs.ErrNotExist) when there is none.
 	ImagePath(partition string) (string, error)
 }
@@ -146,6 +148,18 @@ type SlotOptions struct {
 	// location: a vbmeta whose index is below its location's is
 	// ERROR_ROLLBACK_INDEX. Locations not in it are not enforced.
 	StoredRollbackIndexes map[uint32]uint64
+	// ABSuffix is the slot's suffix ("_a"), which libavb appends to the
+	// partitions it reads (vbmeta_a, boot_a, a chained vbmeta_system_a)
+	// unless the chain, hash or hashtree descriptor's do-not-use-A/B flag
+	// is set; "" for a device without A/B slots.
+	ABSuffix string
+	// PersistentValues are the device's named persistent values
+	// (PersistentDigestPrefix+PARTITION holds the digest of a hash or
+	// hashtree descriptor that stores none: avbtool
+	// --use_persistent_digest). Nil: they are not known, and a persistent
+	// digest is shown, not decided. Not nil: they are all the device
+	// holds (an empty value is none), and libavb's rules decide.
+	PersistentValues map[string][]byte
 	// AllowMissing: a partition whose image the set lacks is reported and
 	// not held against the slot (else it is ERROR_IO, as libavb's read of
 	// a partition that is not there).
@@ -188,6 +202,8 @@ type SlotResult struct {
 	VBMetaDigest  []byte
 	VBMetaHashAlg string
 	VBMetaSize    uint64
+	// ABSuffix is the suffix the slot's partitions were read with.
+	ABSuffix string
 }
 
 // SlotVBMeta is one vbmeta of the slot.
@@ -217,7 +233,12 @@ type SlotVBMeta struct {
 	Result SlotVerifyResult
 	Err    error
 	Notes  []string
-	loaded bool
+	// NotLoadedByLibavb: libavb stopped taking the descriptors of the
+	// vbmeta holding this one's chain descriptor before it (at a
+	// hashtree descriptor whose persistent digest it refused); it is
+	// checked all the same, but is not in androidboot.vbmeta.digest.
+	NotLoadedByLibavb bool
+	loaded            bool
 }
 
 // SlotPartition is the check of one hash or hashtree descriptor against
@@ -229,7 +250,9 @@ type SlotPartition struct {
 	Partition, Path string
 	VBMeta          string
 	Index           int
-	// Descriptor is a *HashDescriptor or a *HashtreeDescriptor.
+	// Descriptor is a *HashDescriptor or a *HashtreeDescriptor. With an
+	// A/B suffix, Partition is its partition name and the suffix (unless
+	// its do-not-use-A/B flag is set).
 	Descriptor Descriptor
 	// Checked: the image was there and was checked (Missing otherwise, or
 	// the descriptor itself is refused: see Err).
@@ -243,7 +266,26 @@ type SlotPartition struct {
 	// whether the FEC can rebuild it all (Repairable) or did (Repaired).
 	Tree                 *merkle.VerifyReport
 	Repairable, Repaired bool
+	// Libavb is libavb's own verdict on the descriptor, the partition
+	// requested: Result for a hash descriptor; for a hashtree one, what
+	// libavb checks of it (a persistent root digest's name, algorithm,
+	// suffix and value), not the tree, which the kernel checks.
+	Libavb SlotVerifyResult
+	// PersistentName is the persistent value a descriptor without a
+	// digest is held to, when SlotOptions.PersistentValues is given.
+	// PersistentInit: the device holds no such value, and a locked
+	// device writes this, the image's digest, there and boots (an
+	// unlocked one refuses the partition: Result); a hash descriptor's
+	// only.
+	PersistentName string
+	PersistentInit []byte
+
+	persistentRoot []byte // a hashtree descriptor's, from the device
 }
+
+// PersistentDigestPrefix is libavb's AVB_NPV_PERSISTENT_DIGEST_PREFIX: the
+// persistent value holding a partition's digest is this and its name.
+const PersistentDigestPrefix = "avb.persistent_digest."
 
 // maxSlotVBMetas is libavb's MAX_NUMBER_OF_VBMETA_IMAGES.
 const maxSlotVBMetas = 32
@@ -258,15 +300,18 @@ const maxSlotVBMetas = 32
 // given; rollback indexes against opts.StoredRollbackIndexes when given),
 // every hash descriptor's digest checked against its image, and every
 // hashtree descriptor's data and tree checked block by block (which the
-// kernel does at run time, libavb not at all). A chained vbmeta may not
+// kernel does at run time, libavb not at all). With opts.ABSuffix the
+// partitions are those of one slot, named as libavb names them; with
+// opts.PersistentValues a descriptor without a digest is held to the
+// device's value. A chained vbmeta may not
 // chain further (libavb's rule), which bounds the walk. The error is for
 // what stops the whole check (ctx, OnTree); the verdicts are in the result.
 func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotOptions) (*SlotResult, error) {
 	if opts == nil {
 		opts = &SlotOptions{}
 	}
-	s := &slotCheck{opts: opts, images: images, res: &SlotResult{}, perName: map[string]int{}}
-	if err := s.vbmeta(ctx, top, "", nil, 0); err != nil {
+	s := &slotCheck{opts: opts, images: images, res: &SlotResult{ABSuffix: opts.ABSuffix}, perName: map[string]int{}}
+	if err := s.vbmeta(ctx, top, "", "", nil, 0); err != nil {
 		return nil, err
 	}
 	r := s.res
@@ -290,7 +335,7 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 			vs = vs[:1] // libavb loads no chained vbmeta then
 		}
 		for _, v := range vs {
-			if v.loaded {
+			if v.loaded && !v.NotLoadedByLibavb {
 				h.Write(v.Image.VBMeta.Raw)
 				r.VBMetaSize += uint64(len(v.Image.VBMeta.Raw))
 			}
@@ -312,7 +357,17 @@ type slotCheck struct {
 	images  ImageSource
 	res     *SlotResult
 	perName map[string]int
+	// notLoaded: the vbmeta about to be chained to is not one libavb
+	// loads (the partition of the vbmeta where libavb stopped).
+	notLoaded string
+	// substs counts the top-level vbmeta's persistent root digests,
+	// each a kernel command-line substitution for libavb.
+	substs int
 }
+
+// maxCmdlineSubsts is libavb's AVB_MAX_NUM_CMDLINE_SUBST: the persistent
+// root digests of the top-level vbmeta it takes.
+const maxCmdlineSubsts = 10
 
 // slotResultOf is the libavb result an error stands for.
 func slotResultOf(err error) SlotVerifyResult {
@@ -341,14 +396,21 @@ func slotResultOf(err error) SlotVerifyResult {
 // vbmeta loads and checks a vbmeta as libavb's load_and_verify_vbmeta:
 // the top-level one (name "", expected nil) from path, a chained one from
 // its partition's image with the chain descriptor's key and location.
-func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []byte, location uint32) error {
+//
+// name is the chain descriptor's partition, full the partition read (name
+// and the A/B suffix, unless the descriptor says not to).
+func (s *slotCheck) vbmeta(ctx context.Context, path, name, full string, expected []byte, location uint32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	chained := expected != nil
-	v := &SlotVBMeta{Partition: name, Path: path, Chained: chained, ExpectedKey: expected, RollbackIndexLocation: location}
+	v := &SlotVBMeta{Partition: full, Path: path, Chained: chained, ExpectedKey: expected, RollbackIndexLocation: location}
 	if !chained {
-		v.Partition = "vbmeta" // until its footer says otherwise
+		v.Partition = "vbmeta" + s.opts.ABSuffix // until its footer says otherwise
+	}
+	if chained && s.notLoaded != "" {
+		v.NotLoadedByLibavb = true
+		v.Notes = append(v.Notes, "libavb does not load it: it stops at an earlier hashtree descriptor of "+s.notLoaded+", whose persistent digest it refuses")
 	}
 	s.res.VBMetas = append(s.res.VBMetas, v)
 	fail := func(r SlotVerifyResult, err error) error {
@@ -359,8 +421,11 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 	if len(s.res.VBMetas) > maxSlotVBMetas {
 		return fail(SlotErrorOOM, inputErr("", "more than %d vbmetas in the slot: libavb loads at most %d", maxSlotVBMetas-1, maxSlotVBMetas))
 	}
+	if chained && len(full) >= libavbPartNameMax {
+		return fail(SlotErrorInvalidMetadata, malformed("chain partition descriptor: partition %q of %d bytes, libavb takes at most %d (with the A/B suffix)", full, len(full), libavbPartNameMax-1))
+	}
 	if chained {
-		p, err := s.images.ImagePath(name)
+		p, err := s.images.ImagePath(full)
 		if err != nil {
 			return fail(slotResultOf(err), err)
 		}
@@ -374,11 +439,11 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name string, expected []by
 	if !chained {
 		// libavb's top-level vbmeta is the vbmeta partition's, or boot's
 		// (with its footer) on a device without one.
-		v.Partition = "vbmeta"
+		v.Partition = "vbmeta" + s.opts.ABSuffix
 		if img.Footer != nil {
-			v.Partition = "boot"
+			v.Partition = "boot" + s.opts.ABSuffix
 			if n := img.VBMeta.Partition().Name; n != "" {
-				v.Partition = n
+				v.Partition = n + s.opts.ABSuffix
 			}
 		}
 	}
@@ -485,6 +550,9 @@ func readSlotVBMeta(path, name string) (*Image, error) {
 // ones (in the top-level vbmeta only) followed.
 func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 	i := 0
+	// libavbStopped: libavb returned from this vbmeta at a hashtree
+	// descriptor (its persistent digest refused); this check goes on.
+	libavbStopped := false
 	for d := range v.Image.VBMeta.Descriptors() {
 		i++
 		if err := ctx.Err(); err != nil {
@@ -502,20 +570,40 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 				s.decided(v)
 				return nil
 			}
-			if err := s.vbmeta(ctx, "", d.PartitionName, d.PublicKey, d.RollbackIndexLocation); err != nil {
+			full := d.PartitionName
+			if d.Flags&ChainFlagDoNotUseAB == 0 {
+				full += s.opts.ABSuffix
+			}
+			s.notLoaded = ""
+			if libavbStopped {
+				s.notLoaded = v.Partition
+			}
+			if err := s.vbmeta(ctx, "", d.PartitionName, full, d.PublicKey, d.RollbackIndexLocation); err != nil {
 				return err
 			}
 		case *HashDescriptor:
-			if err := s.partition(ctx, v, i, d, d.PartitionName); err != nil {
+			if err := s.partition(ctx, v, i, d, s.suffixed(d.PartitionName, d.Flags&HashFlagDoNotUseAB != 0)); err != nil {
 				return err
 			}
 		case *HashtreeDescriptor:
-			if err := s.partition(ctx, v, i, d, d.PartitionName); err != nil {
+			if err := s.partition(ctx, v, i, d, s.suffixed(d.PartitionName, d.Flags&HashtreeFlagDoNotUseAB != 0)); err != nil {
 				return err
+			}
+			if p := s.res.Partitions[len(s.res.Partitions)-1]; p.Libavb != SlotOK {
+				libavbStopped = true
 			}
 		}
 	}
 	return nil
+}
+
+// suffixed is the partition libavb reads for a descriptor's: its name and
+// the A/B suffix, unless the descriptor's do-not-use-A/B flag is set.
+func (s *slotCheck) suffixed(name string, doNotUseAB bool) string {
+	if doNotUseAB {
+		return name
+	}
+	return name + s.opts.ABSuffix
 }
 
 // partition checks a hash or hashtree descriptor against its image.
@@ -524,6 +612,9 @@ func (s *slotCheck) partition(ctx context.Context, v *SlotVBMeta, i int, d Descr
 	s.res.Partitions = append(s.res.Partitions, p)
 	if err := s.checkPartition(ctx, p, v, i, d, name); err != nil {
 		return err
+	}
+	if _, ok := d.(*HashDescriptor); ok {
+		p.Libavb = p.Result
 	}
 	if v.VerifyResult != VBMetaOK && p.Note == "" {
 		// libavb unlocked checks it too; what it matches vouches for
@@ -541,18 +632,50 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 		p.Result, p.Err = r, err
 		return nil
 	}
-	// libavb's checks of the descriptor itself.
+	// libavb's checks of the descriptor itself, in its order.
+	suffix := s.opts.ABSuffix
 	switch d := d.(type) {
 	case *HashDescriptor:
 		if err := libavbHash(d); err != nil {
 			return fail(SlotErrorInvalidMetadata, malformed("hash descriptor %d of %s: %v", i, v.Partition, err))
 		}
+		if d.Flags&HashFlagDoNotUseAB == 0 && len(d.Digest) == 0 && suffix != "" {
+			// The value is the device's, not a slot's.
+			return fail(SlotErrorInvalidMetadata, malformed("hash descriptor %d of %s: a persistent digest without the do-not-use-A/B flag, which libavb refuses with the A/B suffix %q (avbtool --do_not_use_ab sets it)", i, v.Partition, suffix))
+		}
+		if len(name) >= libavbPartNameMax {
+			return fail(SlotErrorInvalidMetadata, malformed("hash descriptor %d of %s: partition %q of %d bytes with the A/B suffix, libavb takes at most %d", i, v.Partition, name, len(name), libavbPartNameMax-1))
+		}
 	case *HashtreeDescriptor:
+		libavbFail := func(err error) error {
+			p.Libavb = SlotErrorInvalidMetadata
+			return fail(SlotErrorInvalidMetadata, err)
+		}
+		if len(d.RootDigest) == 0 && d.Flags&HashtreeFlagDoNotUseAB == 0 && suffix != "" {
+			return libavbFail(malformed("hashtree descriptor %d of %s: a persistent root digest without the do-not-use-A/B flag, which libavb refuses with the A/B suffix %q (avbtool --do_not_use_ab sets it)", i, v.Partition, suffix))
+		}
 		if len(d.RootDigest) == 0 && len(d.PartitionName) >= libavbPartNameMax {
-			return fail(SlotErrorInvalidMetadata, malformed("hashtree descriptor %d of %s with a persistent digest: partition name of %d bytes, libavb takes at most %d", i, v.Partition, len(d.PartitionName), libavbPartNameMax-1))
+			return libavbFail(malformed("hashtree descriptor %d of %s with a persistent digest: partition name of %d bytes, libavb takes at most %d", i, v.Partition, len(d.PartitionName), libavbPartNameMax-1))
 		}
 		if len(d.RootDigest) == 0 && libavbDigestSize(d.HashAlgorithm, true) == 0 {
-			return fail(SlotErrorInvalidMetadata, malformed("hashtree descriptor %d of %s with a persistent digest: hash algorithm %q (libavb reads persistent digests of sha1, sha256 and sha512)", i, v.Partition, d.HashAlgorithm))
+			return libavbFail(malformed("hashtree descriptor %d of %s with a persistent digest: hash algorithm %q (libavb reads persistent digests of sha1, sha256 and sha512)", i, v.Partition, d.HashAlgorithm))
+		}
+		if len(d.RootDigest) == 0 && s.opts.PersistentValues != nil {
+			// libavb reads the value whether the image is there or not
+			// (and writes none when it is missing): the kernel's table
+			// takes it as the root digest.
+			root, err := s.persistentValue(p, d.PartitionName, libavbDigestSize(d.HashAlgorithm, true))
+			if err != nil {
+				p.Libavb, p.Err = p.Result, err
+				return nil
+			}
+			p.persistentRoot = root
+			if !v.Chained {
+				// Its $(AVB_NAME_ROOT_DIGEST), for the kernel command line.
+				if s.substs++; s.substs > maxCmdlineSubsts {
+					return libavbFail(malformed("hashtree descriptor %d of %s: more than %d persistent root digests in the top-level vbmeta, which libavb refuses (each is a kernel command-line substitution)", i, v.Partition, maxCmdlineSubsts))
+				}
+			}
 		}
 	}
 	// Each check is a pass over the image: a crafted vbmeta could name
@@ -578,6 +701,9 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 			p.Checked = true
 			return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
 				Err: fmt.Errorf("%s: the image is %d bytes, shorter than the %d bytes its hash descriptor covers", path, size, d.ImageSize)})
+		}
+		if len(d.Digest) == 0 && s.opts.PersistentValues != nil {
+			return s.persistentHash(ctx, p, path, d)
 		}
 		c, err := checkHash(ctx, path, d)
 		switch {
@@ -611,7 +737,10 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		img.Footer = f
 	}
 	root, o, err := img.HashtreeCheck(ht)
-	if err == nil && root == nil {
+	if err == nil && root == nil && p.persistentRoot != nil {
+		root = p.persistentRoot
+		p.Note = fmt.Sprintf("persistent digest: the tree is checked against the device's value %s", p.PersistentName)
+	} else if err == nil && root == nil {
 		// A persistent digest: the device holds it; the tree is checked
 		// against its own root.
 		root, err = ownRoot(ctx, src, o)
@@ -659,8 +788,59 @@ func (s *slotCheck) tree(ctx context.Context, p *SlotPartition, path string, ht 
 		if res.Repaired && res.AfterRepair != nil {
 			rep = res.AfterRepair
 		}
+		root := "the root digest of the hashtree descriptor"
+		if p.persistentRoot != nil {
+			root = "the root digest the device holds, " + p.PersistentName
+		}
 		p.Result, p.Err = SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
-			Err: fmt.Errorf("%s: %s: the data and the tree do not match the root digest of the hashtree descriptor", path, corruptCounts(rep))}
+			Err: fmt.Errorf("%s: %s: the data and the tree do not match %s", path, corruptCounts(rep), root)}
+	}
+	return nil
+}
+
+// persistentValue is the device's persistent digest of a partition as
+// libavb's read_persistent_digest takes it: missing (none, or empty) is
+// ERROR_VERIFICATION, another size than the digest's INVALID_METADATA. It
+// sets p's PersistentName, and p's Result when the value is refused.
+func (s *slotCheck) persistentValue(p *SlotPartition, partition string, size int) ([]byte, error) {
+	p.PersistentName = PersistentDigestPrefix + partition
+	v := s.opts.PersistentValues[p.PersistentName]
+	switch {
+	case len(v) == 0:
+		p.Result = SlotErrorVerification
+		return nil, &verity.Error{Kind: verity.KindCorrupt, Err: fmt.Errorf("the device holds no persistent value %s, which the descriptor's digest is", p.PersistentName)}
+	case len(v) != size:
+		p.Result = SlotErrorInvalidMetadata
+		return nil, malformed("the persistent value %s is %d bytes, not the %d of a digest", p.PersistentName, len(v), size)
+	}
+	return v, nil
+}
+
+// persistentHash checks a hash descriptor without a digest against the
+// device's persistent value, as libavb's load_and_verify_hash_partition.
+func (s *slotCheck) persistentHash(ctx context.Context, p *SlotPartition, path string, d *HashDescriptor) error {
+	got, err := hashDigest(ctx, path, d)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		p.Result, p.Err = slotResultOf(err), err
+		return nil
+	}
+	p.Checked = true
+	want, err := s.persistentValue(p, p.Partition, len(got))
+	switch {
+	case err != nil && p.Result == SlotErrorVerification:
+		// libavb initializes a missing value from the image when locked.
+		p.PersistentInit = got
+		p.Err = &verity.Error{Kind: verity.KindCorrupt, Path: path, Err: fmt.Errorf("%s: the device holds no persistent value %s: an unlocked device refuses the partition; a locked one writes the image's %s digest %x there and boots", path, p.PersistentName, d.HashAlgorithm, got)}
+	case err != nil:
+		p.Err = err
+	case !bytes.Equal(got, want):
+		p.Result, p.Err = SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
+			Err: fmt.Errorf("%s: its %s digest is %x, the device's persistent value %s holds %x", path, d.HashAlgorithm, got, p.PersistentName, want)}
+	default:
+		p.Note = fmt.Sprintf("persistent digest: matches the device's value %s", p.PersistentName)
 	}
 	return nil
 }

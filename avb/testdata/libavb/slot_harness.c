@@ -3,18 +3,22 @@
  * libavb's avb_slot_verify on a whole device set (record_slots.sh builds it
  * against AOSP's libavb; libavb itself is not kept here).
  *
- *   slot_harness KEY DIR REQUESTED [LOCATION=INDEX ...]
+ *   slot_harness KEY DIR REQUESTED [SUFFIX] [LOCATION=INDEX ...] [NAME:HEX ...]
  *
  * The top-level vbmeta is DIR/vbmeta.img (libavb reads the "vbmeta"
  * partition from its start); a partition whose file is missing does not
  * exist. KEY is the AVB public key blob the device trusts for the top-level
  * vbmeta, or "-" to trust the embedded one. REQUESTED is a comma-separated
  * list of the partitions the bootloader loads (their hash descriptors are
- * checked). Stored rollback indexes are 0 but for the locations given.
- * There are no persistent values. Prints avb_slot_verify's result with the
- * device locked, then unlocked (ALLOW_VERIFICATION_ERROR), then the
- * sha256 androidboot.vbmeta.digest of the unlocked run's data ("-" when
- * there is none).
+ * checked). SUFFIX is the A/B suffix (an argument starting with "_", or
+ * "-" for none: the default). Stored rollback indexes are 0 but for the
+ * locations given. The device's persistent values are the NAME:HEX
+ * arguments (avb.persistent_digest.boot:00ff...), none but those; each run
+ * starts from them. Prints avb_slot_verify's result with the device
+ * locked, then unlocked (ALLOW_VERIFICATION_ERROR), then the sha256
+ * androidboot.vbmeta.digest of the unlocked run's data ("-" when there is
+ * none), then the persistent values the locked run wrote, NAME=HEX joined
+ * by commas ("-" for none).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,47 @@ static uint8_t* trusted_key;
 static size_t trusted_key_len;
 static int unlocked;
 static uint64_t stored[AVB_MAX_NUMBER_OF_ROLLBACK_INDEX_LOCATIONS];
+
+/* Persistent values: the given ones, and what a run wrote. */
+#define MAX_VALUES 16
+struct value {
+  char name[64];
+  uint8_t data[64];
+  size_t len;
+};
+static struct value given[MAX_VALUES], values[MAX_VALUES], written[MAX_VALUES];
+static size_t num_given, num_values, num_written;
+
+static struct value* find_value(struct value* vs, size_t n, const char* name) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (strcmp(vs[i].name, name) == 0) return &vs[i];
+  return NULL;
+}
+
+static AvbIOResult read_persistent_value(AvbOps* ops, const char* name, size_t buffer_size, uint8_t* out_buffer,
+                                         size_t* out_num_bytes_read) {
+  struct value* v = find_value(values, num_values, name);
+  if (v == NULL || v->len == 0) return AVB_IO_RESULT_ERROR_NO_SUCH_VALUE;
+  *out_num_bytes_read = v->len;
+  if (buffer_size < v->len) return AVB_IO_RESULT_ERROR_INSUFFICIENT_SPACE;
+  memcpy(out_buffer, v->data, v->len);
+  return AVB_IO_RESULT_OK;
+}
+
+static AvbIOResult write_persistent_value(AvbOps* ops, const char* name, size_t value_size, const uint8_t* value) {
+  struct value* v = find_value(values, num_values, name);
+  if (value_size > sizeof v->data || strlen(name) >= sizeof v->name) return AVB_IO_RESULT_ERROR_INVALID_VALUE_SIZE;
+  if (v == NULL) {
+    if (num_values == MAX_VALUES) return AVB_IO_RESULT_ERROR_IO;
+    v = &values[num_values++];
+    strcpy(v->name, name);
+  }
+  memcpy(v->data, value, value_size);
+  v->len = value_size;
+  if (num_written < MAX_VALUES) written[num_written++] = *v;
+  return AVB_IO_RESULT_OK;
+}
 
 static FILE* open_partition(const char* partition) {
   char path[4096];
@@ -99,8 +144,26 @@ static uint8_t* read_file(const char* path, size_t* len) {
   return b;
 }
 
+static int parse_value(const char* arg, struct value* v) {
+  const char* colon = strchr(arg, ':');
+  size_t i, hex;
+  if (colon == NULL || (size_t)(colon - arg) >= sizeof v->name) return 0;
+  memcpy(v->name, arg, colon - arg);
+  v->name[colon - arg] = '\0';
+  hex = strlen(colon + 1);
+  if (hex % 2 != 0 || hex / 2 > sizeof v->data) return 0;
+  for (i = 0; i < hex / 2; i++) {
+    unsigned b;
+    if (sscanf(colon + 1 + 2 * i, "%2x", &b) != 1) return 0;
+    v->data[i] = (uint8_t)b;
+  }
+  v->len = hex / 2;
+  return 1;
+}
+
 int main(int argc, char** argv) {
   AvbOps ops;
+  const char* suffix = "";
   const char* requested[16];
   char* list;
   size_t n = 0;
@@ -108,7 +171,7 @@ int main(int argc, char** argv) {
   AvbSlotVerifyData* data = NULL;
   AvbSlotVerifyResult locked, open;
   if (argc < 4) {
-    fprintf(stderr, "usage: slot_harness KEY DIR REQUESTED [LOCATION=INDEX ...]\n");
+    fprintf(stderr, "usage: slot_harness KEY DIR REQUESTED [SUFFIX] [LOCATION=INDEX ...] [NAME:HEX ...]\n");
     return 2;
   }
   if (strcmp(argv[1], "-") != 0 && (trusted_key = read_file(argv[1], &trusted_key_len)) == NULL) {
@@ -121,6 +184,15 @@ int main(int argc, char** argv) {
   for (i = 4; i < argc; i++) {
     unsigned loc;
     unsigned long long index;
+    if (strcmp(argv[i], "-") == 0) continue;
+    if (argv[i][0] == '_') {
+      suffix = argv[i];
+      continue;
+    }
+    if (strchr(argv[i], ':') != NULL) {
+      if (num_given == MAX_VALUES || !parse_value(argv[i], &given[num_given++])) return 2;
+      continue;
+    }
     if (sscanf(argv[i], "%u=%llu", &loc, &index) != 2 || loc >= AVB_MAX_NUMBER_OF_ROLLBACK_INDEX_LOCATIONS) return 2;
     stored[loc] = index;
   }
@@ -131,21 +203,42 @@ int main(int argc, char** argv) {
   ops.read_rollback_index = read_rollback_index;
   ops.read_is_device_unlocked = read_is_device_unlocked;
   ops.get_unique_guid_for_partition = get_unique_guid_for_partition;
-  locked = avb_slot_verify(&ops, requested, "", AVB_SLOT_VERIFY_FLAGS_NONE, AVB_HASHTREE_ERROR_MODE_RESTART, &data);
+  ops.read_persistent_value = read_persistent_value;
+  ops.write_persistent_value = write_persistent_value;
+  memcpy(values, given, sizeof values);
+  num_values = num_given;
+  locked = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_NONE, AVB_HASHTREE_ERROR_MODE_RESTART, &data);
   if (data != NULL) avb_slot_verify_data_free(data);
   data = NULL;
   unlocked = 1;
-  open = avb_slot_verify(&ops, requested, "", AVB_SLOT_VERIFY_FLAGS_ALLOW_VERIFICATION_ERROR,
-                         AVB_HASHTREE_ERROR_MODE_RESTART, &data);
+  memcpy(values, given, sizeof values);
+  num_values = num_given;
+  {
+    /* What the unlocked run writes is not reported: it writes nothing. */
+    size_t locked_written = num_written;
+    open = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_ALLOW_VERIFICATION_ERROR,
+                           AVB_HASHTREE_ERROR_MODE_RESTART, &data);
+    if (num_written != locked_written) {
+      fprintf(stderr, "slot_harness: the unlocked run wrote a persistent value\n");
+      return 3;
+    }
+  }
   printf("%s %s ", avb_slot_verify_result_to_string(locked), avb_slot_verify_result_to_string(open));
   if (data == NULL) {
-    printf("-\n");
+    printf("-");
   } else {
     uint8_t digest[AVB_SHA256_DIGEST_SIZE];
     avb_slot_verify_data_calculate_vbmeta_digest(data, AVB_DIGEST_TYPE_SHA256, digest);
     for (i = 0; i < AVB_SHA256_DIGEST_SIZE; i++) printf("%02x", digest[i]);
-    printf("\n");
     avb_slot_verify_data_free(data);
   }
+  printf(" ");
+  if (num_written == 0) printf("-");
+  for (n = 0; n < num_written; n++) {
+    size_t j;
+    printf("%s%s=", n > 0 ? "," : "", written[n].name);
+    for (j = 0; j < written[n].len; j++) printf("%02x", written[n].data[j]);
+  }
+  printf("\n");
   return 0;
 }

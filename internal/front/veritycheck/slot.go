@@ -42,9 +42,31 @@ ERROR_ROLLBACK_INDEX, ERROR_INVALID_METADATA, ERROR_IO, ...), and the
 report gives androidboot.vbmeta.digest. A partition whose image is not
 there is ERROR_IO, as libavb's read of it would be; --allow-missing
 reports it without failing. 'veritycheck vbmeta.img' alone is this check
-of the set beside it. Exit 0 when everything verifies; 1 for what a
-locked device refuses (a signature, key, rollback index, digest or tree);
-2 for what no device boots (malformed metadata, a missing image).
+of the set beside it.
+
+--ab-suffix SUFFIX checks one slot of an A/B device (libavb's ab_suffix,
+e.g. _a): the partitions are read as libavb reads them, vbmeta_a,
+boot_a, a chained vbmeta_system_a (DIR/boot_a.img...; --partition names
+them so too, boot_a=PATH), but for the chain, hash and hashtree
+descriptors whose do-not-use-A/B flag is set (avbtool --do_not_use_ab,
+--chain_partition_do_not_use_ab), read without the suffix. A persistent
+digest without that flag is ERROR_INVALID_METADATA with a suffix.
+
+A hash or hashtree descriptor without a digest (avbtool
+--use_persistent_digest) is held to the device's persistent value
+avb.persistent_digest.PARTITION, which --persistent-digest
+PARTITION=HEX gives (PARTITION= for none). Once one is given, those are
+all the device holds: a missing one is ERROR_VERIFICATION (a locked
+device writes a hash partition's digest there on its first boot, and
+the report says which), one of another size ERROR_INVALID_METADATA, a
+hash partition whose digest differs ERROR_VERIFICATION, and a hashtree
+partition's tree is checked against its value. Without
+--persistent-digest the values are not known: the image's own digest
+is shown, and the tree checked against its own root.
+
+Exit 0 when everything verifies; 1 for what a locked device refuses (a
+signature, key, rollback index, digest or tree); 2 for what no device
+boots (malformed metadata, a missing image).
 `
 
 // slotFlags are the whole-set check's flags.
@@ -53,6 +75,8 @@ type slotFlags struct {
 	partitions   []string
 	rollback     []string
 	allowMissing bool
+	abSuffix     string
+	persistent   []string
 }
 
 func (s *slotFlags) register(fs *pflag.FlagSet) {
@@ -60,11 +84,13 @@ func (s *slotFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&s.partitions, "partition", nil, "image `NAME=PATH` of a partition of the set")
 	fs.StringArrayVar(&s.rollback, "rollback-index", nil, "a stored rollback index, `LOC=N`")
 	fs.BoolVar(&s.allowMissing, "allow-missing", false, "report a missing image, not fail")
+	fs.StringVar(&s.abSuffix, "ab-suffix", "", "the slot's `SUFFIX` (_a): NAME_a is read")
+	fs.StringArrayVar(&s.persistent, "persistent-digest", nil, "a persistent digest `NAME=HEX`")
 }
 
 // slotFlagNames are the flags only the whole-set check takes: any of
 // them asks for it.
-var slotFlagNames = []string{"avb-slot", "partition", "rollback-index", "allow-missing"}
+var slotFlagNames = []string{"avb-slot", "partition", "rollback-index", "allow-missing", "ab-suffix", "persistent-digest"}
 
 // wantsSlot says whether the command line asks for the whole-set check:
 // one of its flags, or one argument that is a vbmeta image (the AVB0
@@ -95,7 +121,7 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		}
 	}
 	if len(args) < 1 || len(args) > 2 {
-		return "", nil, nil, cli.Errorf("usage: veritycheck --avb-slot [--avb-key KEY] [--partition NAME=PATH]... VBMETA [DIR]",
+		return "", nil, nil, cli.Errorf("usage: veritycheck --avb-slot [--avb-key KEY] [--ab-suffix SUFFIX] [--partition NAME=PATH]... VBMETA [DIR]",
 			"--avb-slot takes VBMETA and optionally DIR; got %d arguments", len(args))
 	}
 	if o.jobs < 1 {
@@ -143,6 +169,27 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		}
 		so.StoredRollbackIndexes[uint32(loc)] = index
 	}
+	if sfx := o.slot.abSuffix; strings.ContainsAny(sfx, "/\x00") || o.tree.Changed("ab-suffix") && sfx == "" {
+		return "", nil, nil, cli.Errorf("e.g. --ab-suffix=_a (leave it out on a device without A/B slots)", "--ab-suffix %q: a suffix is appended to partition names, which are file names here", sfx)
+	}
+	so.ABSuffix = o.slot.abSuffix
+	for _, spec := range o.slot.persistent {
+		name, h, ok := strings.Cut(spec, "=")
+		value, err := hex.DecodeString(h)
+		if !ok || name == "" || err != nil {
+			return "", nil, nil, cli.Errorf("e.g. --persistent-digest factory=43877ac0... (the hex digest; factory= when the device holds none)",
+				"--persistent-digest %q is not PARTITION=HEX", spec)
+		}
+		if so.PersistentValues == nil {
+			so.PersistentValues = map[string][]byte{}
+		}
+		// The value's own name (avb.persistent_digest.NAME) is taken too.
+		key := avb.PersistentDigestPrefix + strings.TrimPrefix(name, avb.PersistentDigestPrefix)
+		if _, dup := so.PersistentValues[key]; dup {
+			return "", nil, nil, cli.Errorf("keep one of them", "--persistent-digest gives partition %q twice", name)
+		}
+		so.PersistentValues[key] = value
+	}
 	if o.avbKey != "" {
 		key, err := readAVBKey(ctx, o.avbKey)
 		if err != nil {
@@ -157,6 +204,8 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 type slotJSON struct {
 	Top    string `json:"top"`
 	Result string `json:"result"` // libavb's AvbSlotVerifyResult name
+	// ABSuffix is the slot's suffix (--ab-suffix).
+	ABSuffix string `json:"ab_suffix,omitempty"`
 	// VBMetaDigest is androidboot.vbmeta.digest ("" when the top-level
 	// vbmeta could not be loaded), of VBMetaHashAlg; VBMetaSize is
 	// androidboot.vbmeta.size.
@@ -186,6 +235,9 @@ type slotVBMetaJSON struct {
 	StoredRollbackIndex   *uint64  `json:"stored_rollback_index,omitempty"`
 	Flags                 uint32   `json:"flags"`
 	Notes                 []string `json:"notes,omitempty"`
+	// NotLoadedByLibavb: libavb stops before its chain descriptor (see
+	// the notes); it is not in the vbmeta digest.
+	NotLoadedByLibavb bool `json:"not_loaded_by_libavb,omitempty"`
 }
 
 type slotPartitionJSON struct {
@@ -199,6 +251,11 @@ type slotPartitionJSON struct {
 	Checked   bool   `json:"checked"`
 	Missing   bool   `json:"missing"`
 	Note      string `json:"note,omitempty"`
+	// PersistentValue is the device's value a descriptor without a
+	// digest is held to (with --persistent-digest); PersistentInit the
+	// digest a locked device writes there when it holds none.
+	PersistentValue string `json:"persistent_value,omitempty"`
+	PersistentInit  string `json:"persistent_initial_digest,omitempty"`
 	// For a hashtree partition whose tree was checked.
 	CorruptDataBlocks   *uint64   `json:"corrupt_data_blocks,omitempty"`
 	CorruptHashBlocks   *uint64   `json:"corrupt_hash_blocks,omitempty"`
@@ -317,7 +374,11 @@ func slotVerdict(o *options, r *avb.SlotResult) (int, error) {
 	}
 	var hints []string
 	if missing > 0 {
-		hints = append(hints, "name an image with --partition NAME=PATH, or give the directory that holds them; --allow-missing checks only the images there are")
+		h := "name an image with --partition NAME=PATH, or give the directory that holds them; --allow-missing checks only the images there are"
+		if o.slot.abSuffix == "" {
+			h += "; one slot's images of an A/B device (boot_a.img) need --ab-suffix=_a"
+		}
+		hints = append(hints, h)
 	}
 	if repairable > 0 && other == 0 && missing == 0 {
 		hints = append(hints, "run again with --repair to rebuild the corrupted blocks from the FEC parity")
@@ -330,11 +391,11 @@ func slotVerdict(o *options, r *avb.SlotResult) (int, error) {
 }
 
 func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition][]problem, truncated map[*avb.SlotPartition]bool) *slotJSON {
-	sj := &slotJSON{Top: top, Result: r.Result.String(), VBMetaDigest: hex.EncodeToString(r.VBMetaDigest), VBMetaHashAlg: r.VBMetaHashAlg,
+	sj := &slotJSON{Top: top, Result: r.Result.String(), ABSuffix: r.ABSuffix, VBMetaDigest: hex.EncodeToString(r.VBMetaDigest), VBMetaHashAlg: r.VBMetaHashAlg,
 		VBMetaSize: r.VBMetaSize, VBMetas: []slotVBMetaJSON{}, Partitions: []slotPartitionJSON{}}
 	for _, v := range r.VBMetas {
 		vj := slotVBMetaJSON{Partition: clip(v.Partition), Path: v.Path, Chained: v.Chained, Result: v.Result.String(), KeyChecked: v.KeyChecked,
-			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes}
+			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes, NotLoadedByLibavb: v.NotLoadedByLibavb}
 		if v.Err != nil {
 			vj.Error = v.Err.Error()
 		}
@@ -358,7 +419,7 @@ func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition]
 	for _, p := range r.Partitions {
 		pj := slotPartitionJSON{Partition: clip(p.Partition), Path: p.Path, VBMeta: clip(p.VBMeta), Index: p.Index, Type: descriptorType(p.Descriptor),
 			Result: p.Result.String(), Checked: p.Checked, Missing: p.Missing, Note: p.Note, Repairable: p.Repairable, Repaired: p.Repaired,
-			Problems: problems[p], ProblemsTruncated: truncated[p]}
+			Problems: problems[p], ProblemsTruncated: truncated[p], PersistentValue: p.PersistentName, PersistentInit: hex.EncodeToString(p.PersistentInit)}
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
 		}
@@ -465,7 +526,15 @@ func slotMatched(p *avb.SlotPartition) string {
 	case *avb.HashDescriptor:
 		return fmt.Sprintf("the %s digest of its %d bytes matches", d.HashAlgorithm, d.ImageSize)
 	case *avb.HashtreeDescriptor:
-		s := fmt.Sprintf("%d data blocks of %d bytes and the tree match the root digest %s", d.ImageSize/uint64(d.DataBlockSize), d.DataBlockSize, clipHex(d.RootDigest))
+		root := "the root digest " + clipHex(d.RootDigest)
+		switch {
+		case len(d.RootDigest) > 0:
+		case p.PersistentName != "":
+			root = "the root digest the device holds"
+		default:
+			root = "their own root digest"
+		}
+		s := fmt.Sprintf("%d data blocks of %d bytes and the tree match %s", d.ImageSize/uint64(d.DataBlockSize), d.DataBlockSize, root)
 		if p.Repaired {
 			s += ", once repaired"
 		}

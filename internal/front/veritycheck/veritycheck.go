@@ -234,7 +234,7 @@ var helpGroups = []cli.HelpGroup{
 		"data-block-size", "hash-block-size", "data-blocks", "hash-offset"}},
 	{Title: "Error correction", Flags: []string{"fec-offset", "fec-roots"}},
 	{Title: "Signatures", Flags: []string{"root-hash-signature", "sign-cert", "avb", "avb-key"}},
-	{Title: "A device's set of AVB images", Flags: []string{"avb-slot", "partition", "rollback-index", "allow-missing"}},
+	{Title: "A device's set of AVB images", Flags: slotFlagNames},
 	{Title: "Input and output", Flags: []string{"raw", "max-problems", "jobs", "no-progress"}},
 }
 
