@@ -402,6 +402,12 @@ func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo
 func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.File, ap *AppendLayout, orig uint64) (uint64, error) {
 	given := opts.OriginalSize != nil
 	if rec := safefile.ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
+		if rec.Verb != "" && rec.Verb != safefile.VerbAppend {
+			// Only Append writes raw records; a record of its own of another
+			// verb is a newer tool's, not this run's to finish.
+			return 0, errorf(KindRefused, fmt.Sprintf("finish it with that verb (%s) first", rec.Verb),
+				"DATA %s ends in the record of an interrupted %s of its first %d bytes, not of a FormatOptions.Append", dataPath, rec.Verb, rec.OriginalSize)
+		}
 		if given && orig != rec.OriginalSize && !opts.Force {
 			return 0, errorf(KindRefused, fmt.Sprintf("leave FormatOptions.OriginalSize out to finish it; to cut DATA at byte %d anyway, add FormatOptions.Force", orig),
 				"DATA %s ends in the record of an interrupted FormatOptions.Append of its first %d bytes, not %d (FormatOptions.OriginalSize)", dataPath, rec.OriginalSize, orig)
