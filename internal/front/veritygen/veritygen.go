@@ -613,6 +613,32 @@ func checkModeFlags(o *options, hashPath string) error {
 	return nil
 }
 
+// adviceHint words the advice of the first *verity.Error in err's chain
+// that has one, "" if none does.
+func adviceHint(err error) string {
+	var e *verity.Error
+	for errors.As(err, &e) && e.Advice == verity.AdviceNone {
+		err = e.Err
+	}
+	if e == nil || e.Advice == verity.AdviceNone {
+		return ""
+	}
+	switch e.Advice {
+	case verity.AdviceAgain:
+		if e.Field != "" {
+			return fmt.Sprintf("run the same command again with %s=%d to finish it", cli.Flags.Say("FormatOptions."+e.Field), e.Value)
+		}
+		return "run veritygen again to write the whole tree"
+	case verity.AdviceSwapped:
+		return fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\nto replace it anyway, add --force", e.Path, e.DataPath)
+	case verity.AdviceAVBInterrupted:
+		return "finish that run: run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer); or cut DATA back to its image first: avbtool erase_footer --image " + e.Path
+	case verity.AdviceAVB:
+		return "to build its tree and footer again, add --avb (veritygen --append --avb ...); for a tree without AVB, remove the footer first: avbtool erase_footer --image " + e.Path
+	}
+	return ""
+}
+
 // hintOf returns err's hint, if it has one.
 func hintOf(err error) string {
 	var e *cli.Error
@@ -624,8 +650,12 @@ func hintOf(err error) string {
 
 // formatHint adds veritygen's hint to a library error that says an option
 // is only taken with --append, or that --append takes no HASH: how the
-// command line goes.
+// command line goes; and words the library's advice (verity.Advice) as
+// veritygen's and avbtool's command lines.
 func formatHint(err error) error {
+	if hint := adviceHint(err); hint != "" {
+		return cli.WithHint(err, hint)
+	}
 	var e *verity.Error
 	if !errors.As(err, &e) || e.Kind != verity.KindParam {
 		return err
