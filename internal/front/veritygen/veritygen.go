@@ -89,7 +89,10 @@ DATA is only read, except:
     --data-size=<original size> says where the image ends; it cuts off only
     what an --append could have written (zero padding, then zeros or a tree
     of the image and its parity, no more than whole ones); anything else
-    is refused unless --force.
+    is refused unless --force. An Android sparse DATA stays sparse: the
+    tree and parity go in as RAW chunks after its last one, as with --avb,
+    and it expands to what --append makes of the expanded image (not with
+    --data-size, --force, --root-hash-file or the kernel-table flags).
 
 veritysetup's command line works too: -h is --hash and -s is --salt, as in
 veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
@@ -448,6 +451,9 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	}
 	if err := o.boot.check(); err != nil {
 		return nil, err
+	}
+	if o.appendTree && !o.raw && isSparseFile(dataPath) {
+		return generateSparse(ctx, o, dataPath, stderr, showProgress)
 	}
 	sign, err := o.sign.signing(ctx)
 	if err != nil {
