@@ -39,7 +39,8 @@ type FECInfo struct {
 	// Path ends while Roots' does not: a sign that the parity was made
 	// with SizeRoots (a wrong VerifyOptions.FECRoots makes a parity of
 	// another size). 0 when Roots' parity ends there, or none or several
-	// others' do.
+	// others' do, or Path ends in an AVB footer (its vbmeta and footer
+	// follow the parity).
 	SizeRoots int `json:"-"`
 }
 

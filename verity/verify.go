@@ -11,6 +11,7 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -593,7 +594,12 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	case err != nil:
 		return fail(err)
 	}
-	other := sizeRoots(g, roots, hashEnd, offset, uint64(size))
+	other := 0
+	// Past the parity of an AVB image come its vbmeta and footer: the
+	// file does not end where the parity does.
+	if appendscan.FindAVBFooter(r, uint64(size)) == nil {
+		other = sizeRoots(g, roots, hashEnd, offset, uint64(size))
+	}
 	if end := offset + p.ParitySize(); end > uint64(size) {
 		hint := "give the VerifyOptions.FECRoots and VerifyOptions.FECOffset the parity was made with"
 		if other != 0 {

@@ -735,7 +735,8 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 	if rp.Unchecked() > 0 {
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
 	}
-	if note := fecRootsNote(res.FEC); note != "" {
+	if note := fecRootsNote(res.FEC); note != "" && o.fecDevice != "" {
+		// Only the roots given (not an AVB descriptor's) may be wrong.
 		hint += "\n" + note
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
