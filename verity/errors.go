@@ -175,6 +175,12 @@ const (
 	// provisional footer of an interrupted AddHashtreeFooter: calling that
 	// again finishes it; EraseFooter cuts DATA back to its image.
 	AdviceAVBInterrupted
+	// AdviceVerifyAgain: Verify wrote the whole repair, then failed to
+	// read it back: calling Verify again checks it.
+	AdviceVerifyAgain
+	// AdviceVerifyPartial: Verify failed while writing the repair, after
+	// some blocks, each correct: calling Verify again shows what is left.
+	AdviceVerifyPartial
 )
 
 func (e *Error) Error() string { return e.Err.Error() }

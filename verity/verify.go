@@ -378,7 +378,9 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 		return err
 	})
 	if err != nil {
-		return withHint(KindIO, asIOError(err), "the repair was written; call Verify again")
+		e := withHint(KindIO, asIOError(err), "the repair was written; call Verify again")
+		e.Advice = AdviceVerifyAgain
+		return e
 	}
 	res.AfterRepair = after
 	return nil

@@ -15,6 +15,17 @@ import (
 // sentinel and (for the size to put back) Value, wrapped or not; the Go
 // hint is not read.
 func TestAVBHintWords(t *testing.T) {
+	// And Verify's advice to call it again, by the fact.
+	for advice, want := range map[verity.Advice]string{
+		verity.AdviceVerifyAgain:   "veritycheck: hint: the repair was written; run veritycheck again\n",
+		verity.AdviceVerifyPartial: "veritycheck: hint: the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left\n",
+	} {
+		var b bytes.Buffer
+		Report(&b, "veritycheck", &verity.Error{Kind: verity.KindIO, Err: &verity.Error{Kind: verity.KindIO, Advice: advice, Hint: "call Go(hint)", Err: fmt.Errorf("x")}})
+		if !strings.HasSuffix(b.String(), want) {
+			t.Errorf("advice %v: got %q, want it to end in %q", advice, b.String(), want)
+		}
+	}
 	for _, c := range []struct {
 		err  *verity.Error
 		want string

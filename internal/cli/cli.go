@@ -69,10 +69,29 @@ func errorHint(err error) string {
 	if h := avbHint(err); h != "" {
 		return h
 	}
+	if h := verifyAdvice(err); h != "" {
+		return h
+	}
 	if h := LibraryHint(err); h != "" {
 		return Flags.Say(h)
 	}
 	return safefile.HintOf(err)
+}
+
+// verifyAdvice words the library's advice to call Verify again (the
+// repairs of veritycheck, plain or AVB) as running veritycheck; "" for
+// any other error.
+func verifyAdvice(err error) string {
+	var e *verity.Error
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+		switch e.Advice {
+		case verity.AdviceVerifyAgain:
+			return "the repair was written; run veritycheck again"
+		case verity.AdviceVerifyPartial:
+			return "the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left"
+		}
+	}
+	return ""
 }
 
 // avbHint words the avb package's hints that advise running something as

@@ -59,7 +59,6 @@ var SharedFlags = []string{
 // to avbtool's options).
 var Flags = NewSpelling(append([]string{
 	"VerifyOptions.Repair", "--repair",
-	"call Verify again", "run veritycheck again",
 	"VerifyOptions.MaxProblems", "--max-problems",
 	"RepairOptions.Roots", "--fec-roots",
 	"FormatOptions.AppendFEC", "--fec",

@@ -44,12 +44,11 @@ func TestSharedFlagsSpelling(t *testing.T) {
 	}
 }
 
-// Where the library names Verify to call again, veritycheck says the
-// command line it has always said (Format's advice is a fact,
-// verity.Advice, that veritygen words itself).
+// The phrases the fronts still say in their words (where the library
+// names Format or Verify to call again, the advice is a fact,
+// verity.Advice, that veritygen and veritycheck word themselves).
 func TestVerbPhrasesSpelling(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"the repair was written; call Verify again", "the repair was written; run veritycheck again"},
 		{"DATA d is locked by another process; wait for it to finish", "DATA d is locked by another process (another veritygen or veritycheck?); wait for it to finish"},
 		{"HASH h is not a tree Format could have written (x); TreeOptions.UUID is ignored", "HASH h is not a tree veritygen could have written (x); --uuid is ignored"},
 		// Not a verb: parity made before DATA and HASH changed keeps its words.
