@@ -2,6 +2,7 @@ package avb
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,4 +67,73 @@ func TestErrorsSpeakGo(t *testing.T) {
 	}
 	_, _, err = img.HashtreeCheck(r.Descriptor)
 	speaksGo("no tree stored", err, "HashtreeFooterOptions.NoHashtree")
+
+	// The hints that advise what to run name this package's verbs, not
+	// the commands (which word them from the sentinel and Value).
+	namesCommand := func(name string, err error) {
+		t.Helper()
+		var e *verity.Error
+		for hint := ""; errors.As(err, &e); err = e.Err {
+			hint += e.Hint
+			for _, bad := range []string{"veritygen", "veritycheck"} {
+				if strings.Contains(hint, bad) {
+					t.Errorf("%s: hint %q names %s", name, hint, bad)
+				}
+			}
+		}
+	}
+	vb, err := MakeVBMeta(&VBMetaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.BigEndian.PutUint32(vb[8:], 99) // the required libavb minor version, past what libavb takes
+	_, err = VerifyVBMetaBlob(vb)
+	speaksGo("newer libavb", err, "or with this package (MakeVBMeta, AddHashtreeFooter)")
+	namesCommand("newer libavb", err)
+	if !errors.Is(err, ErrUnsupportedVersion) {
+		t.Errorf("newer libavb: %v", err)
+	}
+
+	// A footer whose original image size is short of the hash
+	// descriptor's image: CheckFooter finds it, EraseFooter refuses to cut
+	// there, naming (in Value) the size to put back.
+	boot := image("boot2.img")
+	if _, err := AddHashFooter(ctx, boot, &HashFooterOptions{HashAlgorithm: "sha256", PartitionSize: 2 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(boot)
+	ft, err := ParseFooter(b[len(b)-FooterSize:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ft.OriginalImageSize
+	ft.OriginalImageSize -= 4096
+	copy(b[len(b)-FooterSize:], ft.Encode())
+	if err := os.WriteFile(boot, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := ReadImage(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = bad.CheckFooter(f)
+	speaksGo("footer mismatch", err, "EraseFooter and AddHashtreeFooter refuse to")
+	namesCommand("footer mismatch", err)
+	err = EraseFooter(boot, false)
+	speaksGo("cut short of the image", err, "Image.CheckFooter names both numbers")
+	namesCommand("cut short of the image", err)
+	var e *verity.Error
+	if !errors.Is(err, ErrFooterMismatch) || !errors.As(err, &e) || e.Kind != verity.KindRefused {
+		t.Fatalf("cut short of the image: %v", err)
+	}
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+	}
+	if e.Value != want {
+		t.Errorf("cut short of the image: Value %d, want %d", e.Value, want)
+	}
 }

@@ -41,8 +41,10 @@ func lockImage(f *os.File, path string) error {
 
 func zeroRange(f *os.File, from, to uint64) error { return fileErr(safefile.ZeroRange(f, from, to)) }
 
-func writeResumeRecord(f *os.File, at, origSize uint64, sparse bool) (uint64, error) {
-	at, err := safefile.WriteResumeRecord(f, at, origSize, sparse)
+// writeResumeRecord writes the record of a run of verb (avbtool's name) on
+// a sparse image (see safefile.WriteResumeRecord).
+func writeResumeRecord(f *os.File, at, origSize uint64, verb string) (uint64, error) {
+	at, err := safefile.WriteResumeRecord(f, at, origSize, true, verb)
 	return at, fileErr(err)
 }
 

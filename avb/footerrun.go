@@ -167,11 +167,7 @@ func (pl *FooterPlan) writeRaw(ctx context.Context) (*HashtreeFooterResult, erro
 func (pp *PartitionPlan) appendRaw(fill func(src *verity.Source) ([]byte, error)) ([]byte, *Footer, error) {
 	t, f := pp.t, pp.t.f
 	at := roundUp(max(pp.Size, t.tail), t.ib)
-	verb := pp.verb
-	if verb == "" {
-		verb = "add_hashtree_footer"
-	}
-	prov, err := provisionalBlockOf(verb, t.orig, at, t.ib)
+	prov, err := provisionalBlockOf(pp.verbName(), t.orig, at, t.ib)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -310,7 +306,7 @@ func (pp *PartitionPlan) appendSparse(cut *sparseCut, data []uint64, fill func(s
 		end = c.at + chunkHeaderSize + int64(c.data)
 		blocks += c.blocks
 	}
-	if _, err := writeResumeRecord(f, max(uint64(end), t.tail), t.orig, true); err != nil {
+	if _, err := writeResumeRecord(f, max(uint64(end), t.tail), t.orig, pp.verbName()); err != nil {
 		return nil, nil, err
 	}
 	// The header says the image is the original one again; the chunks

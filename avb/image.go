@@ -233,7 +233,7 @@ func EraseFooter(path string, keepHashtree bool) error {
 		// The header's counts go first, the chunks after them next: a
 		// record past them makes what is left in between, if the run is
 		// killed there, an interrupted run's, which the next one drops.
-		if _, err := writeResumeRecord(f, uint64(e.sw.fileSize), size, true); err != nil {
+		if _, err := writeResumeRecord(f, uint64(e.sw.fileSize), size, "erase_footer"); err != nil {
 			return err
 		}
 	}

@@ -98,7 +98,7 @@ func VerifyVBMetaBlob(b []byte) (VBMetaVerifyResult, error) {
 	h, _ := ParseHeader(b)
 	if h.RequiredLibavbMajor != LibavbVersionMajor || h.RequiredLibavbMinor > LibavbVersionMinor {
 		return VBMetaUnsupportedVersion, &verity.Error{Kind: verity.KindInput,
-			Hint: "a bootloader refuses a vbmeta it is too old for, before reading anything else in it; make the image with avbtool 1.3 or older (or veritygen)",
+			Hint: "a bootloader refuses a vbmeta it is too old for, before reading anything else in it; make the image with avbtool 1.3 or older, or with this package (MakeVBMeta, AddHashtreeFooter)",
 			Err: fmt.Errorf("%w: it requires libavb %d.%d, libavb %d.%d (whose rules this check follows) refuses it",
 				ErrUnsupportedVersion, h.RequiredLibavbMajor, h.RequiredLibavbMinor, LibavbVersionMajor, LibavbVersionMinor)}
 	}

@@ -120,8 +120,8 @@ func (p *Partition) checkCut(r io.ReaderAt, cut uint64, what string) error {
 }
 
 func cutErr(what string, cut uint64, kind, name string, size uint64) error {
-	return &verity.Error{Kind: verity.KindRefused,
-		Hint: fmt.Sprintf("nothing was cut; the footer, which no signature covers, is wrong: if the image is as signed, put %d back as the footer's original image size (veritycheck IMAGE names both numbers)", size),
+	return &verity.Error{Kind: verity.KindRefused, Value: size,
+		Hint: fmt.Sprintf("nothing was cut; the footer, which no signature covers, is wrong: if the image is as signed, put %d back as the footer's original image size (Footer.OriginalImageSize; Image.CheckFooter names both numbers)", size),
 		Err: fmt.Errorf("%w: %s would cut the image to %d bytes, but the %s descriptor of partition %q says its image data is %d bytes",
 			ErrFooterMismatch, what, cut, kind, name, size)}
 }
@@ -190,7 +190,7 @@ func (img *Image) CheckFooter(r io.ReaderAt) error {
 
 func footerErr(format string, args ...any) error {
 	return &verity.Error{Kind: verity.KindInput,
-		Hint: "the footer is not signed: a tool trusting it would cut or misread the image (avbtool erase_footer, a rerun of add_hashtree_footer); veritygen's avbtool front refuses to",
+		Hint: "the footer is not signed: a tool trusting it would cut or misread the image (avbtool erase_footer, a rerun of add_hashtree_footer); EraseFooter and AddHashtreeFooter refuse to",
 		Err:  fmt.Errorf("%w: %w: "+format, append([]any{ErrMalformed, ErrFooterMismatch}, args...)...)}
 }
 

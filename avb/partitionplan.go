@@ -190,6 +190,14 @@ func (pp *PartitionPlan) metadata(blob []byte) (padded, footerBlock []byte, ft *
 	return padded, footerBlock, ft
 }
 
+// verbName is avbtool's name of the verb the plan is for.
+func (pp *PartitionPlan) verbName() string {
+	if pp.verb == "" {
+		return "add_hashtree_footer"
+	}
+	return pp.verb
+}
+
 // provisionalValue is the value of the provisional vbmeta's one property
 // for the verb (avbtool's name of it) that wrote it.
 func provisionalValue(verb string) string {
@@ -260,6 +268,9 @@ func (t *target) find() error {
 	}
 	t.size, t.tail, t.wholeBlocks = t.fileSize, t.fileSize, t.fileSize
 	if rec := safefile.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
+		if rec.Verb != "" && rec.Verb != safefile.VerbAppend {
+			return inputErr("run "+rec.Verb+" again to finish it", "%s: an interrupted %s left this image with a record past its end", t.path, rec.Verb)
+		}
 		// An interrupted veritygen --append of the image.
 		t.orig, t.tail, t.wholeBlocks = rec.OriginalSize, rec.End-safefile.ResumeRecordSize, rec.OriginalSize
 		t.found = FoundInterrupted
@@ -295,10 +306,15 @@ func (t *target) findSparse() error {
 		if rec.OriginalSize > t.size {
 			return inputErr("", "%s: the record of an interrupted run says the image was %d bytes, more than the sparse image's %d", t.path, rec.OriginalSize, t.size)
 		}
-		if rec.OriginalSize == t.size {
-			// A footer verb's own record gives a size without its footer;
-			// this one is what a killed ResizeImage or ZeroHashtree left
-			// before it changed the image (see sparsetail.go).
+		if tailVerb(rec.Verb) {
+			return inputErr("run "+rec.Verb+" again to finish it",
+				"%s: an interrupted %s left this sparse image with a record past its chunks", t.path, rec.Verb)
+		}
+		if rec.Verb == "" && rec.OriginalSize == t.size {
+			// A record that does not name its verb: a footer verb's own
+			// gives a size without its footer; this one is what a killed
+			// ResizeImage or ZeroHashtree left before it changed the image
+			// (see sparsetail.go).
 			if ft, err := sparseFooter(t.path, t.size); err != nil || ft != nil {
 				return inputErr("run resize_image or zero_hashtree, whichever was interrupted, again to finish it",
 					"%s: an interrupted resize_image or zero_hashtree left this sparse image with a record past its chunks", t.path)

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
@@ -57,6 +58,10 @@ type staging struct {
 }
 
 var stagingVerbs = []string{"", "resize_image", "zero_hashtree"}
+
+// tailVerb reports whether verb (a ResumeRecord's) is one that rewrites a
+// sparse image's tail (rewriteTail's).
+func tailVerb(verb string) bool { return verb != "" && slices.Contains(stagingVerbs, verb) }
 
 func (s *staging) encode() []byte {
 	b := make([]byte, stagingSize)
@@ -226,7 +231,7 @@ func rewriteTail(ctx context.Context, sw *sparseWriter, verb string, cutAt uint6
 		// An earlier run's record, rewritten in place or left behind.
 		recAt = max(recAt, sw.record.End-safefile.ResumeRecordSize)
 	}
-	if _, err := writeResumeRecord(f, recAt, sw.size(), true); err != nil {
+	if _, err := writeResumeRecord(f, recAt, sw.size(), verb); err != nil {
 		return err
 	}
 	if err := stage(ctx, f, s, chunks, recAt-stagingSize); err != nil {
@@ -297,6 +302,10 @@ func openSparseTail(f *os.File, path string) (*sparseWriter, *verity.Source, err
 	sw, err := openSparseWriter(f)
 	if err != nil {
 		return nil, nil, prefixErr(path, err)
+	}
+	if rec := sw.record; rec != nil && rec.Verb != "" && !tailVerb(rec.Verb) {
+		return nil, nil, inputErr("run "+rec.Verb+" again to finish it",
+			"%s: an interrupted %s left this sparse image with a record past its chunks", path, rec.Verb)
 	}
 	if sw.record != nil && sw.record.OriginalSize != sw.size() {
 		return nil, nil, inputErr("run the command that was interrupted again (add_hashtree_footer, say) to finish it",

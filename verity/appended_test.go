@@ -219,8 +219,12 @@ func TestFormatAppendAVBImage(t *testing.T) {
 				msg = "ends in the provisional AVB footer of an interrupted AVB run"
 			}
 			e := fmtWantError(t, err, KindRefused, "", msg)
-			if !strings.Contains(e.Hint, "avb.EraseFooter of "+path) {
-				t.Errorf("hint %q", e.Hint)
+			advice := AdviceAVB
+			if provisional {
+				advice = AdviceAVBInterrupted
+			}
+			if !strings.Contains(e.Hint, fmt.Sprintf("avb.EraseFooter(%q, false)", path)) || e.Advice != advice || e.Path != path || e.Role != RoleData {
+				t.Errorf("hint %q, advice %v on %s %s", e.Hint, e.Advice, e.Role, e.Path)
 			}
 			if !bytes.Equal(fmtRead(t, path), b) {
 				t.Fatal("the refused run changed DATA")

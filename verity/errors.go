@@ -121,7 +121,8 @@ type Error struct {
 	Kind Kind
 	// Field is the option a KindParam error is about, e.g. "FECOffset"
 	// (or the KindSystem error of a RootHashSignature the kernel's keyring
-	// did not take); "" when it is about several or none.
+	// did not take; with AdviceAgain, the option to set in the call that
+	// finishes the run); "" when it is about several or none.
 	Field string
 	// Requires, for a KindParam error saying that Field is only taken
 	// with another option, is that option's Go name ("Append").
@@ -136,7 +137,51 @@ type Error struct {
 	// Hint, if not "", says what to do instead, one suggestion per line,
 	// naming options as the message does.
 	Hint string
+	// Advice is what Hint advises, as a fact for a caller that words its
+	// own hints (a command line naming itself, not Format); AdviceNone
+	// when Hint says nothing of the kind.
+	Advice Advice
+	// Value is a number the hint's advice takes: with AdviceAgain and
+	// Field, the value to give Field in the call that finishes the run
+	// (FormatOptions.OriginalSize's); in the avb package's refusal to cut
+	// an image whose footer disagrees with its descriptors
+	// (ErrFooterMismatch, KindRefused), the original image size to put
+	// back in the footer.
+	Value uint64
+	// DataPath, with AdviceSwapped, is the path given for DATA (Path is
+	// the one given for HASH).
+	DataPath string
 }
+
+// Advice is what an error's hint advises doing next, as a fact.
+type Advice uint8
+
+const (
+	// AdviceNone: nothing of the kinds below.
+	AdviceNone Advice = iota
+	// AdviceAgain: an interrupted Format left its output unfinished:
+	// calling it again (with Field set to Value, when Field is not "")
+	// finishes it.
+	AdviceAgain
+	// AdviceSwapped: Format refused to replace HASH (Path), which looks
+	// like an image, while DATA (DataPath) looks like a tree: the two were
+	// likely given the wrong way round.
+	AdviceSwapped
+	// AdviceAVB: Append refused DATA (Path), an AVB image: the avb
+	// package's AddHashtreeFooter builds its tree and footer again, and
+	// its EraseFooter cuts the footer off for a tree without AVB.
+	AdviceAVB
+	// AdviceAVBInterrupted: Append refused DATA (Path), which ends in the
+	// provisional footer of an interrupted AddHashtreeFooter: calling that
+	// again finishes it; EraseFooter cuts DATA back to its image.
+	AdviceAVBInterrupted
+	// AdviceVerifyAgain: Verify wrote the whole repair, then failed to
+	// read it back: calling Verify again checks it.
+	AdviceVerifyAgain
+	// AdviceVerifyPartial: Verify failed while writing the repair, after
+	// some blocks, each correct: calling Verify again shows what is left.
+	AdviceVerifyPartial
+)
 
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }

@@ -34,6 +34,36 @@ type FECInfo struct {
 	// of its own.
 	InHash bool `json:"-"`
 	InData bool `json:"-"`
+	// SizeRoots, when Verify or DescribeFEC read the parity, is the one
+	// other number of roots whose parity, from Offset, ends exactly where
+	// Path ends while Roots' does not: a sign that the parity was made
+	// with SizeRoots (a wrong VerifyOptions.FECRoots makes a parity of
+	// another size). 0 when Roots' parity ends there, or none or several
+	// others' do, or Path ends in an AVB footer (its vbmeta and footer
+	// follow the parity).
+	SizeRoots int `json:"-"`
+}
+
+// sizeRoots returns the one number of roots other than roots whose parity
+// for the tree g (covering the hash device up to hashEnd) ends, from
+// offset, at byte size; 0 if roots' does, or if none or several others'
+// do.
+func sizeRoots(g *merkle.Geometry, roots int, hashEnd, offset, size uint64) int {
+	if p, err := fecParams(g, roots, hashEnd); err != nil || offset+p.ParitySize() == size {
+		return 0
+	}
+	found := 0
+	for r := fec.MinRoots; r <= fec.MaxRoots; r++ {
+		p, err := fecParams(g, r, hashEnd)
+		if r == roots || err != nil || offset+p.ParitySize() != size {
+			continue
+		}
+		if found != 0 {
+			return 0
+		}
+		found = r
+	}
+	return found
 }
 
 // newFECInfo describes the parity with parameters p (of a tree whose data

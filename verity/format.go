@@ -378,10 +378,14 @@ func (l *Layout) writeFailed(err error, hashOut *output, opts *FormatOptions) er
 		return interrupted(err, "", "interrupted; nothing was written under HASH")
 	case l.Append != nil:
 		// Written in place, not through a temporary file.
-		return interrupted(err, fmt.Sprintf("call Format again with FormatOptions.OriginalSize=%d to finish it", l.Append.OriginalSize),
+		e := interrupted(err, fmt.Sprintf("call Format again with FormatOptions.OriginalSize=%d to finish it", l.Append.OriginalSize),
 			"interrupted; DATA %s is longer than its original %d bytes, which are unchanged, and its tree is incomplete", l.DataPath, l.Append.OriginalSize)
+		e.Advice, e.Field, e.Value = AdviceAgain, "OriginalSize", l.Append.OriginalSize
+		return e
 	}
-	return interrupted(err, "call Format again to write the whole tree", "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, l.Geometry.HashOffset)
+	e := interrupted(err, "call Format again to write the whole tree", "interrupted; the tree in %s from byte %d is incomplete", l.HashPath, l.Geometry.HashOffset)
+	e.Advice = AdviceAgain
+	return e
 }
 
 // commit commits what follows the committed tree: the parity in a file of
@@ -465,7 +469,7 @@ func jobs(n int) int {
 
 // interrupted is the error of a run stopped by its context: a message
 // saying what was left, which matches the context's error (errors.Is).
-func interrupted(cause error, hint, format string, args ...any) error {
+func interrupted(cause error, hint, format string, args ...any) *Error {
 	return &Error{Kind: KindCanceled, Err: &causedError{msg: fmt.Sprintf(format, args...), cause: cause}, Hint: hint}
 }
 

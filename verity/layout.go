@@ -402,6 +402,12 @@ func planAppend(opts *FormatOptions, p *merkle.Params, dataPath string, dataInfo
 func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.File, ap *AppendLayout, orig uint64) (uint64, error) {
 	given := opts.OriginalSize != nil
 	if rec := safefile.ReadResumeRecord(f, int64(ap.fileSize)); rec != nil && !rec.Sparse {
+		if rec.Verb != "" && rec.Verb != safefile.VerbAppend {
+			// Only Append writes raw records; a record of its own of another
+			// verb is a newer tool's, not this run's to finish.
+			return 0, errorf(KindRefused, fmt.Sprintf("finish it with that verb (%s) first", rec.Verb),
+				"DATA %s ends in the record of an interrupted %s of its first %d bytes, not of a FormatOptions.Append", dataPath, rec.Verb, rec.OriginalSize)
+		}
 		if given && orig != rec.OriginalSize && !opts.Force {
 			return 0, errorf(KindRefused, fmt.Sprintf("leave FormatOptions.OriginalSize out to finish it; to cut DATA at byte %d anyway, add FormatOptions.Force", orig),
 				"DATA %s ends in the record of an interrupted FormatOptions.Append of its first %d bytes, not %d (FormatOptions.OriginalSize)", dataPath, rec.OriginalSize, orig)
@@ -454,11 +460,15 @@ func appendStart(opts *FormatOptions, p merkle.Params, dataPath string, f *os.Fi
 // footer: the tree would bury it.
 func avbImageRefused(dataPath string, av *appendscan.AVBFooter) error {
 	if av.Provisional {
-		return errorf(KindRefused, fmt.Sprintf("finish that run: run avb.AddHashtreeFooter again; or cut DATA back to its image first: avb.EraseFooter of %s", dataPath),
+		e := errorf(KindRefused, fmt.Sprintf("finish that run: call avb.AddHashtreeFooter again; or cut DATA back to its image first: avb.EraseFooter(%q, false)", dataPath),
 			"DATA %s ends in the provisional AVB footer of an interrupted AVB run (add_hashtree_footer) over its first %d bytes: FormatOptions.Append would bury it", dataPath, av.OriginalSize)
+		e.Advice, e.Role, e.Path = AdviceAVBInterrupted, RoleData, dataPath
+		return e
 	}
-	return errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, use avb.AddHashtreeFooter; for a tree without AVB, remove the footer first: avb.EraseFooter of %s", dataPath),
+	e := errorf(KindRefused, fmt.Sprintf("to build its tree and footer again, call avb.AddHashtreeFooter; for a tree without AVB, remove the footer first: avb.EraseFooter(%q, false)", dataPath),
 		"DATA %s is an AVB image (it ends in an AVB footer; the image is its first %d bytes): FormatOptions.Append would bury the footer and take the AVB metadata for data", dataPath, av.OriginalSize)
+	e.Advice, e.Role, e.Path = AdviceAVB, RoleData, dataPath
+	return e
 }
 
 // planFEC checks the FEC options against the tree and describes the
@@ -667,10 +677,15 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 		}
 		if why != "" {
 			hint := "to replace it anyway, add FormatOptions.Force"
-			if looksLikeTree(l.DataPath, dataFile) {
+			swapped := looksLikeTree(l.DataPath, dataFile)
+			if swapped {
 				hint = fmt.Sprintf("DATA comes first: did you mean Format of DATA %s then HASH %s?\n", l.HashPath, l.DataPath) + hint
 			}
-			return errorf(KindRefused, hint, "HASH %s is not a tree Format could have written (%s): replacing it would destroy it", l.HashPath, why)
+			e := errorf(KindRefused, hint, "HASH %s is not a tree Format could have written (%s): replacing it would destroy it", l.HashPath, why)
+			if swapped {
+				e.Advice, e.Role, e.Path, e.DataPath = AdviceSwapped, RoleHash, l.HashPath, l.DataPath
+			}
+			return e
 		}
 	}
 	fl := l.FEC

@@ -69,7 +69,7 @@ func isBlockDevice(info fs.FileInfo) bool { return safefile.IsBlockDevice(info) 
 func unwrapPath(err error) error { return safefile.UnwrapPath(err) }
 
 func writeResumeRecord(f *os.File, at, origSize uint64, sparse bool) (uint64, error) {
-	at, err := safefile.WriteResumeRecord(f, at, origSize, sparse)
+	at, err := safefile.WriteResumeRecord(f, at, origSize, sparse, safefile.VerbAppend)
 	return at, fileErr(err)
 }
 

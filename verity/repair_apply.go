@@ -51,7 +51,8 @@ func (rp *RepairPlan) apply(dataOut, hashOut io.WriterAt, dataName, hashName str
 	written := 0
 	fail := func(what string, err error) error {
 		return &Error{Kind: KindIO, Err: fmt.Errorf("writing the repair into %s: %v (%d of %d blocks written)", what, unwrapPath(err), written, rp.fixCount),
-			Hint: "the blocks written so far are correct (each was checked against the tree); call Verify again to see what is left"}
+			Hint:   "the blocks written so far are correct (each was checked against the tree); call Verify again to see what is left",
+			Advice: AdviceVerifyPartial}
 	}
 	// In message order: DATA's blocks by offset, then the tree's.
 	buf := make([]byte, g.DataBlockSize)

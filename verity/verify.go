@@ -11,6 +11,7 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
+	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -377,7 +378,9 @@ func (res *VerifyResult) repair(ctx context.Context, opts *VerifyOptions, g *mer
 		return err
 	})
 	if err != nil {
-		return withHint(KindIO, asIOError(err), "the repair was written; call Verify again")
+		e := withHint(KindIO, asIOError(err), "the repair was written; call Verify again")
+		e.Advice = AdviceVerifyAgain
+		return e
 	}
 	res.AfterRepair = after
 	return nil
@@ -593,13 +596,25 @@ func openFEC(o *VerifyOptions, g *merkle.Geometry, src *Source, dataInfo, hashIn
 	case err != nil:
 		return fail(err)
 	}
+	other := 0
+	// Past the parity of an AVB image come its vbmeta and footer: the
+	// file does not end where the parity does.
+	if appendscan.FindAVBFooter(r, uint64(size)) == nil {
+		other = sizeRoots(g, roots, hashEnd, offset, uint64(size))
+	}
 	if end := offset + p.ParitySize(); end > uint64(size) {
-		return fail(errorf(KindInput, "give the VerifyOptions.FECRoots and VerifyOptions.FECOffset the parity was made with",
+		hint := "give the VerifyOptions.FECRoots and VerifyOptions.FECOffset the parity was made with"
+		if other != 0 {
+			hint = fmt.Sprintf("the parity of VerifyOptions.FECRoots=%d ends exactly where FEC device %s does: give the roots the parity was made with", other, path)
+		}
+		return fail(errorf(KindInput, hint,
 			"FEC device %s is %d bytes, but the parity of %d blocks with %d roots is %d bytes from byte %d (up to byte %d): wrong VerifyOptions.FECRoots or VerifyOptions.FECOffset, or a truncated file?",
 			path, size, p.Blocks, roots, p.ParitySize(), offset, end))
 	}
-	return &fecSetup{FECInfo: *newFECInfo(path, offset, p, inHash, inData), p: p, f: f,
-		parity: io.NewSectionReader(r, int64(offset), int64(p.ParitySize()))}, nil
+	s := &fecSetup{FECInfo: *newFECInfo(path, offset, p, inHash, inData), p: p, f: f,
+		parity: io.NewSectionReader(r, int64(offset), int64(p.ParitySize()))}
+	s.SizeRoots = other
+	return s, nil
 }
 
 // verifyTree is merkle.Verify; tests wrap it to see the options given.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/veritytree/veritytree/avb"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -65,10 +66,52 @@ func errorHint(err error) string {
 	if errors.As(err, &e) {
 		return Flags.Say(e.Hint)
 	}
+	if h := avbHint(err); h != "" {
+		return h
+	}
+	if h := verifyAdvice(err); h != "" {
+		return h
+	}
 	if h := LibraryHint(err); h != "" {
 		return Flags.Say(h)
 	}
 	return safefile.HintOf(err)
+}
+
+// verifyAdvice words the library's advice to call Verify again (the
+// repairs of veritycheck, plain or AVB) as running veritycheck; "" for
+// any other error.
+func verifyAdvice(err error) string {
+	var e *verity.Error
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+		switch e.Advice {
+		case verity.AdviceVerifyAgain:
+			return "the repair was written; run veritycheck again"
+		case verity.AdviceVerifyPartial:
+			return "the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left"
+		}
+	}
+	return ""
+}
+
+// avbHint words the avb package's hints that advise running something as
+// the commands say it (the package's own name its Go verbs): from the
+// error's sentinel and facts, "" for any other error.
+func avbHint(err error) string {
+	var e *verity.Error
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+	}
+	switch {
+	case e == nil:
+		return ""
+	case errors.Is(err, avb.ErrUnsupportedVersion):
+		return "a bootloader refuses a vbmeta it is too old for, before reading anything else in it; make the image with avbtool 1.3 or older (or veritygen)"
+	case errors.Is(err, avb.ErrFooterMismatch) && e.Kind == verity.KindRefused:
+		return fmt.Sprintf("nothing was cut; the footer, which no signature covers, is wrong: if the image is as signed, put %d back as the footer's original image size (veritycheck IMAGE names both numbers)", e.Value)
+	case errors.Is(err, avb.ErrFooterMismatch):
+		return "the footer is not signed: a tool trusting it would cut or misread the image (avbtool erase_footer, a rerun of add_hashtree_footer); veritygen's avbtool front refuses to"
+	}
+	return ""
 }
 
 // LibraryHint returns the hint of the first *verity.Error in err's chain

@@ -59,14 +59,6 @@ var SharedFlags = []string{
 // to avbtool's options).
 var Flags = NewSpelling(append([]string{
 	"VerifyOptions.Repair", "--repair",
-	"call Format again with", "run the same command again with",
-	"call Format again", "run veritygen again",
-	"call Verify again", "run veritycheck again",
-	"did you mean Format of DATA ", "did you mean veritygen ",
-	" then HASH ", " ",
-	"run avb.AddHashtreeFooter again", "run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer)",
-	"use avb.AddHashtreeFooter", "add --avb (veritygen --append --avb ...)",
-	"avb.EraseFooter of ", "avbtool erase_footer --image ",
 	"VerifyOptions.MaxProblems", "--max-problems",
 	"RepairOptions.Roots", "--fec-roots",
 	"FormatOptions.AppendFEC", "--fec",

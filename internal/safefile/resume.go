@@ -41,7 +41,20 @@ type ResumeRecord struct {
 	// End is the file offset just past the record: the file's size while
 	// the record is its last block.
 	End uint64
+	// Verb names the run that wrote the record (VerbAppend, or avbtool's
+	// name of an avb verb: "add_hashtree_footer", "resize_image"...), so
+	// that a run of another verb can refuse it by name. "" for a record
+	// written before records named their verb.
+	Verb string
 }
+
+// VerbAppend is the Verb of the record of the verity package's Append.
+const VerbAppend = "append"
+
+// The verb's name lies at verbAt, past the text, NUL-padded: bytes a
+// record without one has as zeros, so that such records read as before,
+// with Verb "".
+const verbAt, verbSize = 128, 32
 
 // Encode returns the record's ResumeRecordSize bytes.
 func (r *ResumeRecord) Encode() []byte {
@@ -55,6 +68,7 @@ func (r *ResumeRecord) Encode() []byte {
 	be.PutUint64(b[16:], r.OriginalSize)
 	be.PutUint64(b[24:], r.End)
 	copy(b[32:], resumeText)
+	copy(b[verbAt:verbAt+verbSize], r.Verb)
 	sum := sha256.Sum256(b[:ResumeRecordSize-sha256.Size])
 	copy(b[ResumeRecordSize-sha256.Size:], sum[:])
 	return b
@@ -78,7 +92,14 @@ func ReadResumeRecord(r io.ReaderAt, size int64) *ResumeRecord {
 		!bytes.Equal(sum[:], b[ResumeRecordSize-sha256.Size:]) {
 		return nil
 	}
-	rec := &ResumeRecord{Sparse: be.Uint32(b[12:]) == 1, OriginalSize: be.Uint64(b[16:]), End: be.Uint64(b[24:])}
+	verb := b[verbAt : verbAt+verbSize]
+	if i := bytes.IndexByte(verb, 0); i >= 0 {
+		if bytes.ContainsFunc(verb[i:], func(r rune) bool { return r != 0 }) {
+			return nil
+		}
+		verb = verb[:i]
+	}
+	rec := &ResumeRecord{Sparse: be.Uint32(b[12:]) == 1, OriginalSize: be.Uint64(b[16:]), End: be.Uint64(b[24:]), Verb: string(verb)}
 	if rec.End != uint64(size) || rec.OriginalSize == 0 || !rec.Sparse && rec.OriginalSize > uint64(size)-ResumeRecordSize {
 		return nil
 	}
@@ -87,10 +108,10 @@ func ReadResumeRecord(r io.ReaderAt, size int64) *ResumeRecord {
 
 // WriteResumeRecord writes a record of the original size origSize (sparse:
 // of an Android sparse image's expansion) at the multiple of 512 at or past
-// at, in one write, and returns where it went.
-func WriteResumeRecord(f *os.File, at, origSize uint64, sparse bool) (uint64, error) {
+// at, in one write, and returns where it went; verb is the record's Verb.
+func WriteResumeRecord(f *os.File, at, origSize uint64, sparse bool, verb string) (uint64, error) {
 	at = (at + ResumeRecordSize - 1) / ResumeRecordSize * ResumeRecordSize
-	rec := &ResumeRecord{OriginalSize: origSize, Sparse: sparse, End: at + ResumeRecordSize}
+	rec := &ResumeRecord{OriginalSize: origSize, Sparse: sparse, End: at + ResumeRecordSize, Verb: verb}
 	if _, err := f.WriteAt(rec.Encode(), int64(at)); err != nil {
 		return 0, errorf(KindIO, "", "writing %s: %w", f.Name(), unwrapPath(err))
 	}

@@ -181,7 +181,7 @@ func printRepair(w io.Writer, rp *verity.RepairPlan, wrote bool, max int, dataPa
 			fmt.Fprintf(w, "... and %d more unrecoverable blocks\n", rp.LostCount()-i)
 			return
 		}
-		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.BlockRef, dataPath, hashPath), l.Reason)
+		fmt.Fprintf(w, "unrecoverable: %s: %s\n", describeRef(l.BlockRef, dataPath, hashPath), cli.Flags.Say(l.Reason))
 	}
 	if rp.LostCount() > len(lost) {
 		fmt.Fprintf(w, "... and %d more unrecoverable blocks (only the first %d are named)\n", rp.LostCount()-len(lost), len(lost))
@@ -271,7 +271,7 @@ func newRepairJSON(s *verity.FECInfo, rp *verity.RepairPlan, wrote bool, max int
 		if !room(len(j.UnrecoverableBlocks)) {
 			break
 		}
-		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.BlockRef, l.Reason))
+		j.UnrecoverableBlocks = append(j.UnrecoverableBlocks, toFECBlock(l.BlockRef, cli.Flags.Say(l.Reason)))
 	}
 	if len(j.UnrecoverableBlocks) < rp.LostCount() {
 		j.RepairListsTruncated = true // capped at --max-problems, or at maxRepairList

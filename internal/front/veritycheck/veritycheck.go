@@ -581,10 +581,31 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 		return cli.ExitError, verifyError(err, hashPath, len(args) == 2)
 	}
 	defer res.Close()
+	if note := fecRootsNote(res.FEC); note != "" && !unrecoverable(res) {
+		cli.Warn(stderr, prog, "%s", note)
+	}
 	if err := report(o, res, root, dataPath, hashPath, stdout); err != nil {
 		return cli.ExitError, err
 	}
 	return verdict(o, res, root, stdout)
+}
+
+// fecRootsNote says, when the FEC device ends exactly where the parity of
+// another --fec-roots would (the library's SizeRoots), that the parity
+// may be of that one; "" otherwise.
+func fecRootsNote(f *verity.FECInfo) string {
+	if f == nil || f.SizeRoots == 0 {
+		return ""
+	}
+	return fmt.Sprintf("FEC device %s ends exactly where the parity of --fec-roots=%d would, not where that of --fec-roots=%d does (byte %d): was it made with --fec-roots=%d?",
+		f.Path, f.SizeRoots, f.Roots, f.Offset+f.Size, f.SizeRoots)
+}
+
+// unrecoverable reports whether verdict fails for corruption the parity
+// cannot repair (its last case).
+func unrecoverable(res *verity.VerifyResult) bool {
+	rp := res.Repair
+	return !res.Verified && !res.Repaired && rp != nil && !rp.Whole()
 }
 
 // superblockSense checks, before a tree with a superblock is read, that
@@ -713,6 +734,10 @@ func verdict(o *options, res *verity.VerifyResult, root []byte, stdout io.Writer
 	}
 	if rp.Unchecked() > 0 {
 		hint += fmt.Sprintf("\n%d more blocks under the unrecoverable hash blocks could not be checked", rp.Unchecked())
+	}
+	if note := fecRootsNote(res.FEC); note != "" && o.fecDevice != "" {
+		// Only the roots given (not an AVB descriptor's) may be wrong.
+		hint += "\n" + note
 	}
 	return cli.ExitCorrupt, cli.Errorf(hint, "%v; the FEC parity in %s cannot recover %s: %s",
 		summary(rep), res.FEC.Path, describeLost(rp), lostReasons(rp))

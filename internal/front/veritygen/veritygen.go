@@ -89,7 +89,10 @@ DATA is only read, except:
     --data-size=<original size> says where the image ends; it cuts off only
     what an --append could have written (zero padding, then zeros or a tree
     of the image and its parity, no more than whole ones); anything else
-    is refused unless --force.
+    is refused unless --force. An Android sparse DATA stays sparse: the
+    tree and parity go in as RAW chunks after its last one, as with --avb,
+    and it expands to what --append makes of the expanded image (not with
+    --data-size, --force, --root-hash-file or the kernel-table flags).
 
 veritysetup's command line works too: -h is --hash and -s is --salt, as in
 veritysetup (help is --help, or -h alone), so that a script's "-h sha512"
@@ -449,6 +452,9 @@ func generate(ctx context.Context, o *options, dataPath, hashPath string, hashGi
 	if err := o.boot.check(); err != nil {
 		return nil, err
 	}
+	if o.appendTree && !o.raw && isSparseFile(dataPath) {
+		return generateSparse(ctx, o, dataPath, stderr, showProgress)
+	}
 	sign, err := o.sign.signing(ctx)
 	if err != nil {
 		return nil, err
@@ -613,6 +619,32 @@ func checkModeFlags(o *options, hashPath string) error {
 	return nil
 }
 
+// adviceHint words the advice of the first *verity.Error in err's chain
+// that has one, "" if none does.
+func adviceHint(err error) string {
+	var e *verity.Error
+	for errors.As(err, &e) && e.Advice == verity.AdviceNone {
+		err = e.Err
+	}
+	if e == nil || e.Advice == verity.AdviceNone {
+		return ""
+	}
+	switch e.Advice {
+	case verity.AdviceAgain:
+		if e.Field != "" {
+			return fmt.Sprintf("run the same command again with %s=%d to finish it", cli.Flags.Say("FormatOptions."+e.Field), e.Value)
+		}
+		return "run veritygen again to write the whole tree"
+	case verity.AdviceSwapped:
+		return fmt.Sprintf("DATA comes first: did you mean veritygen %s %s?\nto replace it anyway, add --force", e.Path, e.DataPath)
+	case verity.AdviceAVBInterrupted:
+		return "finish that run: run the same command again (veritygen --append --avb, or avbtool add_hashtree_footer); or cut DATA back to its image first: avbtool erase_footer --image " + e.Path
+	case verity.AdviceAVB:
+		return "to build its tree and footer again, add --avb (veritygen --append --avb ...); for a tree without AVB, remove the footer first: avbtool erase_footer --image " + e.Path
+	}
+	return ""
+}
+
 // hintOf returns err's hint, if it has one.
 func hintOf(err error) string {
 	var e *cli.Error
@@ -624,8 +656,12 @@ func hintOf(err error) string {
 
 // formatHint adds veritygen's hint to a library error that says an option
 // is only taken with --append, or that --append takes no HASH: how the
-// command line goes.
+// command line goes; and words the library's advice (verity.Advice) as
+// veritygen's and avbtool's command lines.
 func formatHint(err error) error {
+	if hint := adviceHint(err); hint != "" {
+		return cli.WithHint(err, hint)
+	}
 	var e *verity.Error
 	if !errors.As(err, &e) || e.Kind != verity.KindParam {
 		return err
