@@ -345,9 +345,9 @@ func (t *tool) addHashtreeFooter(args []string) int {
 		SetupRootfsFromKernel:  v.setupRootfs,
 		IncludeDescriptorsFrom: *v.include, RollbackIndex: uint64(v.rollbackIndex),
 		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
-		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
+	o.ReleaseString, o.AppendToReleaseString = v.release()
 	var err error
 	if o.Flags, o.RollbackIndexLocation, err = v.flags32(); err != nil {
 		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
@@ -714,7 +714,7 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 		return err
 	}
 	defer locked.Close()
-	img, err := avb.ReadImage(path)
+	img, err := readForVerify(path)
 	if err != nil {
 		return err
 	}
@@ -757,6 +757,47 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 		}
 	}
 	return nil
+}
+
+// readForVerify reads path's AVB metadata as avbtool's verify_image
+// reads it: of the footer, only the magic and the vbmeta's offset count;
+// its version, the original image size and the vbmeta's size are neither
+// signed nor read by avbtool, so a footer damaged there still verifies
+// when the descriptors do (veritycheck refuses such a footer). The vbmeta
+// must still lie between that offset and the footer, as its header says.
+func readForVerify(path string) (*avb.Image, error) {
+	img, strictErr := avb.ReadImage(path)
+	if strictErr == nil || !errors.Is(strictErr, avb.ErrMalformed) {
+		return img, strictErr
+	}
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return nil, strictErr
+	}
+	defer src.Close()
+	size := src.Size()
+	if size < avb.FooterSize+avb.HeaderSize {
+		return nil, strictErr
+	}
+	b := make([]byte, avb.FooterSize)
+	if _, err := src.ReadAt(b, size-avb.FooterSize); err != nil {
+		return nil, strictErr
+	}
+	f, err := avb.ParseFooter(b)
+	end := uint64(size - avb.FooterSize)
+	if err != nil || f.VBMetaOffset > end-avb.HeaderSize {
+		return nil, strictErr
+	}
+	// avbtool's words for no vbmeta where the footer points.
+	magic := make([]byte, 4)
+	if _, err := src.ReadAt(magic, int64(f.VBMetaOffset)); err != nil || string(magic) != "AVB0" {
+		return nil, avbErr("Given image does not look like a vbmeta image.")
+	}
+	vb, err := avb.ReadVBMeta(src, int64(f.VBMetaOffset), min(end-f.VBMetaOffset, avb.MaxVBMetaSize))
+	if err != nil {
+		return nil, strictErr
+	}
+	return &avb.Image{Footer: f, VBMeta: vb, Size: uint64(size), Sparse: src.Format() == "android-sparse"}, nil
 }
 
 func cdName(cd *avb.ChainPartitionDescriptor) string {

@@ -27,12 +27,13 @@ type vbmetaFlags struct {
 	// wins.
 	setupRootfs                     string
 	printRequired, hashtreeDisabled *bool
+	fs                              *pflag.FlagSet
 }
 
 // addVBMetaFlags adds the common vbmeta options to fs, in avbtool's order
 // (its usage lists them so).
 func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
-	v := &vbmetaFlags{}
+	v := &vbmetaFlags{fs: fs}
 	v.algorithm = fs.String("algorithm", "NONE", "Algorithm to use (default: NONE)")
 	v.key = fs.String("key", "", "Path to RSA private key file")
 	v.signingHelper = fs.String("signing_helper", "", "Path to helper used for signing")
@@ -70,6 +71,18 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	fs.Var(&v.flags, "flags", "VBMeta flags")
 	v.hashtreeDisabled = fs.Bool("set_hashtree_disabled_flag", false, "Set the HASHTREE_DISABLED flag")
 	return v
+}
+
+// release returns the release string options as avbtool has them: nil
+// for one not given (argparse's None), an empty one kept empty.
+func (v *vbmetaFlags) release() (internal, appended *string) {
+	if v.fs.Changed("internal_release_string") {
+		internal = v.internalRelease
+	}
+	if v.fs.Changed("append_to_release_string") {
+		appended = v.appendRelease
+	}
+	return internal, appended
 }
 
 // flags32 returns the vbmeta flags and the rollback index location as
@@ -312,8 +325,8 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	c := &avb.VBMetaCommonOptions{
 		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
 		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
-		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 	}
+	c.ReleaseString, c.AppendToReleaseString = v.release()
 	alg, err := avb.AlgorithmByName(*v.algorithm)
 	if err != nil {
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
