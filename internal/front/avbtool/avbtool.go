@@ -19,7 +19,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -214,6 +217,15 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(fs.Args(), " "))
 		return exitUsage, true
 	}
+	var bad error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
+			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
+		}
+	})
+	if bad != nil {
+		return t.failed(bad), true
+	}
 	return 0, false
 }
 
@@ -257,24 +269,71 @@ func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 		if f.Value.Type() != "bool" && !hasValue {
-			i++ // its value, whatever it looks like
+			i++ // its value
+			if i < len(out) && looksLikeOption(out[i]) {
+				return nil, fmt.Errorf("argument --%s: expected one argument", f.Name)
+			}
 		}
 	}
 	return out, nil
 }
 
-// number is avbtool's parse_number: Python's int(s, 0).
-type number uint64
+// looksLikeOption says whether argparse takes arg for an option, not the
+// value of the option before it: it starts with '-', is not "-" alone
+// nor a negative number (-5, -.5) and has no space.
+func looksLikeOption(arg string) bool {
+	if len(arg) < 2 || arg[0] != '-' || strings.Contains(arg, " ") {
+		return false
+	}
+	return !negativeNumber.MatchString(arg)
+}
 
-func (n *number) String() string { return strconv.FormatUint(uint64(*n), 10) }
+// negativeNumber is argparse's _negative_number_matcher.
+var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+
+// number is avbtool's parse_number: Python's int(s, 0). A number Python
+// reads but this front cannot take (negative, or past 2^64-1) is kept in
+// bad: argparse takes it, and avbtool fails on it later (exit 1) or uses
+// it, so t.parse refuses it after argparse's own checks, exit 1.
+type number struct {
+	v   uint64
+	bad string
+}
+
+func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
 func (n *number) Type() string   { return "NUMBER" }
 func (n *number) Set(s string) error {
 	v, ok := pyInt(s)
-	if !ok {
+	switch {
+	case ok:
+		n.v, n.bad = v, ""
+	case pyIntOutOfRange(s):
+		n.v, n.bad = 0, s
+	default:
 		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
 	}
-	*n = number(v)
 	return nil
+}
+
+// pyIntOutOfRange says whether Python's int(s, 0) reads s as a number
+// pyInt does not take: a negative one, or one past 2^64-1.
+func pyIntOutOfRange(s string) bool {
+	t := strings.TrimSpace(s)
+	neg := t != "" && t[0] == '-'
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	if t == "" || t[0] == '+' || t[0] == '-' {
+		return false
+	}
+	if v, ok := pyInt(t); ok {
+		return neg && v != 0
+	}
+	if len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t[1:2], "xXoObB") && strings.Trim(t, "0_") != "" {
+		return false // not Python's
+	}
+	_, ok := new(big.Int).SetString(t, 0)
+	return ok
 }
 
 // pyInt reads s as Python's int(s, 0) does, for the numbers that are not
@@ -304,7 +363,7 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	image := fs.String("image", "", "Image to add hashtree to")
 	fileType(fs, "image", "rw", "image")
 	var partitionSize, blockSize, fecRoots number
-	blockSize, fecRoots = 4096, 2
+	blockSize.v, fecRoots.v = 4096, 2
 	fs.Var(&partitionSize, "partition_size", "Partition size")
 	partitionName := fs.String("partition_name", "", "Partition name")
 	hashAlg := fs.String("hash_algorithm", "sha1", "Hash algorithm to use (default: sha1)")
@@ -332,18 +391,23 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	}
 	// Numbers past what an int holds (on 32-bit machines too) are refused
 	// here, with the number given.
-	if uint64(blockSize) > merkle.MaxBlockSize {
-		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", uint64(blockSize), merkle.MinBlockSize, merkle.MaxBlockSize))
+	if blockSize.v == 0 || blockSize.v > merkle.MaxBlockSize {
+		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", blockSize.v, merkle.MinBlockSize, merkle.MaxBlockSize))
 	}
-	if !*noFEC && uint64(fecRoots) > 254 {
-		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", uint64(fecRoots)))
+	if !*noFEC && fecRoots.v > 254 {
+		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", fecRoots.v))
+	}
+	// 0 is the library's default (2); avbtool passes it to fec, which
+	// refuses it.
+	if !*noFEC && fecRoots.v == 0 {
+		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots 0: at least 2"))
 	}
 	o := &avb.HashtreeFooterOptions{
-		PartitionSize: uint64(partitionSize), PartitionName: *partitionName, HashAlgorithm: *hashAlg,
-		BlockSize: int(blockSize), FEC: !*noFEC, FECRoots: int(min(uint64(fecRoots), 254)),
+		PartitionSize: partitionSize.v, PartitionName: *partitionName, HashAlgorithm: *hashAlg,
+		BlockSize: int(blockSize.v), FEC: !*noFEC, FECRoots: int(min(fecRoots.v, 254)),
 		Algorithm: *v.algorithm, KernelCmdlines: *v.kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
 		SetupRootfsFromKernel:  v.setupRootfs,
-		IncludeDescriptorsFrom: *v.include, RollbackIndex: uint64(v.rollbackIndex),
+		IncludeDescriptorsFrom: *v.include, RollbackIndex: v.rollbackIndex.v,
 		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}

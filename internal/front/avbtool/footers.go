@@ -78,7 +78,7 @@ type hashFooterFlags struct {
 	image, partitionName, hashAlg, salt, outputVBMeta  *string
 	partitionSize                                      number
 	dynamic, calcMax, noAppend, persistent, doNotUseAB *bool
-	saltSet                                            bool
+	saltSet, nameSet                                   bool
 }
 
 func (t *tool) addHashFooter(args []string) int {
@@ -102,7 +102,7 @@ func (t *tool) addHashFooter(args []string) int {
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}
-	h.saltSet = fs.Changed("salt")
+	h.saltSet, h.nameSet = fs.Changed("salt"), fs.Changed("partition_name")
 	o, s, done, err := t.hashFooterOptions(h, v)
 	switch {
 	case err != nil:
@@ -123,7 +123,7 @@ func (t *tool) addHashFooter(args []string) int {
 // its order and with its messages, and reads what they name; done when it
 // only printed (the required libavb version, the maximum image size).
 func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashFooterOptions, *avbSigning, bool, error) {
-	psize := uint64(h.partitionSize)
+	psize := h.partitionSize.v
 	if psize == 0 && !*h.dynamic {
 		return nil, nil, false, avbErr("--dynamic_partition_size required when not specifying a partition size")
 	}
@@ -183,6 +183,11 @@ func (t *tool) hashFooterInputs(o *avb.HashFooterOptions, h *hashFooterFlags, v 
 		return nil, err
 	}
 	o.VBMetaCommonOptions = *c
+	if !h.nameSet {
+		// avbtool fails encoding the descriptor's name (None), image as
+		// it was; an empty --partition_name is taken.
+		return nil, avbErr("--partition_name is required")
+	}
 	return s, nil
 }
 
@@ -201,10 +206,10 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	if *image == "" || *vbmeta == "" {
 		return t.tooFewArguments()
 	}
-	if err := checkPartitionBlocks(*image, uint64(psize)); err != nil {
+	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
-	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, uint64(psize)); err != nil {
+	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, psize.v); err != nil {
 		return t.fail(err, false)
 	}
 	return exitOK
@@ -227,10 +232,10 @@ func (t *tool) resizeImage(args []string) int {
 	if _, err := avb.FinishSparseRewrite(*image); err != nil {
 		return t.fail(err, false)
 	}
-	if err := t.checkResize(*image, uint64(psize)); err != nil {
+	if err := t.checkResize(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
-	if err := avb.ResizeImage(t.ctx, *image, uint64(psize)); err != nil {
+	if err := avb.ResizeImage(t.ctx, *image, psize.v); err != nil {
 		if errors.Is(err, avb.ErrNoFooter) {
 			err = avbErr("Given image does not have a footer.")
 		}

@@ -88,14 +88,14 @@ func (v *vbmetaFlags) release() (internal, appended *string) {
 // flags32 returns the vbmeta flags and the rollback index location as
 // the 32-bit numbers they are.
 func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
-	if uint64(v.rollbackIndexLocation) > 1<<32-1 || uint64(v.flags) > 1<<32-1 {
+	if v.rollbackIndexLocation.v > 1<<32-1 || v.flags.v > 1<<32-1 {
 		return 0, 0, fmt.Errorf("--rollback_index_location and --flags are 32-bit numbers")
 	}
-	flags = uint32(v.flags)
+	flags = uint32(v.flags.v)
 	if *v.hashtreeDisabled {
 		flags |= avb.FlagHashtreeDisabled
 	}
-	return flags, uint32(v.rollbackIndexLocation), nil
+	return flags, uint32(v.rollbackIndexLocation.v), nil
 }
 
 // chainPartitions checks and reads the chained partitions as avbtool's
@@ -264,7 +264,7 @@ func (t *tool) makeVBMetaImage(args []string) int {
 		}
 		return exitOK // printed the required version
 	}
-	o.PaddingSize = uint64(padding)
+	o.PaddingSize = padding.v
 	if *output == "-" {
 		err = t.writeVBMetaToStdout(o)
 	} else {
@@ -323,7 +323,7 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 		return nil, nil, err
 	}
 	c := &avb.VBMetaCommonOptions{
-		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
+		Algorithm: *v.algorithm, RollbackIndex: v.rollbackIndex.v, RollbackIndexLocation: location, Flags: flags,
 		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
 	}
 	c.ReleaseString, c.AppendToReleaseString = v.release()

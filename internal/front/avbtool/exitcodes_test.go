@@ -1,0 +1,79 @@
+package avbtool
+
+// Exit codes of refusals that no recorded avbtool case covers (avbtool
+// died of a Python exception there, or the case needs no image of the
+// vectors): argparse's errors exit 2, avbtool's own failures 1, and a
+// refused run changes no file.
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestAvbtoolFrontExitCodes(t *testing.T) {
+	hf := []string{"add_hash_footer", "--image", "d.img", "--partition_size", "131072"}
+	ht := []string{"add_hashtree_footer", "--image", "d.img", "--partition_size", "262144", "--partition_name", "system"}
+	mv := []string{"make_vbmeta_image", "--output", "o.img"}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		// stderr holds this.
+		says string
+	}{
+		// avbtool: ZeroDivisionError; the library's 0 would be 4096.
+		{"block-size-0", append(ht, "--do_not_generate_fec", "--block_size", "0"), exitFailed, "block size 0"},
+		// avbtool hands 0 to fec, which refuses it; the library's 0 would be 2.
+		{"fec-roots-0", append(ht, "--fec_num_roots", "0"), exitFailed, "FEC roots 0"},
+		// avbtool: 'NoneType' object has no attribute 'encode', image as it was.
+		{"hash-footer-no-name", hf, exitFailed, "Adding hash_footer failed: --partition_name is required."},
+		{"hash-footer-empty-name", append(hf, "--partition_name", ""), exitOK, ""},
+		// Python reads them; avbtool fails packing them (struct.error).
+		{"rollback-index-negative", append(mv, "--rollback_index", "-1"), exitFailed, "--rollback_index -1: a number from 0 to"},
+		{"rollback-index-2^64", append(mv, "--rollback_index", "18446744073709551616"), exitFailed, "a number from 0 to"},
+		{"location-negative", append(mv, "--rollback_index_location", "-1"), exitFailed, "a number from 0 to"},
+		// argparse's usage errors come first.
+		{"negative-then-unknown", append(mv, "--rollback_index", "-1", "--nope"), exitUsage, "unrecognized arguments: --nope"},
+		// argparse takes these for options, not values.
+		{"value-like-option-hex", append(mv, "--rollback_index", "-0x10"), exitUsage, "argument --rollback_index: expected one argument"},
+		{"value-like-option-double-dash", append(mv, "--rollback_index", "--5"), exitUsage, "argument --rollback_index: expected one argument"},
+		{"value-like-option-string", append(mv, "--prop", "-x"), exitUsage, "argument --prop: expected one argument"},
+		{"value-with-space", append(mv, "--kernel_cmdline", "-x y"), exitOK, ""},
+		{"value-dash", append(mv, "--kernel_cmdline", "-"), exitOK, ""},
+		{"value-negative-fraction", append(mv, "--rollback_index", "-.5"), exitUsage, "invalid parse_number value: '-.5'"},
+		// avbtool's message for a file with no vbmeta where it looks.
+		{"verify-raw", []string{"verify_image", "--image", "d.img"}, exitFailed, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			data := bytes.Repeat([]byte{0x5a}, 5*4096)
+			if err := os.WriteFile("d.img", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), "avbtool", c.args, &stdout, &stderr)
+			if code != c.code || !strings.Contains(stderr.String(), c.says) {
+				t.Fatalf("exit %d, stderr %q; want %d and a line with %q", code, stderr.String(), c.code, c.says)
+			}
+			switch {
+			case code == exitUsage && !strings.HasPrefix(stderr.String(), "usage: avbtool"):
+				t.Errorf("no usage before argparse's error: %q", stderr.String())
+			case code == exitFailed && !strings.HasPrefix(stderr.String(), "avbtool: "):
+				t.Errorf("not avbtool's argv0: message line: %q", stderr.String())
+			}
+			if code == exitOK {
+				return
+			}
+			if b, err := os.ReadFile("d.img"); err != nil || !bytes.Equal(b, data) {
+				t.Errorf("d.img changed (%v)", err)
+			}
+			if _, err := os.Stat("o.img"); err == nil {
+				t.Errorf("o.img was made")
+			}
+		})
+	}
+}
