@@ -19,6 +19,9 @@ var (
 	ErrMalformed = errors.New("malformed AVB data")
 	// ErrNoFooter: the image does not end in an AVB footer.
 	ErrNoFooter = errors.New("no AVB footer")
+	// ErrNotAVB: the file has neither an AVB footer at its end nor a
+	// vbmeta blob at its start.
+	ErrNotAVB = errors.New("no AVB footer and no vbmeta blob at the start")
 	// ErrSignature: a vbmeta blob's hash or signature does not verify.
 	ErrSignature = errors.New("vbmeta signature does not verify")
 )

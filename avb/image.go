@@ -46,7 +46,7 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
 			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
-				return nil, inputErr("", "no AVB footer and no vbmeta blob at the start")
+				return nil, inputErr("", "%w", ErrNotAVB)
 			}
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -161,6 +162,14 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
 		return in.ExitCode()
 	}
+	if m, ok := err.(avbMessage); ok {
+		fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m) // avbtool's own words, as its AvbError
+		return exitFailed
+	}
+	if notVBMeta(err) {
+		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
+		return exitFailed
+	}
 	if errors.Is(err, safefile.ErrForeign) {
 		// The library's hint names veritygen's --force, which this front
 		// does not take (avbtool would overwrite the file).
@@ -169,6 +178,19 @@ func (t *tool) failed(err error) int {
 	}
 	cli.Report(t.stderr, t.prog, err)
 	return exitFailed
+}
+
+// notVBMeta says whether err is about a file with no AVB footer and no
+// vbmeta blob that avbtool reports in its own words, whichever file (the
+// image, an included one) it is: one of at least a vbmeta header's size
+// (avbtool dies of a traceback reading a shorter one).
+func notVBMeta(err error) bool {
+	var ve *verity.Error
+	if !errors.Is(err, avb.ErrNotAVB) || !errors.As(err, &ve) || ve.Path == "" {
+		return false
+	}
+	fi, statErr := os.Stat(ve.Path)
+	return statErr == nil && fi.Size() >= avb.HeaderSize
 }
 
 // flagSet returns a flag set for subcommand cmd; parse parses args into it,
@@ -462,9 +484,9 @@ func (t *tool) addHashtreeFooter(args []string) int {
 // one of --signing_helper_with_files).
 func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
 	if saltGiven {
-		s, err := cli.ParseHex("--salt", salt)
+		s, err := unhexlify(salt)
 		if err != nil {
-			return false, avbErr("Adding hashtree_footer failed: %v.", err)
+			return false, wrapAVB(err, "Adding hashtree_footer failed: ")
 		}
 		o.Salt = s
 	}
@@ -715,7 +737,7 @@ func (t *tool) verifyImage(args []string) int {
 	for _, spec := range *expected {
 		parts := strings.Split(spec, ":")
 		if len(parts) != 3 {
-			return t.failed(avbErr("Malformed chained partition %q.", spec))
+			return t.failed(avbErr("Malformed chained partition \"%s\".", spec))
 		}
 		loc, err := strconv.ParseUint(parts[1], 10, 32)
 		if err != nil {

@@ -44,8 +44,15 @@ func TestAvbtoolFrontExitCodes(t *testing.T) {
 		{"value-with-space", append(mv, "--kernel_cmdline", "-x y"), exitOK, ""},
 		{"value-dash", append(mv, "--kernel_cmdline", "-"), exitOK, ""},
 		{"value-negative-fraction", append(mv, "--rollback_index", "-.5"), exitUsage, "invalid parse_number value: '-.5'"},
-		// avbtool's message for a file with no vbmeta where it looks.
-		{"verify-raw", []string{"verify_image", "--image", "d.img"}, exitFailed, ""},
+		// avbtool's message for a file with no vbmeta where it looks,
+		// whichever subcommand reads it.
+		{"verify-raw", []string{"verify_image", "--image", "d.img"}, exitFailed, "avbtool: Given image does not look like a vbmeta image.\n"},
+		{"info-raw", []string{"info_image", "--image", "d.img"}, exitFailed, "avbtool: Given image does not look like a vbmeta image.\n"},
+		{"include-raw", append(mv, "--include_descriptors_from_image", "d.img"), exitFailed, "avbtool: Given image does not look like a vbmeta image.\n"},
+		{"append-raw-vbmeta", []string{"append_vbmeta_image", "--image", "d.img", "--partition_size", "131072", "--vbmeta_image", "d.img"},
+			exitFailed, "avbtool: Appending VBMeta image failed: Given image does not look like a vbmeta image..\n"},
+		{"verify-chain-malformed", []string{"verify_image", "--image", "d.img", "--expected_chain_partition", "boot:1"},
+			exitFailed, "avbtool: Malformed chained partition \"boot:1\".\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

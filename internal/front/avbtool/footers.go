@@ -110,7 +110,17 @@ func (t *tool) addHashFooter(args []string) int {
 	case done:
 		return exitOK
 	}
-	if _, err := avb.AddHashFooter(t.ctx, *h.image, o); err != nil {
+	pl, err := avb.PlanHashFooter(*h.image, o)
+	if err != nil {
+		return t.fail(err, s.withFiles)
+	}
+	defer pl.Close()
+	if !h.nameSet {
+		// avbtool fails encoding the descriptor's name (None), last, the
+		// image as it was; an empty --partition_name is taken.
+		return t.fail(avbErr("Adding hash_footer failed: --partition_name is required."), false)
+	}
+	if _, err := pl.Apply(t.ctx); err != nil {
 		if msg := signingMessage(err, s.withFiles); msg != "" && t.ctx.Err() == nil {
 			err = avbErr("Adding hash_footer failed: %s.", msg)
 		}
@@ -183,11 +193,6 @@ func (t *tool) hashFooterInputs(o *avb.HashFooterOptions, h *hashFooterFlags, v 
 		return nil, err
 	}
 	o.VBMetaCommonOptions = *c
-	if !h.nameSet {
-		// avbtool fails encoding the descriptor's name (None), image as
-		// it was; an empty --partition_name is taken.
-		return nil, avbErr("--partition_name is required")
-	}
 	return s, nil
 }
 
@@ -210,6 +215,10 @@ func (t *tool) appendVBMetaImage(args []string) int {
 		return t.fail(err, false)
 	}
 	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, psize.v); err != nil {
+		if notVBMeta(err) {
+			// The vbmeta image's, within avbtool's handler.
+			err = avbErr("Appending VBMeta image failed: Given image does not look like a vbmeta image..")
+		}
 		return t.fail(err, false)
 	}
 	return exitOK
