@@ -310,6 +310,15 @@ CASES = [
     case('vf-ht-footer-size-0', ['verify_image', '--image', 'vf/system.img', '--key', 'keys/rsa2048.pub.pem'],
          {'vf/system.img': 'footer:size:0:copy:system.img'}),
     case('vf-footer-offset-off', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:offset:4096:copy:boot.img'}),
+    # A file of 256 bytes or more with no footer and no vbmeta, whichever subcommand reads it; refusals
+    # whose exit code is argparse's or avbtool's own.
+    case('info-err-not-vbmeta', ['info_image', '--image', 'nv.img'], {'nv.img': 'fill:5a:20480'}),
+    case('vf-err-not-vbmeta', ['verify_image', '--image', 'nv.img']),
+    case('mv-err-include-not-vbmeta', ['make_vbmeta_image', '--output', 'nv.vbmeta', '--include_descriptors_from_image', 'nv.img']),
+    case('av-err-vbmeta-not-vbmeta', ['append_vbmeta_image', '--image', 'nvi.img', '--partition_size', '131072', '--vbmeta_image', 'nv.img'],
+         {'nvi.img': 'blockbyte:4096:4'}),
+    case('vf-err-chain-malformed', ['verify_image', '--image', 'dev/vbmeta.img', '--expected_chain_partition', 'vbmeta_system:1']),
+    case('mv-err-number-like-option', ['make_vbmeta_image', '--output', 'nv.vbmeta', '--rollback_index', '-0x10']),
 ]
 
 # A stand-in for AOSP's `fec` tool, which avbtool runs to make FEC and which was not at hand: the size

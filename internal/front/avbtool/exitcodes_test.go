@@ -8,9 +8,15 @@ package avbtool
 import (
 	"bytes"
 	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 func TestAvbtoolFrontExitCodes(t *testing.T) {
@@ -44,6 +50,9 @@ func TestAvbtoolFrontExitCodes(t *testing.T) {
 		{"value-with-space", append(mv, "--kernel_cmdline", "-x y"), exitOK, ""},
 		{"value-dash", append(mv, "--kernel_cmdline", "-"), exitOK, ""},
 		{"value-negative-fraction", append(mv, "--rollback_index", "-.5"), exitUsage, "invalid parse_number value: '-.5'"},
+		// libavb verifies exponent 65537 only (avbtool signs with 3):
+		// refused as such, not as a key of the wrong size.
+		{"key-exponent-3", append(mv, "--algorithm", "SHA256_RSA2048", "--key", "key3.pub.pem"), exitFailed, "RSA public exponent 3"},
 		// avbtool's message for a file with no vbmeta where it looks,
 		// whichever subcommand reads it.
 		{"verify-raw", []string{"verify_image", "--image", "d.img"}, exitFailed, "avbtool: Given image does not look like a vbmeta image.\n"},
@@ -54,9 +63,13 @@ func TestAvbtoolFrontExitCodes(t *testing.T) {
 		{"verify-chain-malformed", []string{"verify_image", "--image", "d.img", "--expected_chain_partition", "boot:1"},
 			exitFailed, "avbtool: Malformed chained partition \"boot:1\".\n"},
 	}
+	key3 := exponent3Key(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
+			if err := os.WriteFile("key3.pub.pem", key3, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			data := bytes.Repeat([]byte{0x5a}, 5*4096)
 			if err := os.WriteFile("d.img", data, 0o644); err != nil {
 				t.Fatal(err)
@@ -83,4 +96,28 @@ func TestAvbtoolFrontExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exponent3Key is the vectors' 2048-bit public key with exponent 3, in
+// PEM: what an RSA key made with openssl genrsa -3 holds.
+func exponent3Key(t *testing.T) []byte {
+	b, err := os.ReadFile(filepath.Join(fronttest.AVBVectors, "keys", "rsa2048.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("rsa2048.pub.pem: no PEM block")
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := *k.(*rsa.PublicKey)
+	pub.E = 3
+	der, err := x509.MarshalPKIXPublicKey(&pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }

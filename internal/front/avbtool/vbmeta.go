@@ -183,7 +183,11 @@ func (t *tool) signing(v *vbmetaFlags, alg *avb.Algorithm) (*avbSigning, error) 
 	if err != nil {
 		return nil, err
 	}
-	if blob, err := avb.EncodePublicKey(pub); err != nil || len(blob) != alg.PublicKeySize {
+	blob, err := avb.EncodePublicKey(pub)
+	if err != nil {
+		return nil, err // an exponent other than 65537: not a wrong size
+	}
+	if len(blob) != alg.PublicKeySize {
 		return nil, avbErr("Key is wrong size for algorithm %s", alg.Name)
 	}
 	switch {
