@@ -332,7 +332,7 @@ func erasedSize(img *Image, path string, keepHashtree bool) (uint64, error) {
 	}
 	ht := img.VBMeta.FirstHashtree()
 	if ht == nil {
-		return 0, inputErr("", "%s: asked to keep the hashtree but there is no hashtree descriptor", path)
+		return 0, inputErr("", "%s: asked to keep the hashtree but there is %w", path, ErrNoHashtree)
 	}
 	vbOff := img.Footer.VBMetaOffset
 	if ht.TreeOffset > vbOff || ht.TreeSize > vbOff-ht.TreeOffset {

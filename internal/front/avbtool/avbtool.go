@@ -669,6 +669,9 @@ func (t *tool) eraseFooter(args []string) int {
 		return code
 	}
 	if err := avb.EraseFooter(*image, *keep); err != nil {
+		if errors.Is(err, avb.ErrNoHashtree) {
+			err = avbErr("Requested to keep hashtree but no hashtree descriptor was found.")
+		}
 		return t.failed(err)
 	}
 	return exitOK

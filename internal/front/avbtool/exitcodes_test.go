@@ -121,3 +121,40 @@ func exponent3Key(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
+
+// TestAvbtoolFrontNoHashtree: an image with a hash footer only, where a
+// hashtree descriptor is needed, is refused in avbtool's words, exit 1,
+// nothing changed.
+func TestAvbtoolFrontNoHashtree(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("boot.img", bytes.Repeat([]byte{0x5a}, 5*4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := Main(context.Background(), "avbtool", []string{"add_hash_footer", "--image", "boot.img", "--partition_size", "131072",
+		"--partition_name", "boot", "--salt", "00"}, &out, &out); code != exitOK {
+		t.Fatalf("add_hash_footer: exit %d: %s", code, out.String())
+	}
+	before, err := os.ReadFile("boot.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"erase_footer", "--image", "boot.img", "--keep_hashtree"}, "avbtool: Requested to keep hashtree but no hashtree descriptor was found.\n"},
+		{[]string{"make_vbmeta_image", "--output", "o.img", "--setup_rootfs_from_kernel", "boot.img"}, "avbtool: No hashtree descriptor in given image\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), "avbtool", c.args, &stdout, &stderr); code != exitFailed || stderr.String() != c.want {
+			t.Errorf("%s: exit %d, stderr %q; want 1, %q", c.args[0], code, stderr.String(), c.want)
+		}
+		if b, err := os.ReadFile("boot.img"); err != nil || !bytes.Equal(b, before) {
+			t.Errorf("%s: boot.img changed (%v)", c.args[0], err)
+		}
+		if _, err := os.Stat("o.img"); err == nil {
+			t.Errorf("%s: o.img was made", c.args[0])
+		}
+	}
+}

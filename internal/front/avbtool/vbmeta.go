@@ -275,6 +275,9 @@ func (t *tool) makeVBMetaImage(args []string) int {
 		err = avb.MakeVBMetaImage(t.ctx, *output, o)
 	}
 	if err != nil {
+		if errors.Is(err, avb.ErrNoHashtree) {
+			err = avbErr("No hashtree descriptor in given image") // --setup_rootfs_from_kernel's image
+		}
 		return t.fail(err, s.withFiles)
 	}
 	return exitOK
