@@ -19,6 +19,13 @@ var (
 	ErrMalformed = errors.New("malformed AVB data")
 	// ErrNoFooter: the image does not end in an AVB footer.
 	ErrNoFooter = errors.New("no AVB footer")
+	// ErrNotAVB: the file has neither an AVB footer at its end nor a
+	// vbmeta blob at its start.
+	ErrNotAVB = errors.New("no AVB footer and no vbmeta blob at the start")
+	// ErrNoHashtree: the image's vbmeta has no hashtree descriptor where
+	// one is needed (erasing a footer but keeping the tree, the rootfs
+	// command lines of an image).
+	ErrNoHashtree = errors.New("no hashtree descriptor")
 	// ErrSignature: a vbmeta blob's hash or signature does not verify.
 	ErrSignature = errors.New("vbmeta signature does not verify")
 )

@@ -148,9 +148,11 @@ type HashtreeFooterOptions struct {
 	// (no root digest stored) and --no_hashtree (no tree written; its
 	// root digest is still stored).
 	DoNotUseAB, CheckAtMostOnce, UsePersistentDigest, NoHashtree bool
-	// ReleaseString replaces avbtool 1.3.0's; AppendToReleaseString is
-	// added after a space.
-	ReleaseString, AppendToReleaseString string
+	// ReleaseString, if not nil, replaces avbtool 1.3.0's release string
+	// (new("") leaves none, as avbtool's --internal_release_string '');
+	// AppendToReleaseString, if not nil, is added after a space, even
+	// when empty, as avbtool adds it. nil is an option not given.
+	ReleaseString, AppendToReleaseString *string
 	// OutputVBMeta, if not "", is a file the vbmeta blob is also written
 	// to; DoNotAppendVBMeta leaves the vbmeta and the footer out of the
 	// image (the tree is still appended).

@@ -46,7 +46,7 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
 			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
-				return nil, inputErr("", "no AVB footer and no vbmeta blob at the start")
+				return nil, inputErr("", "%w", ErrNotAVB)
 			}
 			return nil, err
 		}
@@ -332,7 +332,7 @@ func erasedSize(img *Image, path string, keepHashtree bool) (uint64, error) {
 	}
 	ht := img.VBMeta.FirstHashtree()
 	if ht == nil {
-		return 0, inputErr("", "%s: asked to keep the hashtree but there is no hashtree descriptor", path)
+		return 0, inputErr("", "%s: asked to keep the hashtree but there is %w", path, ErrNoHashtree)
 	}
 	vbOff := img.Footer.VBMetaOffset
 	if ht.TreeOffset > vbOff || ht.TreeSize > vbOff-ht.TreeOffset {

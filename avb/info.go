@@ -241,5 +241,5 @@ func SetupRootfsFromKernelDescriptors(path string) ([]Descriptor, error) {
 		return RootfsCmdlineDescriptors(ht), nil
 	}
 	return nil, inputErr("give the image of a partition made with a hashtree footer (add_hashtree_footer)",
-		"%s: no hashtree descriptor in given image", path)
+		"%s: %w in given image", path, ErrNoHashtree)
 }

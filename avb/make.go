@@ -25,8 +25,9 @@ type VBMetaOptions struct {
 	// Flags are the vbmeta image flags (FlagHashtreeDisabled, ...).
 	Flags                 uint32
 	RollbackIndexLocation uint32
-	// ReleaseString "" means ReleaseString (avbtool 1.3.0's).
-	ReleaseString string
+	// ReleaseString is the header's release string; nil means
+	// ReleaseString (avbtool 1.3.0's), new("") none.
+	ReleaseString *string
 	// RequiredLibavbMinor is the minor version of libavb 1.x the blob
 	// needs.
 	RequiredLibavbMinor uint32
@@ -95,9 +96,9 @@ func layOutVBMeta(o *VBMetaOptions) (*Header, *Algorithm, []byte, uint64, error)
 				"key is wrong size for algorithm %s: %d bits, it needs %d", alg.Name, (len(pubBlob)-8)*4, alg.KeyBits())
 		}
 	}
-	rs := o.ReleaseString
-	if rs == "" {
-		rs = ReleaseString
+	rs := ReleaseString
+	if o.ReleaseString != nil {
+		rs = *o.ReleaseString
 	}
 	var descSize uint64
 	for _, e := range o.encoded {

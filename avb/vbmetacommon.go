@@ -38,9 +38,11 @@ type VBMetaCommonOptions struct {
 	// Flags are the vbmeta image flags (FlagHashtreeDisabled for
 	// --set_hashtree_disabled_flag).
 	Flags uint32
-	// ReleaseString replaces avbtool 1.3.0's; AppendToReleaseString is
-	// added after a space.
-	ReleaseString, AppendToReleaseString string
+	// ReleaseString, if not nil, replaces avbtool 1.3.0's release string
+	// (new("") leaves none, as avbtool's --internal_release_string '');
+	// AppendToReleaseString, if not nil, is added after a space, even
+	// when empty, as avbtool adds it. nil is an option not given.
+	ReleaseString, AppendToReleaseString *string
 }
 
 // signer is what signs: Signer, or Key.
@@ -86,12 +88,12 @@ func (c *VBMetaCommonOptions) prepareVBMeta(p *prepared, own Descriptor) error {
 	if err := c.checkVBMetaSize(p, sigAlg, own); err != nil {
 		return err
 	}
-	p.release = c.ReleaseString
-	if p.release == "" {
-		p.release = ReleaseString
+	p.release = ReleaseString
+	if c.ReleaseString != nil {
+		p.release = *c.ReleaseString
 	}
-	if c.AppendToReleaseString != "" {
-		p.release += " " + c.AppendToReleaseString
+	if c.AppendToReleaseString != nil {
+		p.release += " " + *c.AppendToReleaseString
 	}
 	return nil
 }
@@ -163,7 +165,7 @@ func (c *VBMetaCommonOptions) vbmetaOptions(p *prepared, descs []Descriptor) *VB
 	return &VBMetaOptions{
 		Algorithm: c.Algorithm, Key: c.Key, Signer: c.Signer, Descriptors: descs, encoded: p.included,
 		PublicKeyMetadata: c.PublicKeyMetadata, RollbackIndex: c.RollbackIndex, Flags: c.Flags,
-		RollbackIndexLocation: c.RollbackIndexLocation, ReleaseString: p.release, RequiredLibavbMinor: p.minor,
+		RollbackIndexLocation: c.RollbackIndexLocation, ReleaseString: &p.release, RequiredLibavbMinor: p.minor,
 	}
 }
 

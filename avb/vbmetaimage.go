@@ -35,9 +35,11 @@ type VBMetaImageOptions struct {
 	// Flags are the vbmeta image flags (FlagHashtreeDisabled for
 	// --set_hashtree_disabled_flag).
 	Flags uint32
-	// ReleaseString replaces avbtool 1.3.0's; AppendToReleaseString is
-	// added after a space.
-	ReleaseString, AppendToReleaseString string
+	// ReleaseString, if not nil, replaces avbtool 1.3.0's release string
+	// (new("") leaves none, as avbtool's --internal_release_string '');
+	// AppendToReleaseString, if not nil, is added after a space, even
+	// when empty, as avbtool adds it. nil is an option not given.
+	ReleaseString, AppendToReleaseString *string
 	// PaddingSize, if not 0, pads the image MakeVBMetaImage writes with
 	// zeros to a multiple of it (at most 1 GiB).
 	PaddingSize uint64

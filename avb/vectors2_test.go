@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,7 +141,18 @@ type argParser struct {
 	err  error
 }
 
+// next returns the next option; argparse's --option=value is taken as
+// --option and then value.
 func (p *argParser) next() (string, bool) {
+	a, ok := p.raw()
+	if name, v, isPair := strings.Cut(a, "="); ok && isPair && strings.HasPrefix(a, "--") {
+		p.args = slices.Insert(slices.Clone(p.args), p.i, v)
+		return name, true
+	}
+	return a, ok
+}
+
+func (p *argParser) raw() (string, bool) {
 	if p.err != nil || p.i >= len(p.args) {
 		return "", false
 	}
@@ -149,7 +161,7 @@ func (p *argParser) next() (string, bool) {
 }
 
 func (p *argParser) value(opt string) string {
-	v, ok := p.next()
+	v, ok := p.raw()
 	if !ok && p.err == nil {
 		p.err = fmt.Errorf("%s needs a value", opt)
 	}

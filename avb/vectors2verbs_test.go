@@ -84,9 +84,9 @@ func (ca *commonArgs) take(ctx context.Context, p *argParser, a string, c *avb.V
 	case "--signing_helper_with_files":
 		ca.helperFiles = p.value(a)
 	case "--internal_release_string":
-		c.ReleaseString = p.value(a)
+		c.ReleaseString = new(p.value(a))
 	case "--append_to_release_string":
-		c.AppendToReleaseString = p.value(a)
+		c.AppendToReleaseString = new(p.value(a))
 	case "--print_required_libavb_version":
 		ca.printVersion = true
 	default:

@@ -196,9 +196,9 @@ func (p *argvOptions) vbmetaValue(a, v string) {
 	case "--output_vbmeta_image":
 		o.OutputVBMeta = p.rel(v)
 	case "--append_to_release_string":
-		o.AppendToReleaseString = v
+		o.AppendToReleaseString = &v
 	case "--internal_release_string":
-		o.ReleaseString = v
+		o.ReleaseString = &v
 	case "--chain_partition", "--chain_partition_do_not_use_ab":
 		f := strings.Split(v, ":")
 		var c ChainPartition

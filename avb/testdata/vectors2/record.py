@@ -11,7 +11,7 @@ cases.jsonl (one case a line: args, exit code, stdout, stderr, every file
 made or changed with its size and sha256, the helper's log) and blobs/
 (every such file, gzipped, named by its sha256). See README.md.
 """
-import gzip, hashlib, json, os, shutil, subprocess, sys, tempfile
+import gzip, hashlib, json, os, shutil, struct, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AVBTOOL = os.environ['AVBTOOL']
@@ -315,6 +315,58 @@ CASES = [
     htf('fec-roots1', ['--partition_size', '1048576', '--partition_name', 'r1', '--fec_num_roots', '1'], 'blockbyte:4096:5', 'fec/r1.img'),
     htf('fec-roots25', ['--partition_size', '1048576', '--partition_name', 'r25', '--fec_num_roots', '25'], 'blockbyte:4096:5', 'fec/r25.img'),
     case('info-fec-roots25', ['info_image', '--image', 'fec/r25.img']),
+    # Release strings given empty (added last, the cases above unchanged): --internal_release_string ''
+    # writes none, --append_to_release_string '' a space after avbtool's.
+    hf('hf-release-empty', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
+                            '--internal_release_string', ''] + S2, file='rel.img'),
+    hf('hf-append-empty', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
+                           '--append_to_release_string', ''], file='rel.img'),
+    case('ht-release-empty', ['add_hashtree_footer', '--image', 'relht.img', '--partition_size', '262144', '--partition_name', 'system',
+                              '--do_not_generate_fec', '--salt', SALT, '--internal_release_string', ''],
+         {'relht.img': 'blockbyte:4096:8'}),
+    case('ht-release-both-empty', ['add_hashtree_footer', '--image', 'relht.img', '--partition_size', '262144', '--partition_name', 'system',
+                                   '--do_not_generate_fec', '--salt', SALT, '--internal_release_string', '', '--append_to_release_string', ''],
+         {'relht.img': 'blockbyte:4096:8'}),
+    case('mv-release-empty', ['make_vbmeta_image', '--output', 'rel.vbmeta', '--internal_release_string', ''] + S2),
+    case('mv-append-empty', ['make_vbmeta_image', '--output', 'rel.vbmeta', '--append_to_release_string', '']),
+    case('mv-release-empty-append', ['make_vbmeta_image', '--output', 'rel.vbmeta', '--internal_release_string', '',
+                                     '--append_to_release_string', 'x']),
+    case('mv-release-equals-empty', ['make_vbmeta_image', '--output', 'rel.vbmeta', '--internal_release_string=',
+                                     '--append_to_release_string=']),
+    case('info-release-empty', ['info_image', '--image', 'rel.vbmeta']),
+    case('info-append-empty', ['info_image', '--image', 'rel.img']),
+    # --output_vbmeta_image and --output in a directory that does not exist: argparse's error, exit 2.
+    hf('hf-err-output-nodir', ['--partition_size', '131072', '--partition_name', 'boot', '--salt', SALT,
+                               '--output_vbmeta_image', 'nodir/vb.img'], file='nodir.img'),
+    case('ht-err-output-nodir', ['add_hashtree_footer', '--image', 'nodir.img', '--partition_size', '262144',
+                                 '--do_not_generate_fec', '--salt', SALT, '--output_vbmeta_image', 'nodir/vb.img'],
+         {'nodir.img': 'blockbyte:4096:8'}),
+    case('mv-err-output-nodir', ['make_vbmeta_image', '--output', 'nodir/vb.img']),
+    # verify_image of footers whose unsigned fields are damaged (footer:FIELD:VALUE:SPEC), in vf/ under the
+    # partition's name (verify_image checks the descriptors against that file): avbtool reads only the
+    # footer's magic and vbmeta offset.
+    case('vf-footer-major', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:major:2:copy:boot.img'}),
+    case('vf-footer-minor', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:minor:4294967295:copy:boot.img'}),
+    case('vf-footer-orig-past-vbmeta', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:orig:131072:copy:boot.img'}),
+    case('vf-footer-orig-max', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:orig:18446744073709551615:copy:boot.img'}),
+    case('vf-footer-size-0', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:size:0:copy:boot.img'}),
+    case('vf-footer-size-short', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:size:300:copy:boot.img'}),
+    case('vf-footer-size-past-footer', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:size:131072:copy:boot.img'}),
+    case('vf-footer-size-max', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:size:18446744073709551615:copy:boot.img'}),
+    case('vf-ht-footer-major', ['verify_image', '--image', 'vf/system.img'], {'vf/system.img': 'footer:major:2:copy:system.img'}),
+    case('vf-ht-footer-orig', ['verify_image', '--image', 'vf/system.img'], {'vf/system.img': 'footer:orig:262144:copy:system.img'}),
+    case('vf-ht-footer-size-0', ['verify_image', '--image', 'vf/system.img', '--key', 'keys/rsa2048.pub.pem'],
+         {'vf/system.img': 'footer:size:0:copy:system.img'}),
+    case('vf-footer-offset-off', ['verify_image', '--image', 'vf/boot.img'], {'vf/boot.img': 'footer:offset:4096:copy:boot.img'}),
+    # A file of 256 bytes or more with no footer and no vbmeta, whichever subcommand reads it; refusals
+    # whose exit code is argparse's or avbtool's own.
+    case('info-err-not-vbmeta', ['info_image', '--image', 'nv.img'], {'nv.img': 'fill:5a:20480'}),
+    case('vf-err-not-vbmeta', ['verify_image', '--image', 'nv.img']),
+    case('mv-err-include-not-vbmeta', ['make_vbmeta_image', '--output', 'nv.vbmeta', '--include_descriptors_from_image', 'nv.img']),
+    case('av-err-vbmeta-not-vbmeta', ['append_vbmeta_image', '--image', 'nvi.img', '--partition_size', '131072', '--vbmeta_image', 'nv.img'],
+         {'nvi.img': 'blockbyte:4096:4'}),
+    case('vf-err-chain-malformed', ['verify_image', '--image', 'dev/vbmeta.img', '--expected_chain_partition', 'vbmeta_system:1']),
+    case('mv-err-number-like-option', ['make_vbmeta_image', '--output', 'nv.vbmeta', '--rollback_index', '-0x10']),
 ]
 
 def fecprep(psize, raw, d):
@@ -328,10 +380,20 @@ def fecprep(psize, raw, d):
         return open(img, 'rb').read()
 
 
+FOOTER_FIELDS = ['major', 'minor', 'orig', 'offset', 'size']
+
+
 def image(spec, d):
     if spec.startswith('fecprep:'):  # fecprep:PARTITION_SIZE:SPEC
         _, psize, rest = spec.split(':', 2)
         return fecprep(psize, image(rest, d), d)
+    if spec.startswith('footer:'):  # footer:FIELD:VALUE:SPEC, the AVB footer of SPEC with FIELD set to VALUE
+        _, field, value, rest = spec.split(':', 3)
+        b = bytearray(image(rest, d))
+        f = list(struct.unpack('!2LQQQ', b[-60:-28]))
+        f[FOOTER_FIELDS.index(field)] = int(value)
+        b[-60:-28] = struct.pack('!2LQQQ', *f)
+        return bytes(b)
     out = bytearray()
     for part in spec.split('+'):
         f = part.split(':')

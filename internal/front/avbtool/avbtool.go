@@ -19,7 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -158,6 +162,14 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: %v\n", t.prog, in)
 		return in.ExitCode()
 	}
+	if m, ok := err.(avbMessage); ok {
+		fmt.Fprintf(t.stderr, "%s: %s\n", t.prog, m) // avbtool's own words, as its AvbError
+		return exitFailed
+	}
+	if notVBMeta(err) {
+		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
+		return exitFailed
+	}
 	if errors.Is(err, safefile.ErrForeign) {
 		// The library's hint names veritygen's --force, which this front
 		// does not take (avbtool would overwrite the file).
@@ -166,6 +178,19 @@ func (t *tool) failed(err error) int {
 	}
 	cli.Report(t.stderr, t.prog, err)
 	return exitFailed
+}
+
+// notVBMeta says whether err is about a file with no AVB footer and no
+// vbmeta blob that avbtool reports in its own words, whichever file (the
+// image, an included one) it is: one of at least a vbmeta header's size
+// (avbtool dies of a traceback reading a shorter one).
+func notVBMeta(err error) bool {
+	var ve *verity.Error
+	if !errors.Is(err, avb.ErrNotAVB) || !errors.As(err, &ve) || ve.Path == "" {
+		return false
+	}
+	fi, statErr := os.Stat(ve.Path)
+	return statErr == nil && fi.Size() >= avb.HeaderSize
 }
 
 // flagSet returns a flag set for subcommand cmd; parse parses args into it,
@@ -214,6 +239,15 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(fs.Args(), " "))
 		return exitUsage, true
 	}
+	var bad error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
+			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
+		}
+	})
+	if bad != nil {
+		return t.failed(bad), true
+	}
 	return 0, false
 }
 
@@ -257,24 +291,71 @@ func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 		if f.Value.Type() != "bool" && !hasValue {
-			i++ // its value, whatever it looks like
+			i++ // its value
+			if i < len(out) && looksLikeOption(out[i]) {
+				return nil, fmt.Errorf("argument --%s: expected one argument", f.Name)
+			}
 		}
 	}
 	return out, nil
 }
 
-// number is avbtool's parse_number: Python's int(s, 0).
-type number uint64
+// looksLikeOption says whether argparse takes arg for an option, not the
+// value of the option before it: it starts with '-', is not "-" alone
+// nor a negative number (-5, -.5) and has no space.
+func looksLikeOption(arg string) bool {
+	if len(arg) < 2 || arg[0] != '-' || strings.Contains(arg, " ") {
+		return false
+	}
+	return !negativeNumber.MatchString(arg)
+}
 
-func (n *number) String() string { return strconv.FormatUint(uint64(*n), 10) }
+// negativeNumber is argparse's _negative_number_matcher.
+var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+
+// number is avbtool's parse_number: Python's int(s, 0). A number Python
+// reads but this front cannot take (negative, or past 2^64-1) is kept in
+// bad: argparse takes it, and avbtool fails on it later (exit 1) or uses
+// it, so t.parse refuses it after argparse's own checks, exit 1.
+type number struct {
+	v   uint64
+	bad string
+}
+
+func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
 func (n *number) Type() string   { return "NUMBER" }
 func (n *number) Set(s string) error {
 	v, ok := pyInt(s)
-	if !ok {
+	switch {
+	case ok:
+		n.v, n.bad = v, ""
+	case pyIntOutOfRange(s):
+		n.v, n.bad = 0, s
+	default:
 		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
 	}
-	*n = number(v)
 	return nil
+}
+
+// pyIntOutOfRange says whether Python's int(s, 0) reads s as a number
+// pyInt does not take: a negative one, or one past 2^64-1.
+func pyIntOutOfRange(s string) bool {
+	t := strings.TrimSpace(s)
+	neg := t != "" && t[0] == '-'
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	if t == "" || t[0] == '+' || t[0] == '-' {
+		return false
+	}
+	if v, ok := pyInt(t); ok {
+		return neg && v != 0
+	}
+	if len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t[1:2], "xXoObB") && strings.Trim(t, "0_") != "" {
+		return false // not Python's
+	}
+	_, ok := new(big.Int).SetString(t, 0)
+	return ok
 }
 
 // pyInt reads s as Python's int(s, 0) does, for the numbers that are not
@@ -304,7 +385,7 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	image := fs.String("image", "", "Image to add hashtree to")
 	fileType(fs, "image", "rw", "image")
 	var partitionSize, blockSize, fecRoots number
-	blockSize, fecRoots = 4096, 2
+	blockSize.v, fecRoots.v = 4096, 2
 	fs.Var(&partitionSize, "partition_size", "Partition size")
 	partitionName := fs.String("partition_name", "", "Partition name")
 	hashAlg := fs.String("hash_algorithm", "sha1", "Hash algorithm to use (default: sha1)")
@@ -332,27 +413,27 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	}
 	// Numbers past what an int holds (on 32-bit machines too) are refused
 	// here, with the number given.
-	if uint64(blockSize) > merkle.MaxBlockSize {
-		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", uint64(blockSize), merkle.MinBlockSize, merkle.MaxBlockSize))
+	if blockSize.v == 0 || blockSize.v > merkle.MaxBlockSize {
+		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", blockSize.v, merkle.MinBlockSize, merkle.MaxBlockSize))
 	}
-	if !*noFEC && uint64(fecRoots) > 254 {
-		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", uint64(fecRoots)))
+	if !*noFEC && fecRoots.v > 254 {
+		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", fecRoots.v))
 	}
 	// avbtool hands 0 to AOSP's fec, which refuses it (exit 1); the
 	// package's 0 means the default, 2.
-	if !*noFEC && !*noHashtree && fecRoots == 0 {
+	if !*noFEC && !*noHashtree && fecRoots.v == 0 {
 		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots 0: no parity without roots"))
 	}
 	o := &avb.HashtreeFooterOptions{
-		PartitionSize: uint64(partitionSize), PartitionName: *partitionName, HashAlgorithm: *hashAlg,
-		BlockSize: int(blockSize), FEC: !*noFEC, FECRoots: int(min(uint64(fecRoots), 254)),
+		PartitionSize: partitionSize.v, PartitionName: *partitionName, HashAlgorithm: *hashAlg,
+		BlockSize: int(blockSize.v), FEC: !*noFEC, FECRoots: int(min(fecRoots.v, 254)),
 		Algorithm: *v.algorithm, KernelCmdlines: *v.kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
 		SetupRootfsFromKernel:  v.setupRootfs,
-		IncludeDescriptorsFrom: *v.include, RollbackIndex: uint64(v.rollbackIndex),
+		IncludeDescriptorsFrom: *v.include, RollbackIndex: v.rollbackIndex.v,
 		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
-		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
+	o.ReleaseString, o.AppendToReleaseString = v.release()
 	var err error
 	if o.Flags, o.RollbackIndexLocation, err = v.flags32(); err != nil {
 		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
@@ -403,9 +484,9 @@ func (t *tool) addHashtreeFooter(args []string) int {
 // one of --signing_helper_with_files).
 func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
 	if saltGiven {
-		s, err := cli.ParseHex("--salt", salt)
+		s, err := unhexlify(salt)
 		if err != nil {
-			return false, avbErr("Adding hashtree_footer failed: %v.", err)
+			return false, wrapAVB(err, "Adding hashtree_footer failed: ")
 		}
 		o.Salt = s
 	}
@@ -588,6 +669,9 @@ func (t *tool) eraseFooter(args []string) int {
 		return code
 	}
 	if err := avb.EraseFooter(*image, *keep); err != nil {
+		if errors.Is(err, avb.ErrNoHashtree) {
+			err = avbErr("Requested to keep hashtree but no hashtree descriptor was found.")
+		}
 		return t.failed(err)
 	}
 	return exitOK
@@ -656,7 +740,7 @@ func (t *tool) verifyImage(args []string) int {
 	for _, spec := range *expected {
 		parts := strings.Split(spec, ":")
 		if len(parts) != 3 {
-			return t.failed(avbErr("Malformed chained partition %q.", spec))
+			return t.failed(avbErr("Malformed chained partition \"%s\".", spec))
 		}
 		loc, err := strconv.ParseUint(parts[1], 10, 32)
 		if err != nil {
@@ -719,7 +803,7 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 		return err
 	}
 	defer locked.Close()
-	img, err := avb.ReadImage(path)
+	img, err := readForVerify(path)
 	if err != nil {
 		return err
 	}
@@ -762,6 +846,47 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 		}
 	}
 	return nil
+}
+
+// readForVerify reads path's AVB metadata as avbtool's verify_image
+// reads it: of the footer, only the magic and the vbmeta's offset count;
+// its version, the original image size and the vbmeta's size are neither
+// signed nor read by avbtool, so a footer damaged there still verifies
+// when the descriptors do (veritycheck refuses such a footer). The vbmeta
+// must still lie between that offset and the footer, as its header says.
+func readForVerify(path string) (*avb.Image, error) {
+	img, strictErr := avb.ReadImage(path)
+	if strictErr == nil || !errors.Is(strictErr, avb.ErrMalformed) {
+		return img, strictErr
+	}
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return nil, strictErr
+	}
+	defer src.Close()
+	size := src.Size()
+	if size < avb.FooterSize+avb.HeaderSize {
+		return nil, strictErr
+	}
+	b := make([]byte, avb.FooterSize)
+	if _, err := src.ReadAt(b, size-avb.FooterSize); err != nil {
+		return nil, strictErr
+	}
+	f, err := avb.ParseFooter(b)
+	end := uint64(size - avb.FooterSize)
+	if err != nil || f.VBMetaOffset > end-avb.HeaderSize {
+		return nil, strictErr
+	}
+	// avbtool's words for no vbmeta where the footer points.
+	magic := make([]byte, 4)
+	if _, err := src.ReadAt(magic, int64(f.VBMetaOffset)); err != nil || string(magic) != "AVB0" {
+		return nil, avbErr("Given image does not look like a vbmeta image.")
+	}
+	vb, err := avb.ReadVBMeta(src, int64(f.VBMetaOffset), min(end-f.VBMetaOffset, avb.MaxVBMetaSize))
+	if err != nil {
+		return nil, strictErr
+	}
+	return &avb.Image{Footer: f, VBMeta: vb, Size: uint64(size), Sparse: src.Format() == "android-sparse"}, nil
 }
 
 func cdName(cd *avb.ChainPartitionDescriptor) string {

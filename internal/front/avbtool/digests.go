@@ -117,10 +117,10 @@ func (t *tool) extractVBMetaImage(args []string) int {
 	if *output == "-" {
 		var b []byte
 		if b, err = avb.ExtractVBMeta(*image); err == nil {
-			err = t.writePadded(b, uint64(padding))
+			err = t.writePadded(b, padding.v)
 		}
 	} else {
-		err = avb.ExtractVBMetaImage(t.ctx, *image, *output, uint64(padding))
+		err = avb.ExtractVBMetaImage(t.ctx, *image, *output, padding.v)
 	}
 	if errors.Is(err, avb.ErrNoFooter) {
 		err = avbErr("Given image does not have a footer.")

@@ -78,7 +78,7 @@ type hashFooterFlags struct {
 	image, partitionName, hashAlg, salt, outputVBMeta  *string
 	partitionSize                                      number
 	dynamic, calcMax, noAppend, persistent, doNotUseAB *bool
-	saltSet                                            bool
+	saltSet, nameSet                                   bool
 }
 
 func (t *tool) addHashFooter(args []string) int {
@@ -102,7 +102,7 @@ func (t *tool) addHashFooter(args []string) int {
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}
-	h.saltSet = fs.Changed("salt")
+	h.saltSet, h.nameSet = fs.Changed("salt"), fs.Changed("partition_name")
 	o, s, done, err := t.hashFooterOptions(h, v)
 	switch {
 	case err != nil:
@@ -110,7 +110,17 @@ func (t *tool) addHashFooter(args []string) int {
 	case done:
 		return exitOK
 	}
-	if _, err := avb.AddHashFooter(t.ctx, *h.image, o); err != nil {
+	pl, err := avb.PlanHashFooter(*h.image, o)
+	if err != nil {
+		return t.fail(err, s.withFiles)
+	}
+	defer pl.Close()
+	if !h.nameSet {
+		// avbtool fails encoding the descriptor's name (None), last, the
+		// image as it was; an empty --partition_name is taken.
+		return t.fail(avbErr("Adding hash_footer failed: --partition_name is required."), false)
+	}
+	if _, err := pl.Apply(t.ctx); err != nil {
 		if msg := signingMessage(err, s.withFiles); msg != "" && t.ctx.Err() == nil {
 			err = avbErr("Adding hash_footer failed: %s.", msg)
 		}
@@ -123,7 +133,7 @@ func (t *tool) addHashFooter(args []string) int {
 // its order and with its messages, and reads what they name; done when it
 // only printed (the required libavb version, the maximum image size).
 func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashFooterOptions, *avbSigning, bool, error) {
-	psize := uint64(h.partitionSize)
+	psize := h.partitionSize.v
 	if psize == 0 && !*h.dynamic {
 		return nil, nil, false, avbErr("--dynamic_partition_size required when not specifying a partition size")
 	}
@@ -201,10 +211,14 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	if *image == "" || *vbmeta == "" {
 		return t.tooFewArguments()
 	}
-	if err := checkPartitionBlocks(*image, uint64(psize)); err != nil {
+	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
-	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, uint64(psize)); err != nil {
+	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, psize.v); err != nil {
+		if notVBMeta(err) {
+			// The vbmeta image's, within avbtool's handler.
+			err = avbErr("Appending VBMeta image failed: Given image does not look like a vbmeta image..")
+		}
 		return t.fail(err, false)
 	}
 	return exitOK
@@ -227,10 +241,10 @@ func (t *tool) resizeImage(args []string) int {
 	if _, err := avb.FinishSparseRewrite(*image); err != nil {
 		return t.fail(err, false)
 	}
-	if err := t.checkResize(*image, uint64(psize)); err != nil {
+	if err := t.checkResize(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
-	if err := avb.ResizeImage(t.ctx, *image, uint64(psize)); err != nil {
+	if err := avb.ResizeImage(t.ctx, *image, psize.v); err != nil {
 		if errors.Is(err, avb.ErrNoFooter) {
 			err = avbErr("Given image does not have a footer.")
 		}

@@ -27,12 +27,13 @@ type vbmetaFlags struct {
 	// wins.
 	setupRootfs                     string
 	printRequired, hashtreeDisabled *bool
+	fs                              *pflag.FlagSet
 }
 
 // addVBMetaFlags adds the common vbmeta options to fs, in avbtool's order
 // (its usage lists them so).
 func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
-	v := &vbmetaFlags{}
+	v := &vbmetaFlags{fs: fs}
 	v.algorithm = fs.String("algorithm", "NONE", "Algorithm to use (default: NONE)")
 	v.key = fs.String("key", "", "Path to RSA private key file")
 	v.signingHelper = fs.String("signing_helper", "", "Path to helper used for signing")
@@ -72,17 +73,29 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	return v
 }
 
+// release returns the release string options as avbtool has them: nil
+// for one not given (argparse's None), an empty one kept empty.
+func (v *vbmetaFlags) release() (internal, appended *string) {
+	if v.fs.Changed("internal_release_string") {
+		internal = v.internalRelease
+	}
+	if v.fs.Changed("append_to_release_string") {
+		appended = v.appendRelease
+	}
+	return internal, appended
+}
+
 // flags32 returns the vbmeta flags and the rollback index location as
 // the 32-bit numbers they are.
 func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
-	if uint64(v.rollbackIndexLocation) > 1<<32-1 || uint64(v.flags) > 1<<32-1 {
+	if v.rollbackIndexLocation.v > 1<<32-1 || v.flags.v > 1<<32-1 {
 		return 0, 0, fmt.Errorf("--rollback_index_location and --flags are 32-bit numbers")
 	}
-	flags = uint32(v.flags)
+	flags = uint32(v.flags.v)
 	if *v.hashtreeDisabled {
 		flags |= avb.FlagHashtreeDisabled
 	}
-	return flags, uint32(v.rollbackIndexLocation), nil
+	return flags, uint32(v.rollbackIndexLocation.v), nil
 }
 
 // chainPartitions checks and reads the chained partitions as avbtool's
@@ -170,7 +183,11 @@ func (t *tool) signing(v *vbmetaFlags, alg *avb.Algorithm) (*avbSigning, error) 
 	if err != nil {
 		return nil, err
 	}
-	if blob, err := avb.EncodePublicKey(pub); err != nil || len(blob) != alg.PublicKeySize {
+	blob, err := avb.EncodePublicKey(pub)
+	if err != nil {
+		return nil, err // an exponent other than 65537: not a wrong size
+	}
+	if len(blob) != alg.PublicKeySize {
 		return nil, avbErr("Key is wrong size for algorithm %s", alg.Name)
 	}
 	switch {
@@ -251,13 +268,16 @@ func (t *tool) makeVBMetaImage(args []string) int {
 		}
 		return exitOK // printed the required version
 	}
-	o.PaddingSize = uint64(padding)
+	o.PaddingSize = padding.v
 	if *output == "-" {
 		err = t.writeVBMetaToStdout(o)
 	} else {
 		err = avb.MakeVBMetaImage(t.ctx, *output, o)
 	}
 	if err != nil {
+		if errors.Is(err, avb.ErrNoHashtree) {
+			err = avbErr("No hashtree descriptor in given image") // --setup_rootfs_from_kernel's image
+		}
 		return t.fail(err, s.withFiles)
 	}
 	return exitOK
@@ -310,10 +330,10 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 		return nil, nil, err
 	}
 	c := &avb.VBMetaCommonOptions{
-		Algorithm: *v.algorithm, RollbackIndex: uint64(v.rollbackIndex), RollbackIndexLocation: location, Flags: flags,
+		Algorithm: *v.algorithm, RollbackIndex: v.rollbackIndex.v, RollbackIndexLocation: location, Flags: flags,
 		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
-		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 	}
+	c.ReleaseString, c.AppendToReleaseString = v.release()
 	alg, err := avb.AlgorithmByName(*v.algorithm)
 	if err != nil {
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)

@@ -149,7 +149,15 @@ func (o *options) vbmetaCommon(ctx context.Context) (*avb.VBMetaCommonOptions, e
 	}
 	c := &avb.VBMetaCommonOptions{Algorithm: alg.Name, RollbackIndex: a.rollbackIndex, RollbackIndexLocation: a.rollbackIndexLocation,
 		Flags: v.flags, KernelCmdlines: a.kernelCmdlines, SetupRootfsFromKernel: a.setupRootfsFrom,
-		IncludeDescriptorsFrom: v.include, ReleaseString: v.releaseString, AppendToReleaseString: v.appendRelease}
+		IncludeDescriptorsFrom: v.include}
+	// Given empty, they are empty, as avbtool's: no release string, a
+	// space appended.
+	if v.fs.Changed("release-string") {
+		c.ReleaseString = &v.releaseString
+	}
+	if v.fs.Changed("append-to-release-string") {
+		c.AppendToReleaseString = &v.appendRelease
+	}
 	if v.hashtreeDisabled {
 		c.Flags |= avb.FlagHashtreeDisabled
 	}

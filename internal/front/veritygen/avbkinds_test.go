@@ -53,6 +53,11 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 		if !ok {
 			return nil, "", false
 		}
+		// --name=value: the value is taken as if it came next.
+		if n, v, isPair := strings.Cut(name, "="); isPair {
+			args = slices.Insert(slices.Clone(args), i+1, v)
+			name = n
+		}
 		switch name {
 		case "print_required_libavb_version", "calc_max_image_size":
 			return nil, "", false
@@ -72,10 +77,6 @@ func fromAvbtoolArgs(args []string) (out []string, target string, ok bool) {
 			}
 			target = value
 			continue
-		case name == "internal_release_string" && value == "":
-			// avbtool's empty release string; veritygen's empty
-			// --release-string is its default.
-			return nil, "", false
 		case name == "fec_num_roots" && !slices.Contains([]string{"2", "8", "24"}, value):
 			// veritygen's --fec-roots takes the kernel's 2 to 24 (0 is its
 			// default); avbtool hands any number to AOSP's fec, which
