@@ -185,7 +185,7 @@ var messageAttacks = []attack{
 	{item: "T13", name: "avbtool --salt abc",
 		setup: func(t *testing.T, d string) { randomFile(t, d, "a.img", mib, 49) },
 		prog:  "avbtool", args: []string{"add_hashtree_footer", "--image", "a.img", "--salt", "abc"}, exit: []int{1},
-		stderr: []string{`--salt "abc" has an odd number of hex digits`}, notStderr: notGo("odd length")},
+		stderr: []string{`avbtool: Adding hashtree_footer failed: Odd-length string.\n`}, notStderr: notGo("odd length", "encoding/hex")},
 	{item: "T13", name: "avbtool --block_size 2^32",
 		setup: func(t *testing.T, d string) { randomFile(t, d, "a.img", mib, 50) },
 		prog:  "avbtool", args: []string{"add_hashtree_footer", "--image", "a.img", "--block_size", "4294967296", "--do_not_generate_fec"}, exit: []int{1},
