@@ -106,10 +106,73 @@ var avbAcceptedRules = []avbRule{
 			"image), the front says what is wrong in one line of its own, exit 1 as Python's",
 		match: func(r *avbResult) bool {
 			return r.real.code == 1 && r.ours.code == 1 && strings.HasPrefix(r.real.gist, "traceback: ") &&
-				strings.Count(strings.TrimSpace(r.ours.stderr), "\n") == 0 && strings.HasPrefix(r.ours.stderr, "avbtool: ")
+				r.ours.says(`(?m)^avbtool: error: `)
+		},
+	},
+	{
+		name:   "openssl's own words are not quoted",
+		covers: []string{"gist"},
+		reason: "avbtool runs openssl to read keys and sign, and quotes its stderr (its version's words, thread " +
+			"addresses, source paths) in its message; the front runs no openssl and says what is wrong with the key itself",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && r.real.says(`(Error getting public key|Error signing): b['"]`)
+		},
+	},
+	{
+		name:   "--block_size not a power of two is refused",
+		covers: all,
+		reason: "avbtool writes a tree of, say, 3000-byte blocks that no kernel opens; the front takes powers of two " +
+			"from 512 to 512 KiB, exit 1",
+		match: func(r *avbResult) bool {
+			return r.sub() == "add_hashtree_footer" && r.has("--block_size") && r.ours.code == 1 &&
+				strings.Contains(r.ours.gist, "must be a power of two")
+		},
+	},
+	{
+		name:   "append_vbmeta_image refuses a partition too small",
+		covers: all,
+		reason: "avbtool exits 0 with a broken file when the partition cannot hold the image, its vbmeta and its " +
+			"footer; the front refuses, exit 1, nothing written",
+		match: func(r *avbResult) bool {
+			return r.sub() == "append_vbmeta_image" && r.ours.code == 1 && strings.Contains(r.ours.gist, "more than the partition size") &&
+				r.ours.files == nil
+		},
+	},
+	{
+		name:   "without a subcommand it takes, the front lists those it takes",
+		covers: []string{"stdout", "gist"},
+		reason: "a wrapper learns which subcommands to send to the real avbtool; exit 2 as argparse's",
+		match: func(r *avbResult) bool {
+			return r.real.code == 2 && r.ours.code == 2 && (len(r.args) == 0 || !frontTakes[r.args[0]]) &&
+				r.ours.says(`avbtool front|not one of`)
 		},
 	},
 }
+
+// frontTakes are the subcommands of the avbtool front.
+var frontTakes = map[string]bool{}
+
+func init() {
+	for _, c := range []string{"add_hash_footer", "add_hashtree_footer", "append_vbmeta_image", "calculate_kernel_cmdline",
+		"calculate_vbmeta_digest", "erase_footer", "extract_public_key", "extract_vbmeta_image", "info_image",
+		"make_vbmeta_image", "print_partition_digests", "resize_image", "verify_image", "version", "zero_hashtree"} {
+		frontTakes[c] = true
+	}
+}
+
+// sameMessage reports whether two messages are one, but for a capital, a
+// final period and avbtool's "Adding ..._footer failed: " around it.
+func sameMessage(a, b string) bool {
+	norm := func(s string) string {
+		s = regexp.MustCompile(`^(Adding hash(tree)?_footer failed|Appending VBMeta image failed): `).ReplaceAllString(s, "")
+		return strings.ToLower(strings.TrimRight(s, "."))
+	}
+	return norm(a) == norm(b)
+}
+
+// oddNumber matches the numbers in forms avbtool's parse_number (Python's
+// int(s, 0)) reads otherwise than a plain decimal.
+var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
 
 // prev returns the steps of the case before the compared one.
 func (r *avbResult) prev() [][]string { return r.c.Steps[:r.step] }
@@ -133,6 +196,121 @@ func (r *avbResult) pokedFooter() bool {
 }
 
 var avbKnownDivergences = []avbRule{
+	{
+		name:   "avbtool's message with its capital, period or prefix lost",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "the same refusal, but the front's message starts lower case, drops the final period or avbtool's " +
+			"'Adding hashtree_footer failed: ' (scripts match avbtool's text)",
+		match: func(r *avbResult) bool {
+			return r.real.code == r.ours.code && sameMessage(r.real.gist, r.ours.gist)
+		},
+	},
+	{
+		name:   "another message for a refusal",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "both refuse with exit 1, but the front says something else: its own words ('no AVB footer and no " +
+			"vbmeta blob at the start' for 'Given image does not look like a vbmeta image.'), or another mistake of " +
+			"the line first (a malformed --prop before the partition size; the partition size before a damaged sparse " +
+			"image, of which avbtool dies)",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && !sameMessage(r.real.gist, r.ours.gist) &&
+				(!strings.HasPrefix(r.real.gist, "traceback: ") || !r.ours.says(`(?m)^avbtool: error: `))
+		},
+	},
+	{
+		name:   "a file option given twice",
+		item:   "21-exit",
+		covers: []string{"gist"},
+		reason: "argparse opens each file an option names as it parses, so the first that cannot be opened is " +
+			"reported; the front opens the last value only",
+		match: func(r *avbResult) bool {
+			seen := map[string]int{}
+			for _, a := range r.args {
+				seen[a]++
+			}
+			return r.real.code == 2 && r.ours.code == 2 && (seen["--image"] > 1)
+		},
+	},
+	{
+		name:   "add_hash_footer without --partition_name",
+		item:   "21-new",
+		covers: all,
+		reason: "avbtool fails ('Adding hash_footer failed: 'NoneType' object has no attribute 'encode'.', exit 1, " +
+			"nothing written); the front writes a footer with an empty partition name",
+		match: func(r *avbResult) bool {
+			return r.sub() == "add_hash_footer" && !r.has("--partition_name") && r.real.says(`'NoneType' object has no attribute 'encode'`)
+		},
+	},
+	{
+		name:   "zero_hashtree of a tree of no bytes",
+		item:   "21-new",
+		covers: all,
+		reason: "an image of one block has a hashtree descriptor with an empty tree; avbtool writes its marker past it " +
+			"and exits 0, the front refuses",
+		match: func(r *avbResult) bool {
+			return r.sub() == "zero_hashtree" && r.real.code == 0 && strings.Contains(r.ours.gist, "the tree is 0 bytes")
+		},
+	},
+	{
+		name:   "verify_image's 'Signature not correct' line",
+		item:   "10",
+		covers: []string{"gist"},
+		reason: "avbtool prints 'Signature not correct' before its 'Signature check failed' error; the front prints the error only",
+		match: func(r *avbResult) bool {
+			return r.sub() == "verify_image" && r.real.gist == "Signature not correct" && r.ours.says(`Signature check failed`)
+		},
+	},
+	{
+		name:   "a release string with bytes after a NUL",
+		item:   "21-new",
+		covers: []string{"stdout"},
+		reason: "info_image prints the release string field up to its last non-NUL byte, NULs inside kept; the front " +
+			"stops at the first NUL",
+		match: func(r *avbResult) bool {
+			return r.sub() == "info_image" && strings.Contains(r.real.stdout, "Release String:") && strings.Contains(r.real.stdout, "\x00")
+		},
+	},
+	{
+		name:   "add_hashtree_footer of a sparse image of 1024-byte blocks",
+		item:   "22-1",
+		covers: all,
+		reason: "avbtool adds the footer to an img2simg image of 1024-byte blocks; the front refuses it ('sparse image " +
+			"of N bytes is not a multiple of the tree's block size')",
+		match: func(r *avbResult) bool {
+			return r.sub() == "add_hashtree_footer" && r.ours.says(`sparse image of \d+ bytes is not a multiple`)
+		},
+	},
+	{
+		name:   "a warning avbtool does not print",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "the front warns on stderr of data blocks larger than the page size; avbtool says nothing",
+		match: func(r *avbResult) bool {
+			return r.real.code == 0 && r.ours.code == 0 && r.real.stderr == "" && strings.HasPrefix(r.ours.gist, "warning: ")
+		},
+	},
+	{
+		name:   "numbers as avbtool's parse_number reads them",
+		item:   "9",
+		covers: all,
+		reason: "int(s, 0) takes '184_320', '+N', '-N', ' N ' and refuses '010'; the front reads some of them otherwise",
+		match: func(r *avbResult) bool {
+			for i, a := range r.args {
+				if i == 0 {
+					continue
+				}
+				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+					a = v
+				}
+				if oddNumber.MatchString(a) && strings.Trim(a, " +-_0123456789abcdefxoABCDEFXO") == "" {
+					return true
+				}
+			}
+			return false
+		},
+	},
 	{
 		name:   "an explicitly empty release string",
 		item:   "8",

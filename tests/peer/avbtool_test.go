@@ -302,6 +302,8 @@ func avbGist(stderr string) string {
 	inUsage := false
 	for l := range strings.Lines(stderr) {
 		switch {
+		case strings.HasPrefix(l, "The --generate_fec option is deprecated"):
+			continue // a warning, then perhaps the message
 		case strings.HasPrefix(l, "usage: "):
 			inUsage = true
 			continue
@@ -677,7 +679,7 @@ func serverRunner(avbtool string) (avbRunner, func(), error) {
 			return nil, fmt.Errorf("avbtool_server.py failed to run %q: %s", args, stderr)
 		}
 		norm := func(s string) string {
-			return strings.ReplaceAll(strings.ReplaceAll(s, avbtool, "avbtool"), dir, ".")
+			return strings.NewReplacer(server, "avbtool_server.py", avbtool, "avbtool", dir, ".").Replace(s)
 		}
 		return &avbAnswer{Exit: code, Stdout: norm(string(stdout)), Stderr: norm(string(stderr))}, nil
 	}
