@@ -103,6 +103,7 @@ func (t *tool) addHashFooter(args []string) int {
 		return code
 	}
 	h.saltSet = fs.Changed("salt")
+	v.unnamedDescriptor = !fs.Changed("partition_name")
 	o, s, done, err := t.hashFooterOptions(h, v)
 	switch {
 	case err != nil:

@@ -23,6 +23,10 @@ type vbmetaFlags struct {
 	rollbackIndex, rollbackIndexLocation, flags                              number
 	internalRelease, appendRelease                                           *string
 	props, propsFromFile, kernelCmdlines, include, chains, chainsNoAB        *[]string
+	// unnamedDescriptor: add_hash_footer without --partition_name, whose
+	// descriptor avbtool then fails to encode (after the chains, before
+	// the properties).
+	unnamedDescriptor bool
 	// One destination for both names, as argparse has it: the last given
 	// wins.
 	setupRootfs                     string
@@ -320,6 +324,9 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	}
 	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
 		return nil, nil, err
+	}
+	if v.unnamedDescriptor {
+		return nil, nil, avbErr("no --partition_name given")
 	}
 	if c.Properties, err = t.properties(v); err != nil {
 		return nil, nil, err
