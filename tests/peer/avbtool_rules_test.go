@@ -438,4 +438,3 @@ func (t *avbTally) summary() string {
 		exactStderr: t.exactStderr, accepted: t.accepted, known: t.known}
 	return tt.summary()
 }
-
