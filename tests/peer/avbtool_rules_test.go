@@ -218,6 +218,17 @@ var avbKnownDivergences = []avbRule{
 		},
 	},
 	{
+		name:   "'Given image does not look like a vbmeta image.' in other words",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "a file without a footer or a vbmeta (a plain file, an image after erase_footer, a bad vbmeta_image): " +
+			"the front says 'FILE: no AVB footer and no vbmeta blob at the start'",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && strings.Contains(r.real.gist, "Given image does not look like a vbmeta image.") &&
+				strings.Contains(r.ours.gist, "no AVB footer and no vbmeta blob at the start")
+		},
+	},
+	{
 		name:   "another message for a refusal",
 		item:   "21-new",
 		covers: []string{"gist"},
@@ -227,6 +238,7 @@ var avbKnownDivergences = []avbRule{
 			"image, of which avbtool dies)",
 		match: func(r *avbResult) bool {
 			return r.real.code == 1 && r.ours.code == 1 && !sameMessage(r.real.gist, r.ours.gist) &&
+				!strings.Contains(r.real.gist, "Given image does not look like a vbmeta image.") &&
 				(!strings.HasPrefix(r.real.gist, "traceback: ") || !r.ours.says(`(?m)^avbtool: error: `))
 		},
 	},
