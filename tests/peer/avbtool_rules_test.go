@@ -110,6 +110,13 @@ var avbAcceptedRules = []avbRule{
 		},
 	},
 	{
+		name:   "a failed run changes no file",
+		covers: []string{"files"},
+		reason: "where avbtool fails half-way (a Python exception after it began writing), it leaves the image " +
+			"half-written; the front refuses before writing, or puts back what it wrote",
+		match: func(r *avbResult) bool { return r.bothFail() && r.ours.files == nil },
+	},
+	{
 		name:   "Python's words in avbtool's message are ours",
 		covers: []string{"gist"},
 		reason: "add_hash_footer without --partition_name: avbtool fails encoding a descriptor without a name ('Adding " +
@@ -188,6 +195,17 @@ var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
 // prev returns the steps of the case before the compared one.
 func (r *avbResult) prev() [][]string { return r.c.Steps[:r.step] }
 
+// damaged reports whether a step before the compared one changed or cut
+// a file.
+func (r *avbResult) damaged() bool {
+	for _, s := range r.prev() {
+		if len(s) > 0 && (s[0] == "@poke" || s[0] == "@trunc") {
+			return true
+		}
+	}
+	return false
+}
+
 // pokedFooter reports whether a step before the compared one changed a
 // byte of a footer (the last 64 bytes of the partition).
 func (r *avbResult) pokedFooter() bool {
@@ -238,23 +256,18 @@ var avbKnownDivergences = []avbRule{
 			"image, of which avbtool dies)",
 		match: func(r *avbResult) bool {
 			return r.real.code == 1 && r.ours.code == 1 && !sameMessage(r.real.gist, r.ours.gist) &&
-				!strings.Contains(r.real.gist, "Given image does not look like a vbmeta image.") &&
+				!strings.Contains(r.ours.gist, "no AVB footer and no vbmeta blob at the start") &&
 				(!strings.HasPrefix(r.real.gist, "traceback: ") || !r.ours.says(`(?m)^avbtool: error: `))
 		},
 	},
 	{
-		name:   "a file option given twice",
+		name:   "argparse's order: each value checked as it is parsed",
 		item:   "21-exit",
 		covers: []string{"gist"},
-		reason: "argparse opens each file an option names as it parses, so the first that cannot be opened is " +
-			"reported; the front opens the last value only",
-		match: func(r *avbResult) bool {
-			seen := map[string]int{}
-			for _, a := range r.args {
-				seen[a]++
-			}
-			return r.real.code == 2 && r.ours.code == 2 && (seen["--image"] > 1)
-		},
+		reason: "argparse opens each file an option names and reads each number as it parses, in line order (the " +
+			"first of two --image that cannot be opened; a missing --image before a bad --partition_size); the " +
+			"front checks the numbers first and opens the last value only",
+		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
 	},
 	{
 		name:   "zero_hashtree of a tree of no bytes",
@@ -302,6 +315,39 @@ var avbKnownDivergences = []avbRule{
 		reason: "the front warns on stderr of data blocks larger than the page size; avbtool says nothing",
 		match: func(r *avbResult) bool {
 			return r.real.code == 0 && r.ours.code == 0 && r.real.stderr == "" && strings.HasPrefix(r.ours.gist, "warning: ")
+		},
+	},
+	{
+		name:   "a sparse image's failed erase_footer changes it",
+		item:   "21-new",
+		covers: []string{"files", "gist"},
+		reason: "erase_footer of an Android sparse image whose cut is not a multiple of its block size (a hash footer " +
+			"image made sparse): avbtool dies before writing (exit 1); the front refuses too ('cannot cut a sparse " +
+			"image at N'), exit 1, but leaves the file changed (staged chunks: 12468 bytes become 13312)",
+		match: func(r *avbResult) bool {
+			return r.sub() == "erase_footer" && r.ours.code == 1 && r.ours.says(`cannot cut a sparse image`) && r.ours.files != nil
+		},
+	},
+	{
+		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
+		item:   "10",
+		covers: all,
+		reason: "info_image, resize_image, erase_footer and the digests read what they can of a vbmeta whose header " +
+			"declares blocks past its end, or a footer whose unsigned fields are damaged; the front refuses it as " +
+			"malformed",
+		match: func(r *avbResult) bool {
+			return r.sub() != "verify_image" && r.damaged() && r.real.code == 0 && r.ours.code == 1 &&
+				r.ours.says(`malformed AVB data|damaged|footer`)
+		},
+	},
+	{
+		name:   "a subcommand's --help",
+		item:   "21-new",
+		covers: []string{"stdout"},
+		reason: "argparse's help (its usage with every option, 'options:' and the metavars); the front prints pflag's " +
+			"('usage: avbtool SUB [options]', '--image STRING')",
+		match: func(r *avbResult) bool {
+			return r.real.code == 0 && r.ours.code == 0 && (slicesHas(r.args, "--help") || slicesHas(r.args, "-h"))
 		},
 	},
 	{

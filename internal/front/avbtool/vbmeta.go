@@ -319,7 +319,8 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 		ReleaseString: *v.internalRelease, AppendToReleaseString: *v.appendRelease,
 	}
 	alg, err := avb.AlgorithmByName(*v.algorithm)
-	if err != nil {
+	if err != nil || *v.algorithm == "" {
+		// (The library reads "" as NONE; avbtool knows no such name.)
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
 	}
 	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
