@@ -229,6 +229,13 @@ func EraseFooter(path string, keepHashtree bool) error {
 	if err := e.img.VBMeta.Partition().checkCut(e.data, size, what); err != nil {
 		return prefixErr(path, err)
 	}
+	if e.sw != nil {
+		// A cut the sparse image cannot take is refused before the record
+		// below is written past its chunks (a refusal changes nothing).
+		if _, err := e.sw.planCut(size); err != nil {
+			return prefixErr(path, err)
+		}
+	}
 	if e.sw != nil && !keepHashtree {
 		// The header's counts go first, the chunks after them next: a
 		// record past them makes what is left in between, if the run is

@@ -318,17 +318,6 @@ var avbKnownDivergences = []avbRule{
 		},
 	},
 	{
-		name:   "a sparse image's failed erase_footer changes it",
-		item:   "21-new",
-		covers: []string{"files", "gist"},
-		reason: "erase_footer of an Android sparse image whose cut is not a multiple of its block size (a hash footer " +
-			"image made sparse): avbtool dies before writing (exit 1); the front refuses too ('cannot cut a sparse " +
-			"image at N'), exit 1, but leaves the file changed (staged chunks: 12468 bytes become 13312)",
-		match: func(r *avbResult) bool {
-			return r.sub() == "erase_footer" && r.ours.code == 1 && r.ours.says(`cannot cut a sparse image`) && r.ours.files != nil
-		},
-	},
-	{
 		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
 		item:   "10",
 		covers: all,
