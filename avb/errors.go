@@ -21,6 +21,9 @@ var (
 	ErrNoFooter = errors.New("no AVB footer")
 	// ErrSignature: a vbmeta blob's hash or signature does not verify.
 	ErrSignature = errors.New("vbmeta signature does not verify")
+	// ErrNotAVB: a file of at least a footer's size with neither an AVB
+	// footer nor a vbmeta blob at its start (an input error).
+	ErrNotAVB = errors.New("no AVB footer and no vbmeta blob at the start")
 )
 
 func malformed(format string, args ...any) error {

@@ -46,7 +46,11 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
 			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
-				return nil, inputErr("", "no AVB footer and no vbmeta blob at the start")
+				if size < FooterSize {
+					// (avbtool dies of a seek before its footer's start.)
+					return nil, inputErr("", "%s", ErrNotAVB.Error())
+				}
+				return nil, &verity.Error{Kind: verity.KindInput, Err: ErrNotAVB}
 			}
 			return nil, err
 		}

@@ -164,6 +164,11 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
 		return exitFailed
 	}
+	if errors.Is(err, avb.ErrNotAVB) {
+		// avbtool's words for it, which scripts match.
+		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
+		return exitFailed
+	}
 	cli.Report(t.stderr, t.prog, err)
 	return exitFailed
 }
