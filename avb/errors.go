@@ -19,8 +19,9 @@ var (
 	ErrMalformed = errors.New("malformed AVB data")
 	// ErrNoFooter: the image does not end in an AVB footer.
 	ErrNoFooter = errors.New("no AVB footer")
-	// ErrNotAVB: the file has neither an AVB footer at its end nor a
-	// vbmeta blob at its start.
+	// ErrNotAVB: a file of at least a footer's size with neither an AVB
+	// footer at its end nor a vbmeta blob at its start (an input error;
+	// a shorter one is refused in the same words without it).
 	ErrNotAVB = errors.New("no AVB footer and no vbmeta blob at the start")
 	// ErrNoHashtree: the image's vbmeta has no hashtree descriptor where
 	// one is needed (erasing a footer but keeping the tree, the rootfs

@@ -46,6 +46,10 @@ func ParseImage(r io.ReaderAt, size int64) (*Image, error) {
 		}
 		if img.VBMeta, err = ReadVBMeta(r, 0, uint64(size)); err != nil {
 			if errors.Is(err, ErrMalformed) && !hasVBMetaMagic(r) {
+				if size < FooterSize {
+					// (avbtool dies of a seek before its footer's start.)
+					return nil, inputErr("", "%s", ErrNotAVB.Error())
+				}
 				return nil, inputErr("", "%w", ErrNotAVB)
 			}
 			return nil, err
@@ -228,6 +232,13 @@ func EraseFooter(path string, keepHashtree bool) error {
 	}
 	if err := e.img.VBMeta.Partition().checkCut(e.data, size, what); err != nil {
 		return prefixErr(path, err)
+	}
+	if e.sw != nil {
+		// A cut the sparse image cannot take is refused before the record
+		// below is written past its chunks (a refusal changes nothing).
+		if _, err := e.sw.planCut(size); err != nil {
+			return prefixErr(path, err)
+		}
 	}
 	if e.sw != nil && !keepHashtree {
 		// The header's counts go first, the chunks after them next: a

@@ -100,41 +100,59 @@ func Blob2(sha string) ([]byte, error) {
 // failed in CI).
 func Input2(t testing.TB, src string) []byte {
 	t.Helper()
-	var b []byte
-	var err error
-	switch {
-	case strings.HasPrefix(src, "blob:"):
-		b, err = Blob2(strings.TrimPrefix(src, "blob:"))
-	case strings.HasPrefix(src, "spec:simg:"):
-		b = img2simg(t, Input2(t, "spec:"+strings.TrimPrefix(src, "spec:simg:")))
-	case strings.HasPrefix(src, "spec:"):
-		b, err = Image(strings.TrimPrefix(src, "spec:"))
-	default:
-		err = fmt.Errorf("unknown input source %q", src)
+	if strings.HasPrefix(src, "spec:simg:") {
+		testtool.Require(t, "img2simg")
 	}
+	b, err := InputBytes(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// img2simg is what img2simg makes of raw.
-func img2simg(t testing.TB, raw []byte) []byte {
-	t.Helper()
-	tool := testtool.Require(t, "img2simg")
-	dir := t.TempDir()
+// InputBytes is Input2 for callers without a testing.TB (a worker
+// goroutine): an error where Input2 fails the test (img2simg missing
+// too).
+func InputBytes(src string) ([]byte, error) {
+	switch {
+	case strings.HasPrefix(src, "blob:"):
+		return Blob2(strings.TrimPrefix(src, "blob:"))
+	case strings.HasPrefix(src, "spec:simg:"):
+		raw, err := InputBytes("spec:" + strings.TrimPrefix(src, "spec:simg:"))
+		if err != nil {
+			return nil, err
+		}
+		return Img2simg(raw, 0)
+	case strings.HasPrefix(src, "spec:"):
+		return Image(strings.TrimPrefix(src, "spec:"))
+	}
+	return nil, fmt.Errorf("unknown input source %q", src)
+}
+
+// Img2simg is what img2simg makes of raw, in blocks of blockSize bytes
+// (0: img2simg's default, 4096).
+func Img2simg(raw []byte, blockSize int) ([]byte, error) {
+	tool, err := exec.LookPath("img2simg")
+	if err != nil {
+		return nil, fmt.Errorf("img2simg: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "avbvectors-simg")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	in, out := filepath.Join(dir, "raw.img"), filepath.Join(dir, "sparse.img")
 	if err := os.WriteFile(in, raw, 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if b, err := exec.Command(tool, in, out).CombinedOutput(); err != nil {
-		t.Fatalf("img2simg: %v\n%s", err, b)
+	args := []string{in, out}
+	if blockSize > 0 {
+		args = append(args, fmt.Sprint(blockSize))
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	if b, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("img2simg: %v: %s", err, b)
 	}
-	return b
+	return os.ReadFile(out)
 }
 
 // WorkDir2 makes a directory as the one avbtool ran the case in (its

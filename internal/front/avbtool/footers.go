@@ -78,7 +78,7 @@ type hashFooterFlags struct {
 	image, partitionName, hashAlg, salt, outputVBMeta  *string
 	partitionSize                                      number
 	dynamic, calcMax, noAppend, persistent, doNotUseAB *bool
-	saltSet, nameSet                                   bool
+	saltSet                                            bool
 }
 
 func (t *tool) addHashFooter(args []string) int {
@@ -102,7 +102,8 @@ func (t *tool) addHashFooter(args []string) int {
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}
-	h.saltSet, h.nameSet = fs.Changed("salt"), fs.Changed("partition_name")
+	h.saltSet = fs.Changed("salt")
+	v.unnamedDescriptor = !fs.Changed("partition_name")
 	o, s, done, err := t.hashFooterOptions(h, v)
 	switch {
 	case err != nil:
@@ -115,11 +116,6 @@ func (t *tool) addHashFooter(args []string) int {
 		return t.fail(err, s.withFiles)
 	}
 	defer pl.Close()
-	if !h.nameSet {
-		// avbtool fails encoding the descriptor's name (None), last, the
-		// image as it was; an empty --partition_name is taken.
-		return t.fail(avbErr("Adding hash_footer failed: --partition_name is required."), false)
-	}
 	if _, err := pl.Apply(t.ctx); err != nil {
 		if msg := signingMessage(err, s.withFiles); msg != "" && t.ctx.Err() == nil {
 			err = avbErr("Adding hash_footer failed: %s.", msg)

@@ -23,6 +23,10 @@ type vbmetaFlags struct {
 	rollbackIndex, rollbackIndexLocation, flags                              number
 	internalRelease, appendRelease                                           *string
 	props, propsFromFile, kernelCmdlines, include, chains, chainsNoAB        *[]string
+	// unnamedDescriptor: add_hash_footer without --partition_name, whose
+	// descriptor avbtool then fails to encode (after the chains, before
+	// the properties).
+	unnamedDescriptor bool
 	// One destination for both names, as argparse has it: the last given
 	// wins.
 	setupRootfs                     string
@@ -335,11 +339,15 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	}
 	c.ReleaseString, c.AppendToReleaseString = v.release()
 	alg, err := avb.AlgorithmByName(*v.algorithm)
-	if err != nil {
+	if err != nil || *v.algorithm == "" {
+		// (The library reads "" as NONE; avbtool knows no such name.)
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
 	}
 	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
 		return nil, nil, err
+	}
+	if v.unnamedDescriptor {
+		return nil, nil, avbErr("--partition_name is required")
 	}
 	if c.Properties, err = t.properties(v); err != nil {
 		return nil, nil, err

@@ -1,0 +1,475 @@
+package peer_test
+
+// The differences allowed between avbtool 1.3.0 and the avbtool front, as
+// rules_test.go's for veritysetup: avbAcceptedRules are deliberate (the
+// README's deliberate differences of the avbtool front), avbKnownDivergences
+// are bugs of the front still to fix.
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+type avbRule struct {
+	name   string
+	item   string   // issue item (known divergences)
+	covers []string // "code", "stdout", "gist", "files"
+	reason string
+	match  func(r *avbResult) bool
+}
+
+func (r *avbResult) sub() string {
+	if len(r.args) == 0 {
+		return ""
+	}
+	return r.args[0]
+}
+
+func (r *avbResult) has(name string) bool {
+	_, ok := r.opt(name)
+	return ok
+}
+
+// opt returns the value of an option of the step (its last, as argparse
+// keeps), in the spellings the generator writes.
+func (r *avbResult) opt(name string) (string, bool) {
+	v, found := "", false
+	for i := 1; i < len(r.args); i++ {
+		a := r.args[i]
+		switch {
+		case a == name || len(a) > 8 && strings.HasPrefix(name, a) && a == name[:len(name)-2]:
+			found = true
+			if i+1 < len(r.args) {
+				v = r.args[i+1]
+			}
+		case strings.HasPrefix(a, name+"="):
+			v, found = a[len(name)+1:], true
+		}
+	}
+	return v, found
+}
+
+func (s *avbSide) says(re string) bool { return regexp.MustCompile(re).MatchString(s.stderr) }
+
+func (r *avbResult) bothFail() bool { return r.real.code != 0 && r.ours.code != 0 }
+
+// outputNames are the values of the step's options naming files it
+// writes.
+func (r *avbResult) outputNames() map[string]bool {
+	out := map[string]bool{}
+	for _, o := range []string{"--output", "--output_vbmeta_image"} {
+		if v, ok := r.opt(o); ok {
+			out[strings.TrimPrefix(v, "./")] = true
+		}
+	}
+	return out
+}
+
+// onlyEmptiedOutputs reports whether the files differ only in --output
+// files avbtool created or emptied (size 0) and the front left as they
+// were.
+func (r *avbResult) onlyEmptiedOutputs() bool {
+	outs := r.outputNames()
+	names := map[string]bool{}
+	for n := range r.real.files {
+		names[n] = true
+	}
+	for n := range r.ours.files {
+		names[n] = true
+	}
+	for n := range names {
+		rs, inR := r.real.files[n]
+		os, inO := r.ours.files[n]
+		if inR == inO && (rs == nil) == (os == nil) && (rs == nil || *rs == *os) {
+			continue
+		}
+		if !outs[n] || !inR || rs == nil || !strings.HasPrefix(*rs, "0 ") || inO {
+			return false
+		}
+	}
+	return true
+}
+
+var avbAcceptedRules = []avbRule{
+	{
+		name:   "--output files are not emptied by a run that fails or only prints",
+		covers: []string{"files"},
+		reason: "avbtool creates (empties) its --output files while it parses its arguments, even when it then fails " +
+			"or prints only (--print_required_libavb_version); the front creates nothing it does not write",
+		match: func(r *avbResult) bool { return r.onlyEmptiedOutputs() },
+	},
+	{
+		name:   "a Python traceback is one line in our words",
+		covers: []string{"gist"},
+		reason: "where avbtool dies of a Python exception (a missing key file, an included file that is not an AVB " +
+			"image), the front says what is wrong in one line of its own, exit 1 as Python's",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && strings.HasPrefix(r.real.gist, "traceback: ") &&
+				r.ours.says(`(?m)^avbtool: error: `)
+		},
+	},
+	{
+		name:   "a failed run changes no file",
+		covers: []string{"files"},
+		reason: "where avbtool fails half-way (a Python exception after it began writing), it leaves the image " +
+			"half-written; the front refuses before writing, or puts back what it wrote",
+		match: func(r *avbResult) bool { return r.bothFail() && r.ours.files == nil },
+	},
+	{
+		name:   "Python's words in avbtool's message are ours",
+		covers: []string{"gist"},
+		reason: "add_hash_footer without --partition_name: avbtool fails encoding a descriptor without a name ('Adding " +
+			"hash_footer failed: 'NoneType' object has no attribute 'encode'.'); the front fails at the same point, " +
+			"exit 1, nothing written, and says 'Adding hash_footer failed: --partition_name is required.'",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && r.real.says(`'NoneType' object has no attribute`) &&
+				r.ours.gist == "Adding hash_footer failed: --partition_name is required."
+		},
+	},
+	{
+		name:   "openssl's own words are not quoted",
+		covers: []string{"gist"},
+		reason: "avbtool runs openssl to read keys and sign, and quotes its stderr (its version's words, thread " +
+			"addresses, source paths) in its message; the front runs no openssl and says what is wrong with the key itself",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && r.real.says(`(Error getting public key|Error signing): b['"]`)
+		},
+	},
+	{
+		name:   "--block_size not a power of two is refused",
+		covers: all,
+		reason: "avbtool writes a tree of, say, 3000-byte blocks that no kernel opens; the front takes powers of two " +
+			"from 512 to 512 KiB, exit 1",
+		match: func(r *avbResult) bool {
+			return r.sub() == "add_hashtree_footer" && r.has("--block_size") && r.ours.code == 1 &&
+				strings.Contains(r.ours.gist, "must be a power of two")
+		},
+	},
+	{
+		name:   "append_vbmeta_image refuses a partition too small",
+		covers: all,
+		reason: "avbtool exits 0 with a broken file when the partition cannot hold the image, its vbmeta and its " +
+			"footer; the front refuses, exit 1, nothing written",
+		match: func(r *avbResult) bool {
+			return r.sub() == "append_vbmeta_image" && r.ours.code == 1 && strings.Contains(r.ours.gist, "more than the partition size") &&
+				r.ours.files == nil
+		},
+	},
+	{
+		name:   "without a subcommand it takes, the front lists those it takes",
+		covers: []string{"stdout", "gist"},
+		reason: "a wrapper learns which subcommands to send to the real avbtool; exit 2 as argparse's",
+		match: func(r *avbResult) bool {
+			return r.real.code == 2 && r.ours.code == 2 && (len(r.args) == 0 || !frontTakes[r.args[0]]) &&
+				r.ours.says(`avbtool front|not one of`)
+		},
+	},
+}
+
+// frontTakes are the subcommands of the avbtool front.
+var frontTakes = map[string]bool{}
+
+func init() {
+	for _, c := range []string{"add_hash_footer", "add_hashtree_footer", "append_vbmeta_image", "calculate_kernel_cmdline",
+		"calculate_vbmeta_digest", "erase_footer", "extract_public_key", "extract_vbmeta_image", "info_image",
+		"make_vbmeta_image", "print_partition_digests", "resize_image", "verify_image", "version", "zero_hashtree"} {
+		frontTakes[c] = true
+	}
+}
+
+// sameMessage reports whether two messages are one, but for a capital, a
+// final period and avbtool's "Adding ..._footer failed: " around it.
+func sameMessage(a, b string) bool {
+	norm := func(s string) string {
+		s = regexp.MustCompile(`^(Adding hash(tree)?_footer failed|Appending VBMeta image failed): `).ReplaceAllString(s, "")
+		return strings.ToLower(strings.TrimRight(s, "."))
+	}
+	return norm(a) == norm(b)
+}
+
+// oddNumber matches the numbers in forms avbtool's parse_number (Python's
+// int(s, 0)) reads otherwise than a plain decimal.
+var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
+
+// prev returns the steps of the case before the compared one.
+func (r *avbResult) prev() [][]string { return r.c.Steps[:r.step] }
+
+// damaged reports whether a step before the compared one changed or cut
+// a file.
+func (r *avbResult) damaged() bool {
+	for _, s := range r.prev() {
+		if len(s) > 0 && (s[0] == "@poke" || s[0] == "@trunc") {
+			return true
+		}
+	}
+	return false
+}
+
+// pokedFooter reports whether a step before the compared one changed a
+// byte of a footer (the last 64 bytes of the partition).
+func (r *avbResult) pokedFooter() bool {
+	for _, s := range r.prev() {
+		if len(s) == 4 && s[0] == "@poke" {
+			if st, ok := r.before[s[1]]; ok {
+				var size, off int64
+				fmt.Sscan(st, &size)
+				fmt.Sscan(s[2], &off)
+				if off >= size-64 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var avbKnownDivergences = []avbRule{
+	{
+		name:   "avbtool's message with its capital, period or prefix lost",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "the same refusal, but the front's message starts lower case, drops the final period or avbtool's " +
+			"'Adding hashtree_footer failed: ' (scripts match avbtool's text)",
+		match: func(r *avbResult) bool {
+			return r.real.code == r.ours.code && sameMessage(r.real.gist, r.ours.gist)
+		},
+	},
+	{
+		name:   "another message for a refusal",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "both refuse with exit 1, but the front says something else: its own words, or another mistake of " +
+			"the line first (a malformed --prop before the partition size; the partition size before a damaged sparse " +
+			"image, of which avbtool dies)",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && !sameMessage(r.real.gist, r.ours.gist) &&
+				!strings.Contains(r.ours.gist, "no AVB footer and no vbmeta blob at the start") &&
+				(!strings.HasPrefix(r.real.gist, "traceback: ") || !r.ours.says(`(?m)^avbtool: error: `))
+		},
+	},
+	{
+		name:   "argparse's order: each value checked as it is parsed",
+		item:   "21-exit",
+		covers: []string{"gist"},
+		reason: "argparse opens each file an option names and reads each number as it parses, in line order (the " +
+			"first of two --image that cannot be opened; a missing --image before a bad --partition_size); the " +
+			"front checks the numbers first and opens the last value only",
+		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
+	},
+	{
+		name:   "zero_hashtree of a tree of no bytes",
+		item:   "21-new",
+		covers: all,
+		reason: "an image of one block has a hashtree descriptor with an empty tree; avbtool writes its marker past it " +
+			"and exits 0, the front refuses",
+		match: func(r *avbResult) bool {
+			return r.sub() == "zero_hashtree" && r.real.code == 0 && strings.Contains(r.ours.gist, "the tree is 0 bytes")
+		},
+	},
+	{
+		name:   "verify_image's 'Signature not correct' line",
+		item:   "10",
+		covers: []string{"gist"},
+		reason: "avbtool prints 'Signature not correct' before its 'Signature check failed' error; the front prints the error only",
+		match: func(r *avbResult) bool {
+			return r.sub() == "verify_image" && r.real.gist == "Signature not correct" && r.ours.says(`Signature check failed`)
+		},
+	},
+	{
+		name:   "a release string with bytes after a NUL",
+		item:   "21-new",
+		covers: []string{"stdout"},
+		reason: "info_image prints the release string field up to its last non-NUL byte, NULs inside kept; the front " +
+			"stops at the first NUL",
+		match: func(r *avbResult) bool {
+			return r.sub() == "info_image" && strings.Contains(r.real.stdout, "Release String:") && strings.Contains(r.real.stdout, "\x00")
+		},
+	},
+	{
+		name:   "add_hashtree_footer of a sparse image of 1024-byte blocks",
+		item:   "22-1",
+		covers: all,
+		reason: "avbtool adds the footer to an img2simg image of 1024-byte blocks; the front refuses it ('sparse image " +
+			"of N bytes is not a multiple of the tree's block size')",
+		match: func(r *avbResult) bool {
+			return r.sub() == "add_hashtree_footer" && r.ours.says(`sparse image of \d+ bytes is not a multiple`)
+		},
+	},
+	{
+		name:   "a warning avbtool does not print",
+		item:   "21-new",
+		covers: []string{"gist"},
+		reason: "the front warns on stderr of data blocks larger than the page size; avbtool says nothing",
+		match: func(r *avbResult) bool {
+			return r.real.code == 0 && r.ours.code == 0 && r.real.stderr == "" && strings.HasPrefix(r.ours.gist, "warning: ")
+		},
+	},
+	{
+		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
+		item:   "10",
+		covers: all,
+		reason: "info_image, resize_image, erase_footer and the digests read what they can of a vbmeta whose header " +
+			"declares blocks past its end, or a footer whose unsigned fields are damaged; the front refuses it as " +
+			"malformed",
+		match: func(r *avbResult) bool {
+			return r.sub() != "verify_image" && r.damaged() && r.real.code == 0 && r.ours.code == 1 &&
+				r.ours.says(`malformed AVB data|damaged|footer`)
+		},
+	},
+	{
+		name:   "a subcommand's --help",
+		item:   "21-new",
+		covers: []string{"stdout"},
+		reason: "argparse's help (its usage with every option, 'options:' and the metavars); the front prints pflag's " +
+			"('usage: avbtool SUB [options]', '--image STRING')",
+		match: func(r *avbResult) bool {
+			return r.real.code == 0 && r.ours.code == 0 && (slicesHas(r.args, "--help") || slicesHas(r.args, "-h"))
+		},
+	},
+	{
+		name:   "numbers as avbtool's parse_number reads them",
+		item:   "9",
+		covers: all,
+		reason: "int(s, 0) takes '184_320', '+N', '-N', ' N ' and refuses '010'; the front reads some of them otherwise",
+		match: func(r *avbResult) bool {
+			for i, a := range r.args {
+				if i == 0 {
+					continue
+				}
+				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+					a = v
+				}
+				if oddNumber.MatchString(a) && strings.Trim(a, " +-_0123456789abcdefxoABCDEFXO") == "" {
+					return true
+				}
+			}
+			return false
+		},
+	},
+	{
+		name:   "an explicitly empty release string",
+		item:   "8",
+		covers: all,
+		reason: "avbtool writes --internal_release_string '' as no release string and --append_to_release_string '' as " +
+			"'avbtool 1.3.0 '; the front writes its default (being fixed on branch avbfix)",
+		match: func(r *avbResult) bool {
+			v1, ok1 := r.opt("--internal_release_string")
+			v2, ok2 := r.opt("--append_to_release_string")
+			return ok1 && v1 == "" || ok2 && v2 == ""
+		},
+	},
+	{
+		name:   "argparse's exit 2 against avbtool's exit 1",
+		item:   "21-exit",
+		covers: []string{"code", "gist", "stdout", "files"},
+		reason: "a refusal that argparse makes in avbtool (exit 2, with the usage) is the front's own (exit 1), or the " +
+			"other way round (being audited on branch avbfix)",
+		match: func(r *avbResult) bool {
+			return r.real.code == 2 && r.ours.code == 1 || r.real.code == 1 && r.ours.code == 2
+		},
+	},
+	{
+		name:   "verify_image on a footer with damaged unsigned fields",
+		item:   "10",
+		covers: all,
+		reason: "avbtool verifies the descriptors and ignores what the footer's unsigned fields say beyond where the " +
+			"vbmeta is; the front refuses (being fixed on branch avbfix)",
+		match: func(r *avbResult) bool {
+			return (r.sub() == "verify_image" || r.sub() == "info_image") && r.pokedFooter()
+		},
+	},
+	{
+		name:   "--output_vbmeta_image in a missing directory",
+		item:   "21-exit",
+		covers: all,
+		reason: "argparse fails to open it (exit 2, with the usage), before anything else; the front reports it " +
+			"otherwise (being fixed on branch avbfix)",
+		match: func(r *avbResult) bool {
+			v, _ := r.opt("--output_vbmeta_image")
+			return strings.Contains(v, "/")
+		},
+	},
+}
+
+// avbTally counts the verdicts of a run.
+type avbTally struct {
+	cases, exact, failures    int
+	acceptedCases, knownCases int
+	exactStderr               int
+	accepted, known           map[string]int
+	examples                  map[string]string
+}
+
+func newAVBTally() *avbTally {
+	return &avbTally{accepted: map[string]int{}, known: map[string]int{}, examples: map[string]string{}}
+}
+
+// add counts r and returns its verdict, as tally.add.
+func (t *avbTally) add(r *avbResult) string {
+	t.cases++
+	if len(r.diffs) == 0 {
+		t.exact++
+		if r.real.stderr == r.ours.stderr {
+			t.exactStderr++
+		}
+		return "exact"
+	}
+	explained := map[string]bool{}
+	var accepted, known []string
+	relevant := func(ru avbRule) bool {
+		for _, c := range ru.covers {
+			if r.differs(c) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range avbAcceptedRules {
+		if relevant(a) && a.match(r) {
+			accepted = append(accepted, a.name)
+			for _, c := range a.covers {
+				explained[c] = true
+			}
+		}
+	}
+	for _, k := range avbKnownDivergences {
+		if relevant(k) && k.match(r) {
+			known = append(known, "item "+k.item+": "+k.name)
+			for _, c := range k.covers {
+				explained[c] = true
+			}
+		}
+	}
+	for _, d := range r.diffs {
+		if !explained[d] {
+			t.failures++
+			return "failure"
+		}
+	}
+	example := func(rule string) {
+		if _, ok := t.examples[rule]; !ok {
+			t.examples[rule] = r.report()
+		}
+	}
+	for _, a := range accepted {
+		t.accepted[a]++
+		example(a)
+	}
+	for _, k := range known {
+		t.known[k]++
+		example(k)
+	}
+	if len(known) > 0 {
+		t.knownCases++
+		return "known: " + strings.Join(append(known, accepted...), "; ")
+	}
+	t.acceptedCases++
+	return "accepted: " + strings.Join(accepted, "; ")
+}
+
+func (t *avbTally) summary() string {
+	tt := &tally{cases: t.cases, exact: t.exact, failures: t.failures, acceptedCases: t.acceptedCases, knownCases: t.knownCases,
+		exactStderr: t.exactStderr, accepted: t.accepted, known: t.known}
+	return tt.summary()
+}
