@@ -10,7 +10,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -43,7 +42,7 @@ var zeroHashMark = []byte("ZeRoHaSH")
 // An error means the check could not be made (unknown hash, sizes beyond
 // the file, I/O); a mismatch is not an error.
 func CheckHashtreeData(ctx context.Context, path string, ht *HashtreeDescriptor, jobs int) (*HashtreeDataCheck, error) {
-	alg, err := hashes.Lookup(ht.HashAlgorithm)
+	alg, err := LookupHash(ht.HashAlgorithm)
 	if err != nil {
 		return nil, inputErr("", "hashtree descriptor: unknown hash algorithm %q", ht.HashAlgorithm)
 	}

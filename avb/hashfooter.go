@@ -151,7 +151,7 @@ func (o *HashFooterOptions) prepare() (*prepared, error) {
 	}
 	p := &prepared{}
 	var err error
-	if p.hash, err = hashes.Lookup(o.hashName()); err != nil {
+	if p.hash, err = LookupHash(o.hashName()); err != nil {
 		return nil, paramErr("HashAlgorithm", "e.g. sha256 (the default)", "%v", err)
 	}
 	if p.salt, err = drawSalt(o.Salt, o.UsePersistentDigest, p.hash.Size()); err != nil {

@@ -218,7 +218,7 @@ func (o *HashtreeFooterOptions) RequiredLibavbMinor() uint32 {
 // checkSizeOptions checks the options sizes are computed from, the hash
 // and the block size, and returns the hash.
 func (o *HashtreeFooterOptions) checkSizeOptions() (*hashes.Algorithm, error) {
-	alg, err := hashes.Lookup(o.hashName())
+	alg, err := LookupHash(o.hashName())
 	if err != nil {
 		return nil, paramErr("HashAlgorithm", "e.g. sha256 (sha1 is avbtool's default)", "%v", err)
 	}

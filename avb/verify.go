@@ -22,7 +22,7 @@ import (
 // the one its parameters give. The tree is the kernel's of the descriptor's
 // dm-verity version (the table's format; avbtool writes 1).
 func (img *Image) HashtreeCheck(ht *HashtreeDescriptor) ([]byte, *verity.VerifyOptions, error) {
-	alg, err := hashes.Lookup(ht.HashAlgorithm)
+	alg, err := LookupHash(ht.HashAlgorithm)
 	if err != nil {
 		return nil, nil, inputErr("", "hashtree descriptor: unknown hash algorithm %q", ht.HashAlgorithm)
 	}

@@ -347,49 +347,6 @@ var avbKnownDivergences = []avbRule{
 			return false
 		},
 	},
-	{
-		name:   "an explicitly empty release string",
-		item:   "8",
-		covers: all,
-		reason: "avbtool writes --internal_release_string '' as no release string and --append_to_release_string '' as " +
-			"'avbtool 1.3.0 '; the front writes its default (being fixed on branch avbfix)",
-		match: func(r *avbResult) bool {
-			v1, ok1 := r.opt("--internal_release_string")
-			v2, ok2 := r.opt("--append_to_release_string")
-			return ok1 && v1 == "" || ok2 && v2 == ""
-		},
-	},
-	{
-		name:   "argparse's exit 2 against avbtool's exit 1",
-		item:   "21-exit",
-		covers: []string{"code", "gist", "stdout", "files"},
-		reason: "a refusal that argparse makes in avbtool (exit 2, with the usage) is the front's own (exit 1), or the " +
-			"other way round (being audited on branch avbfix)",
-		match: func(r *avbResult) bool {
-			return r.real.code == 2 && r.ours.code == 1 || r.real.code == 1 && r.ours.code == 2
-		},
-	},
-	{
-		name:   "verify_image on a footer with damaged unsigned fields",
-		item:   "10",
-		covers: all,
-		reason: "avbtool verifies the descriptors and ignores what the footer's unsigned fields say beyond where the " +
-			"vbmeta is; the front refuses (being fixed on branch avbfix)",
-		match: func(r *avbResult) bool {
-			return (r.sub() == "verify_image" || r.sub() == "info_image") && r.pokedFooter()
-		},
-	},
-	{
-		name:   "--output_vbmeta_image in a missing directory",
-		item:   "21-exit",
-		covers: all,
-		reason: "argparse fails to open it (exit 2, with the usage), before anything else; the front reports it " +
-			"otherwise (being fixed on branch avbfix)",
-		match: func(r *avbResult) bool {
-			v, _ := r.opt("--output_vbmeta_image")
-			return strings.Contains(v, "/")
-		},
-	},
 }
 
 // avbTally counts the verdicts of a run.

@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
@@ -174,6 +175,12 @@ func (t *tool) failed(err error) int {
 		// The library's hint names veritygen's --force, which this front
 		// does not take (avbtool would overwrite the file).
 		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
+		return exitFailed
+	}
+	if errors.Is(err, avb.ErrNotAVB) {
+		// avbtool's words for it, which scripts match (a sparse image's
+		// expansion too, which notVBMeta cannot stat).
+		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
 		return exitFailed
 	}
 	cli.Report(t.stderr, t.prog, err)
@@ -372,11 +379,31 @@ func pyInt(s string) (uint64, bool) {
 		return 0, false // Go would read it as octal; Python refuses it
 	}
 	// Go's base 0 takes the same prefixes and underscores.
-	v, err := strconv.ParseUint(s, 0, 64)
+	v, err := strconv.ParseUint(asciiDigits(s), 0, 64)
 	if err != nil || neg && v != 0 {
 		return 0, false
 	}
 	return v, true
+}
+
+// asciiDigits writes the Unicode decimal digits of s (Arabic-Indic,
+// Devanagari, fullwidth...) as ASCII ones, as Python's int reads them. Each
+// block of decimal digits is whole runs of ten from its zero, so a digit's
+// value is its distance from the block's start, modulo 10.
+func asciiDigits(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf || !unicode.Is(unicode.Nd, r) {
+			return r
+		}
+		start := r
+		for unicode.Is(unicode.Nd, start-1) {
+			start--
+		}
+		return '0' + (r-start)%10
+	}, s)
 }
 
 func (t *tool) addHashtreeFooter(args []string) int {

@@ -13,7 +13,6 @@ import (
 	"os"
 
 	"github.com/veritytree/veritytree/avb"
-	"github.com/veritytree/veritytree/hashes"
 )
 
 // hashFooterReserve is what avbtool's add_hash_footer keeps for the
@@ -173,7 +172,7 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 // hashFooterInputs is what avbtool does within its exception handler: the
 // hash, the salt, then the vbmeta's inputs.
 func (t *tool) hashFooterInputs(o *avb.HashFooterOptions, h *hashFooterFlags, v *vbmetaFlags) (*avbSigning, error) {
-	if _, err := hashes.Lookup(*h.hashAlg); err != nil {
+	if _, err := avb.LookupHash(*h.hashAlg); err != nil {
 		return nil, avbErr("unsupported hash type %s", *h.hashAlg)
 	}
 	if h.saltSet {

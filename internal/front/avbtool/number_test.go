@@ -18,6 +18,8 @@ var pyIntCases = []struct {
 	{"0", 0, true}, {"00", 0, true}, {"0_0", 0, true},
 	{"010", 0, false}, {"04000000", 0, false}, {"0_10", 0, false}, {"1__0", 0, false}, {"_1", 0, false},
 	{"1_", 0, false}, {"0x", 0, false}, {"", 0, false}, {"+-1", 0, false}, {"1e3", 0, false}, {"-5", 0, false},
+	// Unicode decimal digits (Arabic-Indic, fullwidth, Devanagari, mathematical bold), as int reads them.
+	{"١٢٣", 123, true}, {"１２", 12, true}, {"१०", 10, true}, {"𝟏𝟐", 12, true},
 }
 
 func TestPyInt(t *testing.T) {
