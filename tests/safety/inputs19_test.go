@@ -328,29 +328,24 @@ func worstImage(t *testing.T, dir, name string, more func(room int) []byte) int 
 	return len(blob)
 }
 
-// lastWorst is the last worst image made (its shape's index and bytes):
-// the rows of one shape come one after the other, and making the image
-// (16 MiB of descriptors encoded and signed under -race) cost more than
-// most of the commands run on it.
-var lastWorst struct {
-	mu    sync.Mutex
-	shape int
-	b     []byte
-}
+// worstMade serializes the making of the worst images.
+var worstMade sync.Mutex
 
 // worstShapeImage writes dir/name as worstImage makes it for
-// worstShapes[shape], made once for the rows of that shape in a row.
+// worstShapes[shape], made once for all the rows of that shape and kept in
+// mainDir: making it (16 MiB of descriptors encoded and signed under
+// -race) cost more than most of the commands run on it.
 func worstShapeImage(t *testing.T, dir, name string, shape int) {
 	t.Helper()
-	lastWorst.mu.Lock()
-	defer lastWorst.mu.Unlock()
-	if lastWorst.b == nil || lastWorst.shape != shape {
-		lastWorst.b = nil
-		worstImage(t, dir, name, worstShapes[shape].more)
-		lastWorst.shape, lastWorst.b = shape, readFile(t, dir, name)
+	worstMade.Lock()
+	defer worstMade.Unlock()
+	kept := fmt.Sprintf("worst-%d.img", shape)
+	if b, err := os.ReadFile(filepath.Join(mainDir, kept)); err == nil {
+		writeFile(t, dir, name, b)
 		return
 	}
-	writeFile(t, dir, name, lastWorst.b)
+	worstImage(t, dir, name, worstShapes[shape].more)
+	writeFile(t, mainDir, kept, readFile(t, dir, name))
 }
 
 // Shapes of the worst vbmetas: what fills about 16 MiB (avb.MaxVBMetaSize)
