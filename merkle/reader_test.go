@@ -205,7 +205,7 @@ func rdAllParams(rng *rand.Rand, random int) []Params {
 
 func TestReaderReadsBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i, p := range rdAllParams(rng, 12) {
+	for i, p := range rdAllParams(rng, campaignSize(12, 3)) {
 		t.Run(fmt.Sprintf("%d-%s", i, rdName(p)), func(t *testing.T) {
 			im := rdRandomImage(t, rng, p)
 			for o, opts := range []*ReaderOptions{
@@ -266,7 +266,7 @@ func TestReaderReadsBack(t *testing.T) {
 
 func TestReaderCorruptData(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i, p := range rdAllParams(rng, 10) {
+	for i, p := range rdAllParams(rng, campaignSize(10, 3)) {
 		t.Run(fmt.Sprintf("%d-%s", i, rdName(p)), func(t *testing.T) {
 			im := rdRandomImage(t, rng, p)
 			dbs := p.DataBlockSize
@@ -341,7 +341,7 @@ func rdHashBlockSpans(rng *rand.Rand, g *Geometry, first, end uint64) []rdSpan {
 
 func TestReaderCorruptHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for i, p := range rdAllParams(rng, 10) {
+	for i, p := range rdAllParams(rng, campaignSize(10, 3)) {
 		g, err := NewGeometry(p)
 		if err != nil {
 			t.Fatal(err)

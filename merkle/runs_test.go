@@ -82,10 +82,7 @@ func randomRuns(rng *rand.Rand, dbs int, blocks uint64) []Run {
 
 func TestBuildRunsMatchModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	cases := 40
-	if testing.Short() {
-		cases = 12 // three of them several chunks long
-	}
+	cases := campaignSize(40, 5) // -short: two of them several chunks long (tens of MiB)
 	for i := range cases {
 		p := randomParams(rng)
 		if i%4 == 0 {
@@ -193,7 +190,8 @@ func TestBuildRunsInvalid(t *testing.T) {
 func TestVerifyRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	var flips, lies int
-	for i := range 12 {
+	n := campaignSize(12, 4) // -short: each of 1, 2 and 3 jobs still
+	for i := range n {
 		p := randomParams(rng)
 		p.DataBlocks = 2000 + uint64(rng.IntN(3000))
 		runs := randomRuns(rng, p.DataBlockSize, p.DataBlocks)
@@ -265,7 +263,7 @@ func TestVerifyRuns(t *testing.T) {
 			}
 		})
 	}
-	if flips < 6 || lies < 6 {
+	if flips < n/2 || lies < n/2 {
 		t.Errorf("only %d flips and %d false runs tried; change the seed", flips, lies)
 	}
 }

@@ -39,7 +39,7 @@ func buildRandom(t testing.TB, rng *rand.Rand, p Params) *builtTree {
 
 func TestVerifyIntact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for i := range 40 {
+	for i := range campaignSize(40, 12) {
 		p := randomParams(rng)
 		bt := buildRandom(t, rng, p)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -18,9 +19,21 @@ import (
 	"time"
 )
 
-// keys caches the keys made, one per kind: RSA key generation is slow
-// under the race detector, and tests need new keys, not different ones.
+// keys caches the keys made, one per kind: tests need new keys, not
+// different ones.
 var keys sync.Map
+
+// rsaKeyFiles are the RSA keys of the AVB vectors, which SigningKey reads
+// rather than generate its own: generating one costs seconds under the race
+// detector (a 4096-bit one up to tens), in every test binary that signs.
+// The path is found from the working directory at start: tests change it.
+var rsaKeyFiles = func() string {
+	root, err := moduleRoot()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(root, "avb", "testdata", "vectors", "keys")
+}()
 
 // SigningKey returns a private key of kind: "rsa2048", "rsa4096",
 // "ec256", "ec384", "ec521" or "ed25519" (the same one for the whole
@@ -33,10 +46,8 @@ func SigningKey(t testing.TB, kind string) crypto.Signer {
 	var k crypto.Signer
 	var err error
 	switch kind {
-	case "rsa2048":
-		k, err = rsa.GenerateKey(rand.Reader, 2048)
-	case "rsa4096":
-		k, err = rsa.GenerateKey(rand.Reader, 4096)
+	case "rsa2048", "rsa4096":
+		k, err = readRSAKey(filepath.Join(rsaKeyFiles, kind+".pem"))
 	case "ec256":
 		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case "ec384":
@@ -98,4 +109,17 @@ func WriteSigningKey(t testing.TB, dir, name, kind string) (keyPath, certPath st
 		}
 	}
 	return keyPath, certPath
+}
+
+// readRSAKey reads a PKCS#1 PEM RSA private key.
+func readRSAKey(path string) (*rsa.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "RSA PRIVATE KEY" {
+		return nil, fmt.Errorf("%s: no RSA PRIVATE KEY in PEM", path)
+	}
+	return x509.ParsePKCS1PrivateKey(blk.Bytes)
 }

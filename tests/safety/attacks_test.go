@@ -41,6 +41,9 @@ type attack struct {
 	trigger   *trigger
 	timeout   time.Duration // defaultTimeout if 0
 	after     func(t *testing.T, dir string, o *outcome)
+	// long, if set, says what makes the row take tens of seconds: -short
+	// leaves it out (testtool.Long).
+	long string
 }
 
 // forbidden never appears on stderr: internal errors, crash dumps.
@@ -187,14 +190,14 @@ var attacks = []attack{
 	{item: "6", name: "veritygen on 4M one-block sparse chunks (64 MB)",
 		setup: func(t *testing.T, d string) { writeFile(t, d, "big.simg", manyChunks(4<<20)) },
 		prog:  "veritygen", args: withGen("big.simg", "h"), exit: []int{0}, mayChange: []string{"h"},
-		timeout: 5 * time.Minute},
+		timeout: 5 * time.Minute, long: "the tree of 4M sparse chunks (sparse's TestIndexBounded bounds the index of a million)"},
 	{item: "6", name: "veritycheck on 4M one-block sparse chunks (64 MB)",
 		setup: func(t *testing.T, d string) {
 			writeFile(t, d, "big.simg", manyChunks(4<<20))
 			run(t, d, "veritygen", withGen("--root-hash-file=root.hex", "big.simg", "h")...)
 		},
 		prog: "veritycheck", args: []string{"--root-hash-file=root.hex", "big.simg", "h"}, exit: []int{0},
-		timeout: 5 * time.Minute},
+		timeout: 5 * time.Minute, long: "the check of 4M sparse chunks (sparse's TestIndexBounded bounds the index of a million)"},
 	{item: "6", name: "veritycheck --root-hash-file=/dev/zero",
 		setup: treeOf("d.img", "d.img.verity", 18),
 		prog:  "veritycheck", args: []string{"--root-hash-file=/dev/zero", "d.img"}, exit: []int{2},
@@ -380,6 +383,9 @@ func TestAttacks(t *testing.T) {
 	}
 	for _, a := range all {
 		t.Run(fmt.Sprintf("%s/%s", a.item, a.name), func(t *testing.T) {
+			if a.long != "" {
+				testtool.Long(t, a.long)
+			}
 			d := t.TempDir()
 			if a.setup != nil {
 				a.setup(t, d)

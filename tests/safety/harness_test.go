@@ -43,12 +43,17 @@ const (
 // bins holds the paths of the commands built by TestMain.
 var bins = map[string]string{}
 
+// mainDir is TestMain's directory, removed when the tests end: the
+// commands, and inputs made once for several rows.
+var mainDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "veritytree-safety-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	mainDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
 		for name, pkg := range map[string]string{"veritygen": "cmd/veritygen", "veritycheck": "cmd/veritycheck",

@@ -541,6 +541,13 @@ func TestCLIInterrupt(t *testing.T) {
 	}
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
+	// The images canceled during the build: big enough that the build is
+	// still running when the cancellation comes (-short: 16 MiB, hashed
+	// once or twice under -race; the run may win the race either way).
+	big := int64(64 << 20)
+	if testing.Short() {
+		big = 16 << 20
+	}
 
 	// Several MiB, so that the build runs in several chunks on several jobs.
 	for _, jobs := range []string{"--jobs=1", "--jobs=4"} {
@@ -598,7 +605,7 @@ func TestCLIInterrupt(t *testing.T) {
 	t.Run("during the build/tree inside DATA", func(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "disk.img")
-		const size = 64 << 20
+		size := big
 		img := fronttest.Image(t, data, size, 10)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -638,7 +645,7 @@ func TestCLIInterrupt(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data.img")
 		hashPath := filepath.Join(dir, "data.verity")
-		fronttest.Image(t, data, 64<<20, 10)
+		fronttest.Image(t, data, big, 10)
 		old := fronttest.Image(t, hashPath, 4096, 11)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
