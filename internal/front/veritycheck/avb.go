@@ -253,7 +253,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		if o.maxProblems == 0 {
 			vo.MaxProblems = 1 // 0 would be the library's default; none is listed
 		}
-		finish := reportTo(vo, stderr, showProgress)
+		finish := reportTo(vo, stderr, showProgress, &o.warnings)
 		res, err = avb.VerifyHashtree(ctx, path, img, vo)
 		finish()
 		if err != nil {
