@@ -151,6 +151,9 @@ type Error struct {
 	// DataPath, with AdviceSwapped, is the path given for DATA (Path is
 	// the one given for HASH).
 	DataPath string
+	// Device, with AdviceDeactivate and AdviceDeactivateLeft, is the
+	// device-mapper name to give Deactivate ("" when not known).
+	Device string
 }
 
 // Advice is what an error's hint advises doing next, as a fact.
@@ -181,6 +184,13 @@ const (
 	// AdviceVerifyPartial: Verify failed while writing the repair, after
 	// some blocks, each correct: calling Verify again shows what is left.
 	AdviceVerifyPartial
+	// AdviceDeactivate: Activate refused because a device-mapper device
+	// of that name (Device) exists: Deactivate removes it, or another name
+	// does not meet it.
+	AdviceDeactivate
+	// AdviceDeactivateLeft: Activate failed and could not undo all it had
+	// done: Deactivate of Device removes what is left.
+	AdviceDeactivateLeft
 )
 
 func (e *Error) Error() string { return e.Err.Error() }

@@ -72,6 +72,9 @@ func errorHint(err error) string {
 	if h := verifyAdvice(err); h != "" {
 		return h
 	}
+	if h := deviceAdvice(err); h != "" {
+		return h
+	}
 	if h := LibraryHint(err); h != "" {
 		return Flags.Say(h)
 	}
@@ -90,6 +93,30 @@ func verifyAdvice(err error) string {
 		case verity.AdviceVerifyPartial:
 			return "the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left"
 		}
+	}
+	return ""
+}
+
+// deviceAdvice words the library's advice to Deactivate a device (of
+// Activate, which veritycheck --kernel calls) as veritysetup close, when
+// it is that of the hint LibraryHint would give; "" otherwise.
+func deviceAdvice(err error) string {
+	var e *verity.Error
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+		if e.Hint == "" {
+			continue
+		}
+		name := e.Device
+		if name == "" {
+			name = "NAME"
+		}
+		switch e.Advice {
+		case verity.AdviceDeactivate:
+			return "close it first (veritysetup close " + name + "), or choose another name"
+		case verity.AdviceDeactivateLeft:
+			return "remove what is left with veritysetup close " + name
+		}
+		return ""
 	}
 	return ""
 }

@@ -78,7 +78,6 @@ var Flags = NewSpelling(append([]string{
 	"TableOptions.FECDevice", "--fec-device-name",
 	"TableOptions.DMName", "--dm-name",
 	"DeactivateOptions.Deferred", "--deferred",
-	"verity.Deactivate", "veritysetup close",
 	"HashtreeFooterOptions.SetupAsRootfsFromKernel", "the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
 	"HashFooterOptions.DynamicPartitionSize", "a dynamic partition size (avbtool's --dynamic_partition_size)",
 	"HashtreeFooterOptions.NoHashtree", "avbtool --no_hashtree",
