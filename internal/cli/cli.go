@@ -50,7 +50,7 @@ func WithHint(err error, hint string) error {
 
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
-	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Say(err.Error()))
+	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Message(err))
 	if hint := errorHint(err); hint != "" {
 		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
@@ -162,7 +162,7 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: Flags.Say(err.Error()), Hint: errorHint(err)}
+	}{Error: Flags.Message(err), Hint: errorHint(err)}
 	WriteJSON(w, out) // stdout is all there is to report a failure of
 }
 

@@ -1,6 +1,11 @@
 package cli
 
-import "strings"
+import (
+	"errors"
+	"strings"
+
+	"github.com/veritytree/veritytree/internal/safefile"
+)
 
 // Spelling turns the library's words for its options into a front's: the
 // verity and avb packages name an option by its Go field, qualified by
@@ -20,6 +25,20 @@ func (sp Spelling) Say(s string) string {
 		return s
 	}
 	return sp.r.Replace(s)
+}
+
+// Message returns err's message as the fronts say it: the facts of the
+// errors in its chain that the commands word themselves (a lock another
+// process holds, safefile.LockedError: likely another of our commands)
+// in the commands' words, in place of that error's own message within
+// what wraps it; then each option's Go name as the front's flag.
+func (sp Spelling) Message(err error) string {
+	msg := err.Error()
+	var le *safefile.LockedError
+	if errors.As(err, &le) && le.Via == "" && !le.Appeared {
+		msg = strings.Replace(msg, le.Error(), le.Role+" "+le.Path+" is locked by another process (another veritygen or veritycheck?); wait for it to finish", 1)
+	}
+	return sp.Say(msg)
 }
 
 // SharedFlags are the Go names of the options that veritygen, veritycheck
@@ -45,11 +64,9 @@ var SharedFlags = []string{
 	"FormatOptions.FECDevice", "--fec-device",
 	"VerifyOptions.FECDevice", "--fec-device",
 	"FormatOptions.RootHashFile", "--root-hash-file",
-	// Not flags: what the refusal to replace a foreign output says made
-	// it, which all three have said as veritygen, and who holds a lock.
+	// Not a flag: what the refusal to replace a foreign output says made
+	// it, which all three have said as veritygen.
 	"Format could have written", "veritygen could have written",
-	// The file-safety layer names no program; the commands guess theirs.
-	"is locked by another process;", "is locked by another process (another veritygen or veritycheck?);",
 }
 
 // Flags is how veritygen and veritycheck spell the library's options (and

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -49,7 +51,8 @@ func TestSharedFlagsSpelling(t *testing.T) {
 // verity.Advice, that veritygen and veritycheck word themselves).
 func TestVerbPhrasesSpelling(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"DATA d is locked by another process; wait for it to finish", "DATA d is locked by another process (another veritygen or veritycheck?); wait for it to finish"},
+		// Not said from text: a lock is a fact (see TestLockedMessage).
+		{"DATA d is locked by another process; wait for it to finish", "DATA d is locked by another process; wait for it to finish"},
 		{"HASH h is not a tree Format could have written (x); TreeOptions.UUID is ignored", "HASH h is not a tree veritygen could have written (x); --uuid is ignored"},
 		// Not a verb: parity made before DATA and HASH changed keeps its words.
 		{"parity made before DATA and HASH changed", "parity made before DATA and HASH changed"},
@@ -60,5 +63,28 @@ func TestVerbPhrasesSpelling(t *testing.T) {
 	}
 	if got := NewSpelling(SharedFlags...).Say("HASH h is not a tree Format could have written"); got != "HASH h is not a tree veritygen could have written" {
 		t.Errorf("veritysetup's spelling: %q", got)
+	}
+}
+
+// A lock another process holds is worded from its facts (who likely holds
+// it, as the commands guess), where it stands in what wraps it; a lock of
+// a run writing through its temporary file keeps the library's words.
+func TestLockedMessage(t *testing.T) {
+	plain := &verity.Error{Kind: verity.KindRefused, Err: &safefile.LockedError{Role: "DATA", Path: "d.img"}}
+	via := &verity.Error{Kind: verity.KindRefused, Err: &safefile.LockedError{Role: "HASH", Path: "h", Via: ".h.tmp1"}}
+	const said = "DATA d.img is locked by another process (another veritygen or veritycheck?); wait for it to finish"
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{plain, said},
+		{fmt.Errorf("%w; nothing was written", plain), said + "; nothing was written"},
+		{via, via.Error()},
+	} {
+		for _, sp := range []Spelling{Flags, NewSpelling(SharedFlags...)} {
+			if got := sp.Message(c.err); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		}
 	}
 }

@@ -359,7 +359,7 @@ func writeAVBJSON(w io.Writer, aj *avbJSON, err error, hint string) error {
 		Hint     string   `json:"hint,omitempty"`
 	}{Verified: err == nil, AVB: aj, Hint: cli.Flags.Say(hint)}
 	if err != nil {
-		out.Error = cli.Flags.Say(err.Error())
+		out.Error = cli.Flags.Message(err)
 	}
 	return cli.WriteJSON(w, out)
 }
