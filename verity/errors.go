@@ -156,6 +156,25 @@ type Error struct {
 	Device string
 }
 
+// ForeignOutputError is the cause of Format's refusal (KindRefused) to
+// replace an existing output, HASH or the FEC device, that is not
+// something Format could have written: a filesystem or an image named
+// there by mistake, say.
+type ForeignOutputError struct {
+	// Role is RoleHash or RoleFEC; Path, the path given for it.
+	Role Role
+	Path string
+	// Reason says what it is instead, e.g. "an ext2/3/4 filesystem".
+	Reason string
+}
+
+func (e *ForeignOutputError) Error() string {
+	if e.Role == RoleFEC {
+		return fmt.Sprintf("FormatOptions.FECDevice %s is not error correction Format could have written (%s): replacing it would destroy it", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s %s is not a tree Format could have written (%s): replacing it would destroy it", e.Role, e.Path, e.Reason)
+}
+
 // Advice is what an error's hint advises doing next, as a fact.
 type Advice uint8
 

@@ -53,16 +53,14 @@ func TestVerbPhrasesSpelling(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		// Not said from text: a lock is a fact (see TestLockedMessage).
 		{"DATA d is locked by another process; wait for it to finish", "DATA d is locked by another process; wait for it to finish"},
-		{"HASH h is not a tree Format could have written (x); TreeOptions.UUID is ignored", "HASH h is not a tree veritygen could have written (x); --uuid is ignored"},
+		// Not said from text: a foreign output is a fact (see TestForeignOutputMessage).
+		{"HASH h is not a tree Format could have written (x); TreeOptions.UUID is ignored", "HASH h is not a tree Format could have written (x); --uuid is ignored"},
 		// Not a verb: parity made before DATA and HASH changed keeps its words.
 		{"parity made before DATA and HASH changed", "parity made before DATA and HASH changed"},
 	} {
 		if got := Flags.Say(c.in); got != c.want {
 			t.Errorf("%q\ngot  %q\nwant %q", c.in, got, c.want)
 		}
-	}
-	if got := NewSpelling(SharedFlags...).Say("HASH h is not a tree Format could have written"); got != "HASH h is not a tree veritygen could have written" {
-		t.Errorf("veritysetup's spelling: %q", got)
 	}
 }
 
@@ -80,6 +78,28 @@ func TestLockedMessage(t *testing.T) {
 		{plain, said},
 		{fmt.Errorf("%w; nothing was written", plain), said + "; nothing was written"},
 		{via, via.Error()},
+	} {
+		for _, sp := range []Spelling{Flags, NewSpelling(SharedFlags...)} {
+			if got := sp.Message(c.err); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		}
+	}
+}
+
+// Format's refusal to replace an output not its own names veritygen as
+// what could have written it, in every front, for HASH and for the FEC
+// device (as its flag), where it stands in what wraps it.
+func TestForeignOutputMessage(t *testing.T) {
+	hash := &verity.Error{Kind: verity.KindRefused, Err: &verity.ForeignOutputError{Role: verity.RoleHash, Path: "h.img", Reason: "an ext2/3/4 filesystem"}}
+	fecDev := &verity.Error{Kind: verity.KindRefused, Err: &verity.ForeignOutputError{Role: verity.RoleFEC, Path: "f.img", Reason: "a FAT filesystem"}}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{hash, "HASH h.img is not a tree veritygen could have written (an ext2/3/4 filesystem): replacing it would destroy it"},
+		{fmt.Errorf("format: %w", hash), "format: HASH h.img is not a tree veritygen could have written (an ext2/3/4 filesystem): replacing it would destroy it"},
+		{fecDev, "--fec-device f.img is not error correction veritygen could have written (a FAT filesystem): replacing it would destroy it"},
 	} {
 		for _, sp := range []Spelling{Flags, NewSpelling(SharedFlags...)} {
 			if got := sp.Message(c.err); got != c.want {
