@@ -46,9 +46,10 @@ func TestSharedFlagsSpelling(t *testing.T) {
 	}
 }
 
-// The phrases the fronts still say in their words (where the library
-// names Format or Verify to call again, the advice is a fact,
-// verity.Advice, that veritygen and veritycheck word themselves).
+// Say rewrites Go names, not phrases: what the fronts word differently
+// (advice to call Format or Verify again, a lock, a foreign output) are
+// facts they word themselves, so the library's text of them passes
+// through Say with only its Go names spelled as flags.
 func TestVerbPhrasesSpelling(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		// Not said from text: a lock is a fact (see TestLockedMessage).
