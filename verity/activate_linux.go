@@ -99,7 +99,7 @@ func Activate(ctx context.Context, name, dataPath, hashPath string, root []byte,
 	if err != nil {
 		if uerr := a.undo(); uerr != nil {
 			return nil, &Error{Kind: KindIO, Err: fmt.Errorf("%w; undoing it failed: %v", err, uerr),
-				Hint: fmt.Sprintf("remove what is left with verity.Deactivate %s", name)}
+				Hint: fmt.Sprintf("remove what is left with verity.Deactivate %s", name), Advice: AdviceDeactivateLeft, Device: name}
 		}
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func checkInactive(ctx context.Context, ctl mapper, name, uuid string) error {
 		fallthrough
 	case err == nil:
 		return &Error{Kind: KindRefused, Err: &causedError{msg: fmt.Sprintf("device %s already exists", name), cause: dm.ErrExist},
-			Hint: fmt.Sprintf("close it first (verity.Deactivate %s), or choose another name", name)}
+			Hint: fmt.Sprintf("close it first (verity.Deactivate %s), or choose another name", name), Advice: AdviceDeactivate, Device: name}
 	case errors.Is(err, dm.ErrNoDevice):
 		return nil
 	}
@@ -445,7 +445,7 @@ func deviceError(err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	kind, hint := KindIO, ""
+	kind, hint, advice := KindIO, "", AdviceNone
 	switch {
 	case errors.Is(err, dm.ErrUnsupported), errors.Is(err, loop.ErrUnsupported):
 		kind, hint = KindSystem, "load device-mapper and dm-verity (modprobe dm_verity) and the loop driver (modprobe loop)"
@@ -454,7 +454,7 @@ func deviceError(err error) error {
 	case errors.Is(err, loop.ErrNoFreeDevice):
 		kind = KindSystem
 	case errors.Is(err, dm.ErrExist):
-		kind, hint = KindRefused, "close it first (verity.Deactivate NAME), or choose another name"
+		kind, hint, advice = KindRefused, "close it first (verity.Deactivate NAME), or choose another name", AdviceDeactivate
 	case errors.Is(err, dm.ErrBusy):
 		kind, hint = KindRefused, "close or unmount what uses it, or remove it deferred (DeactivateOptions.Deferred)"
 	case errors.Is(err, dm.ErrNoDevice):
@@ -464,7 +464,7 @@ func deviceError(err error) error {
 	case errors.Is(err, syscall.EINVAL):
 		kind = KindInput
 	}
-	return &Error{Kind: kind, Err: err, Hint: hint}
+	return &Error{Kind: kind, Err: err, Hint: hint, Advice: advice}
 }
 
 // notActive is the error for a name no device has.

@@ -151,6 +151,28 @@ type Error struct {
 	// DataPath, with AdviceSwapped, is the path given for DATA (Path is
 	// the one given for HASH).
 	DataPath string
+	// Device, with AdviceDeactivate and AdviceDeactivateLeft, is the
+	// device-mapper name to give Deactivate ("" when not known).
+	Device string
+}
+
+// ForeignOutputError is the cause of Format's refusal (KindRefused) to
+// replace an existing output, HASH or the FEC device, that is not
+// something Format could have written: a filesystem or an image named
+// there by mistake, say.
+type ForeignOutputError struct {
+	// Role is RoleHash or RoleFEC; Path, the path given for it.
+	Role Role
+	Path string
+	// Reason says what it is instead, e.g. "an ext2/3/4 filesystem".
+	Reason string
+}
+
+func (e *ForeignOutputError) Error() string {
+	if e.Role == RoleFEC {
+		return fmt.Sprintf("FormatOptions.FECDevice %s is not error correction Format could have written (%s): replacing it would destroy it", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s %s is not a tree Format could have written (%s): replacing it would destroy it", e.Role, e.Path, e.Reason)
 }
 
 // Advice is what an error's hint advises doing next, as a fact.
@@ -181,6 +203,13 @@ const (
 	// AdviceVerifyPartial: Verify failed while writing the repair, after
 	// some blocks, each correct: calling Verify again shows what is left.
 	AdviceVerifyPartial
+	// AdviceDeactivate: Activate refused because a device-mapper device
+	// of that name (Device) exists: Deactivate removes it, or another name
+	// does not meet it.
+	AdviceDeactivate
+	// AdviceDeactivateLeft: Activate failed and could not undo all it had
+	// done: Deactivate of Device removes what is left.
+	AdviceDeactivateLeft
 )
 
 func (e *Error) Error() string { return e.Err.Error() }

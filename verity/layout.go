@@ -681,7 +681,7 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 			if swapped {
 				hint = fmt.Sprintf("DATA comes first: did you mean Format of DATA %s then HASH %s?\n", l.HashPath, l.DataPath) + hint
 			}
-			e := errorf(KindRefused, hint, "HASH %s is not a tree Format could have written (%s): replacing it would destroy it", l.HashPath, why)
+			e := &Error{Kind: KindRefused, Err: &ForeignOutputError{Role: RoleHash, Path: l.HashPath, Reason: why}, Hint: hint}
 			if swapped {
 				e.Advice, e.Role, e.Path, e.DataPath = AdviceSwapped, RoleHash, l.HashPath, l.DataPath
 			}
@@ -702,8 +702,8 @@ func (l *Layout) checkOutputs(dataFile *os.File, magicOnly bool) error {
 		return errorf(KindIO, "", "FormatOptions.FECDevice %s: %w", fl.Path, unwrapPath(err))
 	}
 	if why != "" {
-		return errorf(KindRefused, "name another file, or add FormatOptions.Force to replace it anyway",
-			"FormatOptions.FECDevice %s is not error correction Format could have written (%s): replacing it would destroy it", fl.Path, why)
+		return &Error{Kind: KindRefused, Err: &ForeignOutputError{Role: RoleFEC, Path: fl.Path, Reason: why},
+			Hint: "name another file, or add FormatOptions.Force to replace it anyway"}
 	}
 	return nil
 }

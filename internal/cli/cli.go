@@ -50,7 +50,7 @@ func WithHint(err error, hint string) error {
 
 // Report prints err as "prog: error: ..." and its hint, if any, to w.
 func Report(w io.Writer, prog string, err error) {
-	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Say(err.Error()))
+	fmt.Fprintf(w, "%s: error: %s\n", prog, Flags.Message(err))
 	if hint := errorHint(err); hint != "" {
 		for _, line := range strings.Split(hint, "\n") {
 			fmt.Fprintf(w, "%s: hint: %s\n", prog, line)
@@ -72,6 +72,9 @@ func errorHint(err error) string {
 	if h := verifyAdvice(err); h != "" {
 		return h
 	}
+	if h := deviceAdvice(err); h != "" {
+		return h
+	}
 	if h := LibraryHint(err); h != "" {
 		return Flags.Say(h)
 	}
@@ -90,6 +93,30 @@ func verifyAdvice(err error) string {
 		case verity.AdviceVerifyPartial:
 			return "the blocks written so far are correct (each was checked against the tree); run veritycheck again to see what is left"
 		}
+	}
+	return ""
+}
+
+// deviceAdvice words the library's advice to Deactivate a device (of
+// Activate, which veritycheck --kernel calls) as veritysetup close, when
+// it is that of the hint LibraryHint would give; "" otherwise.
+func deviceAdvice(err error) string {
+	var e *verity.Error
+	for inner := err; errors.As(inner, &e); inner = e.Err {
+		if e.Hint == "" {
+			continue
+		}
+		name := e.Device
+		if name == "" {
+			name = "NAME"
+		}
+		switch e.Advice {
+		case verity.AdviceDeactivate:
+			return "close it first (veritysetup close " + name + "), or choose another name"
+		case verity.AdviceDeactivateLeft:
+			return "remove what is left with veritysetup close " + name
+		}
+		return ""
 	}
 	return ""
 }
@@ -135,7 +162,7 @@ func ReportJSON(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
-	}{Error: Flags.Say(err.Error()), Hint: errorHint(err)}
+	}{Error: Flags.Message(err), Hint: errorHint(err)}
 	WriteJSON(w, out) // stdout is all there is to report a failure of
 }
 

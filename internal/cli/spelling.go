@@ -1,6 +1,12 @@
 package cli
 
-import "strings"
+import (
+	"errors"
+	"strings"
+
+	"github.com/veritytree/veritytree/internal/safefile"
+	"github.com/veritytree/veritytree/verity"
+)
 
 // Spelling turns the library's words for its options into a front's: the
 // verity and avb packages name an option by its Go field, qualified by
@@ -20,6 +26,35 @@ func (sp Spelling) Say(s string) string {
 		return s
 	}
 	return sp.r.Replace(s)
+}
+
+// Message returns err's message as the fronts say it: the facts of the
+// errors in its chain that the commands word themselves (a lock another
+// process holds, safefile.LockedError: likely another of our commands; an
+// output Format refuses to replace, verity.ForeignOutputError: one that
+// veritygen could not have written) in the commands' words, in place of that error's own message within
+// what wraps it; then each option's Go name as the front's flag.
+func (sp Spelling) Message(err error) string {
+	msg := err.Error()
+	var le *safefile.LockedError
+	if errors.As(err, &le) && le.Via == "" && !le.Appeared {
+		msg = strings.Replace(msg, le.Error(), le.Role+" "+le.Path+" is locked by another process (another veritygen or veritycheck?); wait for it to finish", 1)
+	}
+	var fe *verity.ForeignOutputError
+	if errors.As(err, &fe) {
+		msg = strings.Replace(msg, fe.Error(), foreignOutput(fe), 1)
+	}
+	return sp.Say(msg)
+}
+
+// foreignOutput says Format's refusal to replace an output that is not
+// its own as the commands do: the command that makes trees is veritygen,
+// whichever front refuses.
+func foreignOutput(fe *verity.ForeignOutputError) string {
+	if fe.Role == verity.RoleFEC {
+		return "FormatOptions.FECDevice " + fe.Path + " is not error correction veritygen could have written (" + fe.Reason + "): replacing it would destroy it"
+	}
+	return string(fe.Role) + " " + fe.Path + " is not a tree veritygen could have written (" + fe.Reason + "): replacing it would destroy it"
 }
 
 // SharedFlags are the Go names of the options that veritygen, veritycheck
@@ -45,11 +80,6 @@ var SharedFlags = []string{
 	"FormatOptions.FECDevice", "--fec-device",
 	"VerifyOptions.FECDevice", "--fec-device",
 	"FormatOptions.RootHashFile", "--root-hash-file",
-	// Not flags: what the refusal to replace a foreign output says made
-	// it, which all three have said as veritygen, and who holds a lock.
-	"Format could have written", "veritygen could have written",
-	// The file-safety layer names no program; the commands guess theirs.
-	"is locked by another process;", "is locked by another process (another veritygen or veritycheck?);",
 }
 
 // Flags is how veritygen and veritycheck spell the library's options (and
@@ -78,7 +108,6 @@ var Flags = NewSpelling(append([]string{
 	"TableOptions.FECDevice", "--fec-device-name",
 	"TableOptions.DMName", "--dm-name",
 	"DeactivateOptions.Deferred", "--deferred",
-	"verity.Deactivate", "veritysetup close",
 	"HashtreeFooterOptions.SetupAsRootfsFromKernel", "the as-rootfs option (avbtool's --setup_as_rootfs_from_kernel)",
 	"HashFooterOptions.DynamicPartitionSize", "a dynamic partition size (avbtool's --dynamic_partition_size)",
 	"HashtreeFooterOptions.NoHashtree", "avbtool --no_hashtree",

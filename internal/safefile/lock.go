@@ -63,7 +63,7 @@ func lock(f *os.File, how int, role, path string) error {
 	err = flock(target, how)
 	switch {
 	case isHeld(err):
-		return &Error{Kind: KindRefused, Err: &lockedError{role: role, path: path}}
+		return &Error{Kind: KindRefused, Err: &LockedError{Role: role, Path: path}}
 	case noLocks(err):
 		// Some file systems (e.g. some network ones) have no flock, nor
 		// some systems: there is nothing to lock with, and refusing to
@@ -90,25 +90,27 @@ func CheckNotLocked(role, path string) error {
 	return LockShared(f, role, path)
 }
 
-// lockedError: role path is held by another process. via names the
-// temporary file through which another run is writing a path that does not
-// exist yet; appeared says such a run has just put it in place.
-type lockedError struct {
-	role, path string
-	via        string
-	appeared   bool
+// LockedError is the cause of a KindRefused error when another process
+// holds the lock of the file Path of Role (matching ErrLocked). Via names
+// the temporary file through which another run is writing a path that does
+// not exist yet; Appeared says such a run has just put it in place. A
+// front that can guess who holds it (its own program) says so from these.
+type LockedError struct {
+	Role, Path string
+	Via        string
+	Appeared   bool
 }
 
-func (e *lockedError) Error() string {
+func (e *LockedError) Error() string {
 	switch {
-	case e.via != "":
-		return e.role + " " + e.path + " is locked by another process, which is writing it (its temporary file " + e.via + " is held); wait for it to finish"
-	case e.appeared:
-		return e.role + " " + e.path + " was created by another process while this run was starting; nothing was written"
+	case e.Via != "":
+		return e.Role + " " + e.Path + " is locked by another process, which is writing it (its temporary file " + e.Via + " is held); wait for it to finish"
+	case e.Appeared:
+		return e.Role + " " + e.Path + " was created by another process while this run was starting; nothing was written"
 	}
-	return e.role + " " + e.path + " is locked by another process; wait for it to finish"
+	return e.Role + " " + e.Path + " is locked by another process; wait for it to finish"
 }
-func (e *lockedError) Unwrap() error { return ErrLocked }
+func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // isOpen reports whether f is still open: a closed file's lock is gone.
 func isOpen(f *os.File) bool {

@@ -126,11 +126,11 @@ func checkNoOtherWriter(target, role, path string, existing fs.FileInfo, live st
 		return nil
 	}
 	if live != "" {
-		return &Error{Kind: KindRefused, Err: &lockedError{role: role, path: path, via: live}}
+		return &Error{Kind: KindRefused, Err: &LockedError{Role: role, Path: path, Via: live}}
 	}
 	if _, err := os.Stat(target); err == nil {
 		return &Error{Kind: KindRefused, Hint: "run again to replace it, if it is to be replaced",
-			Err: &lockedError{role: role, path: path, appeared: true}}
+			Err: &LockedError{Role: role, Path: path, Appeared: true}}
 	}
 	return nil
 }
@@ -449,7 +449,7 @@ func OpenCreatedInPlace(path, role string, created *[]string) (*Output, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, &Error{Kind: KindRefused, Hint: "run again to replace it, if it is to be replaced",
-			Err: &lockedError{role: role, path: path, appeared: true}}
+			Err: &LockedError{Role: role, Path: path, Appeared: true}}
 	}
 	if err != nil {
 		return nil, errorf(KindIO, "", "cannot create %s %s: %w", role, path, unwrapPath(err))

@@ -253,7 +253,7 @@ func checkAVB(ctx context.Context, o *options, args []string, stdout, stderr io.
 		if o.maxProblems == 0 {
 			vo.MaxProblems = 1 // 0 would be the library's default; none is listed
 		}
-		finish := reportTo(vo, stderr, showProgress)
+		finish := reportTo(vo, stderr, showProgress, &o.warnings)
 		res, err = avb.VerifyHashtree(ctx, path, img, vo)
 		finish()
 		if err != nil {
@@ -359,7 +359,7 @@ func writeAVBJSON(w io.Writer, aj *avbJSON, err error, hint string) error {
 		Hint     string   `json:"hint,omitempty"`
 	}{Verified: err == nil, AVB: aj, Hint: cli.Flags.Say(hint)}
 	if err != nil {
-		out.Error = cli.Flags.Say(err.Error())
+		out.Error = cli.Flags.Message(err)
 	}
 	return cli.WriteJSON(w, out)
 }

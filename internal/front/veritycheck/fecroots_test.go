@@ -1,6 +1,7 @@
 package veritycheck
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -36,6 +37,9 @@ func TestFECRootsFromSize(t *testing.T) {
 			if r.code != 0 || strings.Contains(r.stderr, note) {
 				t.Errorf("the right roots: want exit 0 and no word of the roots:\n%v", r)
 			}
+			if w := jsonWarnings(t, withRoots(c.roots)); w != nil {
+				t.Errorf("the right roots: want no warnings in --json, got %q", w)
+			}
 			// Fewer roots: a shorter parity, the check goes on; more: a
 			// longer one than the file holds (where the parity ends the
 			// file), or a shorter file than asked.
@@ -48,6 +52,10 @@ func TestFECRootsFromSize(t *testing.T) {
 				case r.code == 0:
 					if !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, note+fmt.Sprint(c.roots)+" would") {
 						t.Errorf("--fec-roots=%d: want a warning naming %s:\n%v", wrong, want, r)
+					}
+					// --json says it too, as the warning's text.
+					if w := jsonWarnings(t, withRoots(wrong)); len(w) != 1 || !strings.Contains(r.stderr, "veritycheck: warning: "+w[0]+"\n") {
+						t.Errorf("--fec-roots=%d --json: want the warning in \"warnings\", got %q; stderr:\n%s", wrong, w, r.stderr)
 					}
 				case r.code == 2:
 					if !strings.Contains(r.stderr, "hint: the parity of "+want+" ends exactly where FEC device") {
@@ -70,4 +78,19 @@ func TestFECRootsFromSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonWarnings runs veritycheck --json with args, which must exit 0, and
+// returns the report's "warnings" (nil when it has none).
+func jsonWarnings(t *testing.T, args []string) []string {
+	t.Helper()
+	r := vcRun(append([]string{"--json"}, args...)...)
+	var out struct {
+		Verified bool     `json:"verified"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || !out.Verified {
+		t.Fatalf("want exit 0 and a verified JSON report (%v):\n%v", err, r)
+	}
+	return out.Warnings
 }

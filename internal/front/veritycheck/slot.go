@@ -276,7 +276,9 @@ func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io
 	if err != nil {
 		return cli.ExitError, err
 	}
-	so.Prepare = func(_ *avb.SlotPartition, vo *verity.VerifyOptions) func() { return reportTo(vo, stderr, showProgress) }
+	so.Prepare = func(_ *avb.SlotPartition, vo *verity.VerifyOptions) func() {
+		return reportTo(vo, stderr, showProgress, nil)
+	}
 	problems := map[*avb.SlotPartition][]problem{}
 	truncated := map[*avb.SlotPartition]bool{}
 	fecs := map[*avb.SlotPartition]*repairJSON{}

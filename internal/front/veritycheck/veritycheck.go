@@ -148,6 +148,8 @@ type options struct {
 	// The root hash signature check (sign.go), and what it found.
 	sign      signCheck
 	sigReport *signatureJSON
+	// warnings: what the check warned of on stderr, for the JSON report.
+	warnings []string
 }
 
 // Main runs veritycheck's command line args (after argv0, which it does not
@@ -469,6 +471,8 @@ type result struct {
 	AVB *avbJSON `json:"avb,omitempty"`
 	// RootHashSignature: who signed the root hash (--root-hash-signature).
 	RootHashSignature *signatureJSON `json:"root_hash_signature,omitempty"`
+	// Warnings are the warnings printed on stderr, each as its text.
+	Warnings []string `json:"warnings,omitempty"`
 	*repairJSON
 }
 
@@ -574,7 +578,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	if err := superblockSense(o, dataPath, hashPath, len(args) == 2); err != nil {
 		return cli.ExitError, err
 	}
-	finish := reportTo(vo, stderr, showProgress)
+	finish := reportTo(vo, stderr, showProgress, &o.warnings)
 	res, err := verity.Verify(ctx, dataPath, hashPath, root, vo)
 	finish()
 	if err != nil {
@@ -582,7 +586,7 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	defer res.Close()
 	if note := fecRootsNote(res.FEC); note != "" && !unrecoverable(res) {
-		cli.Warn(stderr, prog, "%s", note)
+		warn(stderr, &o.warnings, note)
 	}
 	if err := report(o, res, root, dataPath, hashPath, stdout); err != nil {
 		return cli.ExitError, err
@@ -677,7 +681,8 @@ func report(o *options, res *verity.VerifyResult, root []byte, dataPath, hashPat
 	out := &result{Verified: res.Verified && o.avbReport.accepted(), TreeJSON: cli.NewTreeJSON(g, dataPath, hashPath), DataFormat: res.DataFormat, RootHash: hex.EncodeToString(root),
 		RootMismatch: rep.RootMismatch, CorruptDataBlocks: rep.CorruptDataBlocks, CorruptHashBlocks: rep.CorruptHashBlocks,
 		CorruptHeaderBytes: rep.CorruptHeaderBytes, UncheckedDataBlocks: rep.UncheckedDataBlocks,
-		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport}
+		UncheckedHashBlocks: rep.UncheckedHashBlocks, ProblemsTruncated: truncated, AVB: o.avbReport, RootHashSignature: o.sigReport,
+		Warnings: o.warnings}
 	if d := res.RootDiagnosis; d != nil {
 		out.RootHint = cli.Flags.Say(d.Hint)
 	}
@@ -864,12 +869,22 @@ func summary(rep *merkle.VerifyReport) error {
 	return cli.Errorf(hint, "%s", msg)
 }
 
+// warn prints msg as a warning and, unless warnings is nil, adds it to
+// *warnings for the JSON report.
+func warn(stderr io.Writer, warnings *[]string, msg string) {
+	cli.Warn(stderr, prog, "%s", msg)
+	if warnings != nil {
+		*warnings = append(*warnings, msg)
+	}
+}
+
 // reportTo makes a check print on stderr as it goes: warnings, what a
 // sparse DATA expands to, and (when showProgress) the progress lines. The
-// returned func ends the progress display.
-func reportTo(vo *verity.VerifyOptions, stderr io.Writer, showProgress bool) (finish func()) {
+// returned func ends the progress display. Warnings are also added to
+// *warnings, unless it is nil.
+func reportTo(vo *verity.VerifyOptions, stderr io.Writer, showProgress bool, warnings *[]string) (finish func()) {
 	var bar *cli.Progress
-	vo.Warn = func(msg string) { cli.Warn(stderr, prog, "%s", cli.Flags.Say(msg)) }
+	vo.Warn = func(msg string) { warn(stderr, warnings, cli.Flags.Say(msg)) }
 	vo.OnStart = func(g *merkle.Geometry, src *verity.Source) {
 		if line := cli.Expansion(src.Path(), src.Format(), src.FileSize(), src.Size(), 0); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)

@@ -218,7 +218,7 @@ func activateError(err error, name string, verbose bool) error {
 		errors.As(err, &n)
 		return fail(errnoCode(n), "Failed to load key in kernel keyring.")
 	case errors.As(err, &e) && e.Kind == verity.KindRefused:
-		return &failure{code: exitEBUSY, lines: []string{flags.Say(err.Error()) + "."}}
+		return &failure{code: exitEBUSY, lines: []string{flags.Message(err) + "."}}
 	}
 	return err
 }

@@ -856,7 +856,7 @@ func fromLibrary(err error) *failure {
 	case errors.As(err, &e) && e.Kind == verity.KindCorrupt:
 		code = exitEPERM
 	}
-	return &failure{code: code, lines: []string{flags.Say(err.Error()) + "."}}
+	return &failure{code: code, lines: []string{flags.Message(err) + "."}}
 }
 
 // flags is how veritysetup spells the library's options: as veritygen
