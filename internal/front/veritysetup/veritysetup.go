@@ -316,6 +316,21 @@ type treeHooks struct {
 	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
+// opensslOnly are the algorithms veritysetup's crypto backend (OpenSSL)
+// hashes with and the front refuses (README: no Go implementation, or
+// none in the kernel), with their digest sizes: the front checks
+// everything veritysetup checks before it hashes, then refuses them.
+var opensslOnly = map[string]int{"whirlpool": 64, "sm3": 32, "sha512-224": 28, "sha512-256": 32}
+
+// digestSize is the digest size of the algorithm name as veritysetup's
+// crypt_hash_size knows it (0: an unknown one).
+func digestSize(name string) int {
+	if a, err := hashes.Lookup(name); err == nil {
+		return a.Size()
+	}
+	return opensslOnly[strings.ToLower(name)]
+}
+
 // notInOpenSSL reports whether name is one of the kernel's algorithms that
 // veritysetup's crypto backend (OpenSSL, which has only BLAKE2b-512 of the
 // family) does not know: veritysetup refuses them, veritygen makes them.
@@ -405,7 +420,8 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 			return t, err
 		}
 	}
-	if _, err = hashes.Lookup(o.hash); err != nil || notInOpenSSL(o.hash) {
+	_, refusedLate := opensslOnly[strings.ToLower(o.hash)]
+	if _, err = hashes.Lookup(o.hash); (err != nil || notInOpenSSL(o.hash)) && !refusedLate {
 		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
@@ -416,6 +432,11 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		if err := hook(&t); err != nil {
 			return t, err
 		}
+	}
+	if refusedLate {
+		// veritysetup knows it: its checks of the areas come first, and
+		// the front refuses only where veritysetup would hash.
+		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	if o.noSuperblock {
 		// Without superblock veritysetup starts the tree at the hash
@@ -473,8 +494,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 				return nil
 			}
 			fecOffset := numberOr0(o.fecOffset) // checked by tree
-			alg, _ := hashes.Lookup(t.Hash)
-			tree := hashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
+			tree := hashBlocks(t.HashBlockSize, digestSize(t.Hash), t.DataBlocks) * uint64(t.HashBlockSize)
 			if identical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
 				return fail(exitEINVAL, "Hash area overlaps with FEC area.")
 			}
@@ -613,8 +633,8 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 	if blocks == 0 {
 		blocks = deviceSize(dataPath) / uint64(t.DataBlockSize)
 	}
-	alg, err := hashes.Lookup(t.Hash)
-	if err != nil {
+	size := digestSize(t.Hash)
+	if size == 0 {
 		return nil // refused already
 	}
 	hbs := uint64(t.HashBlockSize)
@@ -628,7 +648,7 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 		}
 		start = (t.HashOffset + merkle.SuperblockSize + hbs - 1) / hbs
 	}
-	_, _, end, ok := hashLevels(t.HashBlockSize, alg.Size(), blocks, start)
+	_, _, end, ok := hashLevels(t.HashBlockSize, size, blocks, start)
 	if !ok {
 		return fail(exitEINVAL, "Hash area overflow.")
 	}
