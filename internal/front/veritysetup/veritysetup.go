@@ -711,6 +711,11 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		}
 		fecOffset, fecRoots, err = o.fecOptions(t)
 		if f, ok := err.(*failure); ok {
+			// veritysetup checks them once the tree is written: a
+			// DATA too short for the tree fails first.
+			if t.DataBlocks != 0 && deviceSize(dataPath)/uint64(t.DataBlockSize) < t.DataBlocks {
+				return fail(exitEINVAL, msgCreateIO)
+			}
 			// format prints these twice: where it checks them and
 			// where its caller fails.
 			f.lines = append(f.lines, f.lines...)
