@@ -289,12 +289,14 @@ var acceptedRules = []rule{
 		covers: all,
 		reason: "for a superblock within 512 + --hash-block-size bytes of 2^64 (--hash-offset=-512) veritysetup's count " +
 			"of the tree's first block wraps around to 0: it writes the tree at byte 0 of HASH, no superblock, and " +
-			"reports success; the front says 'Device offset overflow.'",
+			"reports success, or, for some trees, fails partway ('Input/output error while creating hash area.'); " +
+			"the front says 'Device offset overflow.'",
 		match: func(r *result) bool {
 			v, _ := r.c.opt("--hash-offset")
 			off, ok := strtoull(v)
 			return ok && r.verb() == "format" && !r.c.has("--no-superblock") && off > 1<<64-1-512-65536 &&
-				r.real.code == 0 && r.ours.gist == "Device offset overflow."
+				(r.real.code == 0 || r.real.gist == "Input/output error while creating hash area.") &&
+				r.ours.gist == "Device offset overflow."
 		},
 	},
 	{

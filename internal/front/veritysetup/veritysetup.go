@@ -709,13 +709,13 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		if err := hashAreaFits(t, dataPath); err != nil {
 			return err
 		}
+		if t.DataBlocks != 0 && deviceSize(dataPath)/uint64(t.DataBlockSize) < t.DataBlocks {
+			// veritysetup fails to read DATA while it writes the tree,
+			// before it checks the FEC options and the UUID.
+			return fail(exitEINVAL, msgCreateIO)
+		}
 		fecOffset, fecRoots, err = o.fecOptions(t)
 		if f, ok := err.(*failure); ok {
-			// veritysetup checks them once the tree is written: a
-			// DATA too short for the tree fails first.
-			if t.DataBlocks != 0 && deviceSize(dataPath)/uint64(t.DataBlockSize) < t.DataBlocks {
-				return fail(exitEINVAL, msgCreateIO)
-			}
 			// format prints these twice: where it checks them and
 			// where its caller fails.
 			f.lines = append(f.lines, f.lines...)
