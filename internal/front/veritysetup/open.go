@@ -45,25 +45,22 @@ var optionActions = []struct {
 // other.
 func (o *options) checkActionOptions(verb string) error {
 	for _, oa := range optionActions {
-		if o.fs.Changed(oa.name) && !slices.Contains(oa.actions, verb) {
+		if o.changed(oa.name) && !slices.Contains(oa.actions, verb) {
 			return usageFail("Option --%s is not allowed with %s action.", oa.name, verb)
 		}
 	}
 	for _, pair := range [][2]string{{"ignore-corruption", "restart-on-corruption"}, {"panic-on-corruption", "restart-on-corruption"}} {
-		if o.fs.Changed(pair[0]) && o.fs.Changed(pair[1]) {
+		if o.changed(pair[0]) && o.changed(pair[1]) {
 			return usageFail("Option --%s and --%s cannot be used together.", pair[0], pair[1])
 		}
 	}
-	if o.fs.Changed("cancel-deferred") && o.fs.Changed("deferred") {
+	if o.changed("cancel-deferred") && o.changed("deferred") {
 		return usageFail("Options --cancel-deferred and --deferred cannot be used at the same time.")
 	}
 	return nil
 }
 
-func (o *options) flag(name string) bool {
-	v, _ := o.fs.GetBool(name)
-	return v
-}
+func (o *options) flag(name string) bool { return o.set[name] }
 
 // deviceAction runs open, close or status, once their arguments are
 // counted as veritysetup counts them (extra ones are ignored).
@@ -113,7 +110,7 @@ func (o *options) openAction(ctx context.Context, dataPath, name, hashPath, root
 		return err
 	}
 	ao := o.activateOptions(a.tree, a.fecOffset, a.fecRoots)
-	if sigPath, _ := o.fs.GetString("root-hash-signature"); o.fs.Changed("root-hash-signature") {
+	if sigPath := o.rootHashSignature; o.changed("root-hash-signature") {
 		if ao.RootHashSignature, err = readSignature(sigPath); err != nil {
 			return err
 		}

@@ -22,8 +22,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/pflag"
-
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/hashes"
 	"github.com/veritytree/veritytree/internal/cli"
@@ -129,20 +127,17 @@ Default compiled-in dm-verity parameters:
 	Hash: sha256, Data block (bytes): 4096, Hash block (bytes): 4096, Salt size: 32, Hash format: 1
 `
 
-// activationOnly are veritysetup's options for open and close only
-// (optionActions says which).
-var activationOnly = []string{"ignore-corruption", "ignore-zero-blocks", "restart-on-corruption", "panic-on-corruption",
-	"use-tasklets", "deferred", "cancel-deferred", "root-hash-signature"}
-
-// options are veritysetup's options, numbers kept as text so that a bad
-// one gets veritysetup's message rather than pflag's.
+// options are veritysetup's options, numbers kept as text (checked as
+// popt reads them, then read again where they are used).
 type options struct {
 	hash, salt, uuid, format                             string
 	dataBlockSize, hashBlockSize, dataBlocks, hashOffset string
 	noSuperblock                                         bool
 	rootHashFile, fecDevice, fecOffset, fecRoots         string
+	rootHashSignature                                    string
 	verbose, debug, help, usage, version                 bool
-	fs                                                   *pflag.FlagSet
+	set                                                  map[string]bool // the options given
+	args                                                 []string        // the words that are not options
 }
 
 // failure is a failure reported as veritysetup reports it: lines on
@@ -186,7 +181,7 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		fmt.Fprint(stderr, usageText)
 		return exitOK
 	default:
-		err = o.action(ctx, o.fs.Args(), stdout, stderr)
+		err = o.action(ctx, o.args, stdout, stderr)
 	}
 	if err != nil {
 		var f *failure
@@ -213,67 +208,6 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 		}
 	}
 	return code
-}
-
-func (o *options) parse(args []string) error {
-	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	o.fs = fs
-	fs.StringVarP(&o.hash, "hash", "h", "sha256", "")
-	fs.StringVarP(&o.salt, "salt", "s", "", "")
-	fs.StringVar(&o.uuid, "uuid", "", "")
-	fs.StringVar(&o.format, "format", "1", "")
-	fs.StringVar(&o.dataBlockSize, "data-block-size", "4096", "")
-	fs.StringVar(&o.hashBlockSize, "hash-block-size", "4096", "")
-	fs.StringVar(&o.dataBlocks, "data-blocks", "0", "")
-	fs.StringVar(&o.hashOffset, "hash-offset", "0", "")
-	fs.BoolVar(&o.noSuperblock, "no-superblock", false, "")
-	fs.StringVar(&o.rootHashFile, "root-hash-file", "", "")
-	fs.StringVar(&o.fecDevice, "fec-device", "", "")
-	fs.StringVar(&o.fecOffset, "fec-offset", "0", "")
-	fs.StringVar(&o.fecRoots, "fec-roots", "2", "")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "")
-	fs.BoolVar(&o.debug, "debug", false, "")
-	fs.BoolVarP(&o.help, "help", "?", false, "")
-	fs.BoolVar(&o.usage, "usage", false, "")
-	fs.BoolVarP(&o.version, "version", "V", false, "")
-	// Accepted as veritysetup accepts them; meaningful only for open.
-	fs.Bool("check-at-most-once", false, "")
-	for _, name := range activationOnly {
-		if name == "root-hash-signature" {
-			fs.String(name, "", "")
-		} else {
-			fs.Bool(name, false, "")
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return parseError(err)
-	}
-	return nil
-}
-
-// parseError words pflag's errors as popt's, from their types: the
-// option as given, then what is wrong with it.
-func parseError(err error) error {
-	var ne *pflag.NotExistError
-	var vr *pflag.ValueRequiredError
-	switch {
-	case errors.As(err, &ne):
-		return usageOnly(given(ne.GetSpecifiedName(), ne.GetSpecifiedShortnames()) + ": unknown option")
-	case errors.As(err, &vr):
-		return usageOnly(given(vr.GetSpecifiedName(), vr.GetSpecifiedShortnames()) + ": missing argument")
-	}
-	return usageOnly(err.Error())
-}
-
-// given is an option as the command line gave it: --name, or the
-// shorthands from this one on (-q of -vq, as pflag reports them).
-func given(name, shorthands string) string {
-	if shorthands != "" {
-		return "-" + shorthands
-	}
-	return "--" + name
 }
 
 // usageOnly is popt's own error: the short usage, then the message as
@@ -382,6 +316,21 @@ type treeHooks struct {
 	afterOffsets, afterHash, beforeUUID func(t *verity.TreeOptions) error
 }
 
+// opensslOnly are the algorithms veritysetup's crypto backend (OpenSSL)
+// hashes with and the front refuses (README: no Go implementation, or
+// none in the kernel), with their digest sizes: the front checks
+// everything veritysetup checks before it hashes, then refuses them.
+var opensslOnly = map[string]int{"whirlpool": 64, "sm3": 32, "sha512-224": 28, "sha512-256": 32}
+
+// digestSize is the digest size of the algorithm name as veritysetup's
+// crypt_hash_size knows it (0: an unknown one).
+func digestSize(name string) int {
+	if a, err := hashes.Lookup(name); err == nil {
+		return a.Size()
+	}
+	return opensslOnly[strings.ToLower(name)]
+}
+
 // notInOpenSSL reports whether name is one of the kernel's algorithms that
 // veritysetup's crypto backend (OpenSSL, which has only BLAKE2b-512 of the
 // family) does not know: veritysetup refuses them, veritygen makes them.
@@ -434,7 +383,7 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 		t.DataBlockSize, t.HashBlockSize, t.HashOffset = 4096, 4096, nums["hash-offset"]
 		return t, superblockOffset(t.HashOffset, hashPath)
 	}
-	if o.fs.Changed("salt") {
+	if o.changed("salt") {
 		if o.salt == "-" || o.salt == "" { // popt's empty value: no salt, as "-"
 			t.Salt = []byte{}
 		} else if salt, err := cli.ParseHex("salt", o.salt); err != nil || len(salt) == 0 {
@@ -471,7 +420,8 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 			return t, err
 		}
 	}
-	if _, err = hashes.Lookup(o.hash); err != nil || notInOpenSSL(o.hash) {
+	_, refusedLate := opensslOnly[strings.ToLower(o.hash)]
+	if _, err = hashes.Lookup(o.hash); (err != nil || notInOpenSSL(o.hash)) && !refusedLate {
 		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
 	}
 	t.Hash = o.hash // the superblock keeps veritysetup's spelling, in lower case
@@ -483,12 +433,17 @@ func (o *options) tree(hashPath string, hooks treeHooks, fromSuperblock bool) (v
 			return t, err
 		}
 	}
+	if refusedLate {
+		// veritysetup knows it: its checks of the areas come first, and
+		// the front refuses only where veritysetup would hash.
+		return t, fail(exitEINVAL, "Hash algorithm %s not supported.", o.hash)
+	}
 	if o.noSuperblock {
 		// Without superblock veritysetup starts the tree at the hash
 		// block the offset falls in (VERITY_hash_offset_block).
 		t.HashOffset -= t.HashOffset % uint64(t.HashBlockSize)
 	}
-	if o.fs.Changed("uuid") && !o.noSuperblock { // veritysetup ignores it without superblock
+	if o.changed("uuid") && !o.noSuperblock { // veritysetup ignores it without superblock
 		u, err := cli.ParseUUID(o.uuid)
 		if err != nil {
 			return t, fail(exitEINVAL, "Wrong VERITY UUID format provided on device %s.", hashPath)
@@ -539,8 +494,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 				return nil
 			}
 			fecOffset := numberOr0(o.fecOffset) // checked by tree
-			alg, _ := hashes.Lookup(t.Hash)
-			tree := hashBlocks(t.HashBlockSize, alg.Size(), t.DataBlocks) * uint64(t.HashBlockSize)
+			tree := hashBlocks(t.HashBlockSize, digestSize(t.Hash), t.DataBlocks) * uint64(t.HashBlockSize)
 			if identical(hashPath, o.fecDevice) && t.HashOffset+tree > fecOffset {
 				return fail(exitEINVAL, "Hash area overlaps with FEC area.")
 			}
@@ -679,8 +633,8 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 	if blocks == 0 {
 		blocks = deviceSize(dataPath) / uint64(t.DataBlockSize)
 	}
-	alg, err := hashes.Lookup(t.Hash)
-	if err != nil {
+	size := digestSize(t.Hash)
+	if size == 0 {
 		return nil // refused already
 	}
 	hbs := uint64(t.HashBlockSize)
@@ -694,7 +648,7 @@ func hashAreaFits(t *verity.TreeOptions, dataPath string) error {
 		}
 		start = (t.HashOffset + merkle.SuperblockSize + hbs - 1) / hbs
 	}
-	_, _, end, ok := hashLevels(t.HashBlockSize, alg.Size(), blocks, start)
+	_, _, end, ok := hashLevels(t.HashBlockSize, size, blocks, start)
 	if !ok {
 		return fail(exitEINVAL, "Hash area overflow.")
 	}
@@ -755,6 +709,11 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		if err := hashAreaFits(t, dataPath); err != nil {
 			return err
 		}
+		if t.DataBlocks != 0 && deviceSize(dataPath)/uint64(t.DataBlockSize) < t.DataBlocks {
+			// veritysetup fails to read DATA while it writes the tree,
+			// before it checks the FEC options and the UUID.
+			return fail(exitEINVAL, msgCreateIO)
+		}
 		fecOffset, fecRoots, err = o.fecOptions(t)
 		if f, ok := err.(*failure); ok {
 			// format prints these twice: where it checks them and
@@ -781,7 +740,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	// InPlace: it writes its outputs in place.
 	// No Warn: veritysetup warns of none of the library's cases (a
 	// partial last block, ...).
-	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.fs.Changed("hash-offset"), Raw: true, InPlace: true,
+	opts := &verity.FormatOptions{TreeOptions: t, HashOffsetSet: o.changed("hash-offset"), Raw: true, InPlace: true,
 		FECDevice: o.fecDevice, FECOffset: fecOffset, FECRoots: fecRoots, RootHashFile: rootHashFile}
 	fr, err := verity.Format(ctx, dataPath, hashPath, opts)
 	if err != nil {
@@ -790,7 +749,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	g := fr.Layout.Geometry
 	h := cli.NewHeader(g, hashPath)
 	h.Algorithm = o.hash // veritysetup prints the name given, as given
-	if o.fs.Changed("uuid") && !o.noSuperblock {
+	if o.changed("uuid") && !o.noSuperblock {
 		h.UUID = o.uuid // and the UUID as given (capitals kept)
 	}
 	h.RootHash = fmt.Sprintf("%x", fr.RootHash)
