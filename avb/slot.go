@@ -437,15 +437,7 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name, full string, expecte
 	}
 	v.Image = img
 	if !chained {
-		// libavb's top-level vbmeta is the vbmeta partition's, or boot's
-		// (with its footer) on a device without one.
-		v.Partition = "vbmeta" + s.opts.ABSuffix
-		if img.Footer != nil {
-			v.Partition = "boot" + s.opts.ABSuffix
-			if n := img.VBMeta.Partition().Name; n != "" {
-				v.Partition = n + s.opts.ABSuffix
-			}
-		}
+		v.Partition = s.topPartition(img)
 	}
 	h := img.VBMeta.Header
 	res, sigErr := VerifyVBMetaBlob(img.VBMeta.Raw)
@@ -465,18 +457,7 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name, full string, expecte
 		v.RollbackIndexLocation = h.RollbackIndexLocation
 	}
 	if res == VBMetaOK {
-		switch {
-		case chained:
-			v.KeyChecked = true
-			if !bytes.Equal(img.VBMeta.PublicKey, expected) {
-				v.Result, v.Err = SlotErrorPublicKeyRejected, prefixErr(v.Path, signatureErr(fmt.Sprintf("signed with the key of sha1 %s, not with the key of the chain partition descriptor (sha1 %s)", sha1Hex(img.VBMeta.PublicKey), sha1Hex(expected))))
-			}
-		case s.opts.Key != nil:
-			v.KeyChecked = true
-			if !bytes.Equal(img.VBMeta.PublicKey, s.opts.Key) {
-				v.Result, v.Err = SlotErrorPublicKeyRejected, prefixErr(v.Path, signatureErr("the embedded public key is not the key given"))
-			}
-		}
+		s.checkKey(v, expected)
 	}
 	if v.RollbackIndexLocation >= MaxRollbackIndexLocations {
 		// libavb reads the stored index before it looks at the location:
@@ -501,6 +482,38 @@ func (s *slotCheck) vbmeta(ctx context.Context, path, name, full string, expecte
 	}
 	s.decided(v)
 	return s.descriptors(ctx, v)
+}
+
+// topPartition names the top-level vbmeta's partition as libavb finds it:
+// the vbmeta partition's, or boot's (with its footer) on a device without
+// one.
+func (s *slotCheck) topPartition(img *Image) string {
+	if img.Footer == nil {
+		return "vbmeta" + s.opts.ABSuffix
+	}
+	if n := img.VBMeta.Partition().Name; n != "" {
+		return n + s.opts.ABSuffix
+	}
+	return "boot" + s.opts.ABSuffix
+}
+
+// checkKey holds a verified vbmeta's key to the one the device trusts for
+// it: its chain descriptor's, or for the top-level vbmeta the key given
+// (none given: the embedded key is taken, as reported).
+func (s *slotCheck) checkKey(v *SlotVBMeta, expected []byte) {
+	key := v.Image.VBMeta.PublicKey
+	switch {
+	case v.Chained:
+		v.KeyChecked = true
+		if !bytes.Equal(key, expected) {
+			v.Result, v.Err = SlotErrorPublicKeyRejected, prefixErr(v.Path, signatureErr(fmt.Sprintf("signed with the key of sha1 %s, not with the key of the chain partition descriptor (sha1 %s)", sha1Hex(key), sha1Hex(expected))))
+		}
+	case s.opts.Key != nil:
+		v.KeyChecked = true
+		if !bytes.Equal(key, s.opts.Key) {
+			v.Result, v.Err = SlotErrorPublicKeyRejected, prefixErr(v.Path, signatureErr("the embedded public key is not the key given"))
+		}
+	}
 }
 
 func (s *slotCheck) decided(v *SlotVBMeta) {
@@ -632,7 +645,38 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 		p.Result, p.Err = r, err
 		return nil
 	}
-	// libavb's checks of the descriptor itself, in its order.
+	if done := s.descriptorMetadata(p, v, i, d, name); done {
+		return nil
+	}
+	// Each check is a pass over the image: a crafted vbmeta could name
+	// one partition thousands of times.
+	s.perName[name]++
+	if s.perName[name] > maxPartitionDescriptors {
+		return fail(SlotErrorInvalidMetadata, malformed("more than %d hash and hashtree descriptors name partition %q; avbtool writes one, and this check takes at most %d (each is a pass over the image)", maxPartitionDescriptors, name, maxPartitionDescriptors))
+	}
+	path, err := s.images.ImagePath(name)
+	if err != nil {
+		p.Missing = errors.Is(err, ErrNoImage)
+		return fail(slotResultOf(err), err)
+	}
+	p.Path = path
+	switch d := d.(type) {
+	case *HashDescriptor:
+		return s.hashPartition(ctx, p, path, d)
+	case *HashtreeDescriptor:
+		return s.tree(ctx, p, path, d)
+	}
+	return nil
+}
+
+// descriptorMetadata makes libavb's checks of a hash or hashtree descriptor
+// itself, in its order, before any image is read; it reports whether the
+// partition is decided (failed) by them.
+func (s *slotCheck) descriptorMetadata(p *SlotPartition, v *SlotVBMeta, i int, d Descriptor, name string) bool {
+	fail := func(r SlotVerifyResult, err error) bool {
+		p.Result, p.Err = r, err
+		return true
+	}
 	suffix := s.opts.ABSuffix
 	switch d := d.(type) {
 	case *HashDescriptor:
@@ -647,7 +691,7 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 			return fail(SlotErrorInvalidMetadata, malformed("hash descriptor %d of %s: partition %q of %d bytes with the A/B suffix, libavb takes at most %d", i, v.Partition, name, len(name), libavbPartNameMax-1))
 		}
 	case *HashtreeDescriptor:
-		libavbFail := func(err error) error {
+		libavbFail := func(err error) bool {
 			p.Libavb = SlotErrorInvalidMetadata
 			return fail(SlotErrorInvalidMetadata, err)
 		}
@@ -667,7 +711,7 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 			root, err := s.persistentValue(p, d.PartitionName, libavbDigestSize(d.HashAlgorithm, true))
 			if err != nil {
 				p.Libavb, p.Err = p.Result, err
-				return nil
+				return true
 			}
 			p.persistentRoot = root
 			if !v.Chained {
@@ -678,46 +722,39 @@ func (s *slotCheck) checkPartition(ctx context.Context, p *SlotPartition, v *Slo
 			}
 		}
 	}
-	// Each check is a pass over the image: a crafted vbmeta could name
-	// one partition thousands of times.
-	s.perName[name]++
-	if s.perName[name] > maxPartitionDescriptors {
-		return fail(SlotErrorInvalidMetadata, malformed("more than %d hash and hashtree descriptors name partition %q; avbtool writes one, and this check takes at most %d (each is a pass over the image)", maxPartitionDescriptors, name, maxPartitionDescriptors))
+	return false
+}
+
+// hashPartition checks a hash partition's image against its descriptor
+// (or the device's persistent value), as libavb loads and hashes it.
+func (s *slotCheck) hashPartition(ctx context.Context, p *SlotPartition, path string, d *HashDescriptor) error {
+	fail := func(r SlotVerifyResult, err error) error {
+		p.Result, p.Err = r, err
+		return nil
 	}
-	path, err := s.images.ImagePath(name)
-	if err != nil {
-		p.Missing = errors.Is(err, ErrNoImage)
+	if size, err := imageSize(path); err != nil {
+		return fail(slotResultOf(err), err)
+	} else if d.ImageSize > size {
+		// libavb reads image_size bytes: past the end the read fails
+		// on a locked device (ERROR_IO); an unlocked one hashes what
+		// there is, which cannot match.
+		p.Checked = true
+		return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
+			Err: fmt.Errorf("%s: the image is %d bytes, shorter than the %d bytes its hash descriptor covers", path, size, d.ImageSize)})
+	}
+	if len(d.Digest) == 0 && s.opts.PersistentValues != nil {
+		return s.persistentHash(ctx, p, path, d)
+	}
+	c, err := checkHash(ctx, path, d)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
 		return fail(slotResultOf(err), err)
 	}
-	p.Path = path
-	switch d := d.(type) {
-	case *HashDescriptor:
-		if size, err := imageSize(path); err != nil {
-			return fail(slotResultOf(err), err)
-		} else if d.ImageSize > size {
-			// libavb reads image_size bytes: past the end the read fails
-			// on a locked device (ERROR_IO); an unlocked one hashes what
-			// there is, which cannot match.
-			p.Checked = true
-			return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path,
-				Err: fmt.Errorf("%s: the image is %d bytes, shorter than the %d bytes its hash descriptor covers", path, size, d.ImageSize)})
-		}
-		if len(d.Digest) == 0 && s.opts.PersistentValues != nil {
-			return s.persistentHash(ctx, p, path, d)
-		}
-		c, err := checkHash(ctx, path, d)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return fail(slotResultOf(err), err)
-		}
-		p.Checked, p.Note = true, c.Note
-		if !c.Matches {
-			return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path, Err: fmt.Errorf("%s: %s", path, c.Problem)})
-		}
-	case *HashtreeDescriptor:
-		return s.tree(ctx, p, path, d)
+	p.Checked, p.Note = true, c.Note
+	if !c.Matches {
+		return fail(SlotErrorVerification, &verity.Error{Kind: verity.KindCorrupt, Path: path, Err: fmt.Errorf("%s: %s", path, c.Problem)})
 	}
 	return nil
 }

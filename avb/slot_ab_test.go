@@ -346,30 +346,7 @@ func abView(r *avb.SlotResult, requested []string, locked bool) avb.SlotVerifyRe
 func TestVerifySlotABIsLibavbs(t *testing.T) {
 	ctx := context.Background()
 	if out := os.Getenv(recordSlotSets); out != "" {
-		var lines []string
-		for _, tc := range abCases {
-			s := buildABSet(t, tc.set)
-			if tc.name == "ab-intact" {
-				// record_slots.sh compares avbtool's set with it.
-				if err := os.CopyFS(filepath.Join(out, "ab-base"), os.DirFS(s.dir)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.damage != nil {
-				tc.damage(t, s)
-			}
-			if err := os.CopyFS(filepath.Join(out, "ab", tc.name), os.DirFS(s.dir)); err != nil {
-				t.Fatal(err)
-			}
-			suffix := tc.suffix
-			if suffix == "" {
-				suffix = "-"
-			}
-			lines = append(lines, strings.Join([]string{tc.name, suffix, tc.requested, abValues(s.values)}, "\t"))
-		}
-		if err := os.WriteFile(filepath.Join(out, "ab", "cases.tsv"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		recordABSets(t, out)
 		return
 	}
 	rows, err := avbvectors.ReadTSV(slotABSetsFile)
@@ -431,21 +408,55 @@ func TestVerifySlotABIsLibavbs(t *testing.T) {
 			if got := hex.EncodeToString(r.VBMetaDigest); digest != "-" && got != digest {
 				t.Errorf("androidboot.vbmeta.digest %s, libavb's %s", got, digest)
 			}
-			if view := abView(r, requested, false); r.Result != view {
-				explained := false
-				for _, p := range r.Partitions {
-					_, tree := p.Descriptor.(*avb.HashtreeDescriptor)
-					_, hash := p.Descriptor.(*avb.HashDescriptor)
-					if p.Result == r.Result && (tree || hash && !slices.Contains(requested, p.Descriptor.(*avb.HashDescriptor).PartitionName)) {
-						explained = true
-					}
-				}
-				if !explained {
-					t.Errorf("slot %s, libavb's part %s, and no partition libavb leaves alone says why: %s", r.Result, view, verdicts(r))
-				}
+			if view := abView(r, requested, false); r.Result != view && !libavbLeavesAlone(r, requested) {
+				t.Errorf("slot %s, libavb's part %s, and no partition libavb leaves alone says why: %s", r.Result, view, verdicts(r))
 			}
 		})
 	}
+}
+
+// recordABSets writes the sets of abCases into out for record_slots.sh:
+// each set's files, and cases.tsv (name, suffix, requested partitions,
+// the device's persistent values).
+func recordABSets(t *testing.T, out string) {
+	var lines []string
+	for _, tc := range abCases {
+		s := buildABSet(t, tc.set)
+		if tc.name == "ab-intact" {
+			// record_slots.sh compares avbtool's set with it.
+			if err := os.CopyFS(filepath.Join(out, "ab-base"), os.DirFS(s.dir)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.damage != nil {
+			tc.damage(t, s)
+		}
+		if err := os.CopyFS(filepath.Join(out, "ab", tc.name), os.DirFS(s.dir)); err != nil {
+			t.Fatal(err)
+		}
+		suffix := tc.suffix
+		if suffix == "" {
+			suffix = "-"
+		}
+		lines = append(lines, strings.Join([]string{tc.name, suffix, tc.requested, abValues(s.values)}, "\t"))
+	}
+	if err := os.WriteFile(filepath.Join(out, "ab", "cases.tsv"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// libavbLeavesAlone says whether the slot's verdict, worse than libavb's
+// part of it, is a partition's that libavb does not check: a hashtree one,
+// or a hash partition not requested.
+func libavbLeavesAlone(r *avb.SlotResult, requested []string) bool {
+	for _, p := range r.Partitions {
+		_, tree := p.Descriptor.(*avb.HashtreeDescriptor)
+		h, hash := p.Descriptor.(*avb.HashDescriptor)
+		if p.Result == r.Result && (tree || hash && !slices.Contains(requested, h.PartitionName)) {
+			return true
+		}
+	}
+	return false
 }
 
 func fileExists(path string) bool {

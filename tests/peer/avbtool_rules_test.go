@@ -6,7 +6,6 @@ package peer_test
 // are bugs of the front still to fix.
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -201,24 +200,6 @@ func (r *avbResult) damaged() bool {
 	for _, s := range r.prev() {
 		if len(s) > 0 && (s[0] == "@poke" || s[0] == "@trunc") {
 			return true
-		}
-	}
-	return false
-}
-
-// pokedFooter reports whether a step before the compared one changed a
-// byte of a footer (the last 64 bytes of the partition).
-func (r *avbResult) pokedFooter() bool {
-	for _, s := range r.prev() {
-		if len(s) == 4 && s[0] == "@poke" {
-			if st, ok := r.before[s[1]]; ok {
-				var size, off int64
-				fmt.Sscan(st, &size)
-				fmt.Sscan(s[2], &off)
-				if off >= size-64 {
-					return true
-				}
-			}
 		}
 	}
 	return false

@@ -400,25 +400,7 @@ func TestAvbtoolPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(recs)
-	if testing.Short() {
-		n = min(n, defaultAVBShortCases)
-	}
-	if *flagCases != 0 {
-		n = min(n, *flagCases)
-	}
-	if v := os.Getenv("PEER_CASES"); v != "" && *flagCases == 0 {
-		if k, err := strconv.Atoi(v); err == nil {
-			n = min(n, k)
-		}
-	}
-	todo := recs[:n]
-	if *flagCase >= 0 {
-		if *flagCase >= len(recs) {
-			t.Fatalf("case %d: %d recorded", *flagCase, len(recs))
-		}
-		todo = recs[*flagCase : *flagCase+1]
-	}
+	todo := selectAVBRecords(t, recs)
 	// The harness makes sparse images with img2simg, as the recorder did
 	// (a missing one skips the test, fails it in CI).
 	for _, rec := range todo {
@@ -504,18 +486,49 @@ func TestAvbtoolPeer(t *testing.T) {
 	close(work)
 	wg.Wait()
 	if *flagExamples {
-		names := make([]string, 0, len(tally.examples))
-		for n := range tally.examples {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			t.Logf("first case of %s:\n%s", n, tally.examples[n])
-		}
+		tally.logExamples(t)
 	}
 	t.Logf("avbtool peer: seed %d: %s", seed, tally.summary())
 	if shown > *flagShow {
 		t.Errorf("%d more unaccepted differences not shown", shown-*flagShow)
+	}
+}
+
+// selectAVBRecords picks the recorded cases a run replays: all of them,
+// the first defaultAVBShortCases with -short, -peer.cases or PEER_CASES of
+// them, or the one -peer.case names.
+func selectAVBRecords(t *testing.T, recs []*avbRecord) []*avbRecord {
+	n := len(recs)
+	if testing.Short() {
+		n = min(n, defaultAVBShortCases)
+	}
+	if *flagCases != 0 {
+		n = min(n, *flagCases)
+	}
+	if v := os.Getenv("PEER_CASES"); v != "" && *flagCases == 0 {
+		if k, err := strconv.Atoi(v); err == nil {
+			n = min(n, k)
+		}
+	}
+	todo := recs[:n]
+	if *flagCase >= 0 {
+		if *flagCase >= len(recs) {
+			t.Fatalf("case %d: %d recorded", *flagCase, len(recs))
+		}
+		todo = recs[*flagCase : *flagCase+1]
+	}
+	return todo
+}
+
+// logExamples logs the first case each rule matched (-peer.examples).
+func (tally *avbTally) logExamples(t *testing.T) {
+	names := make([]string, 0, len(tally.examples))
+	for n := range tally.examples {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Logf("first case of %s:\n%s", n, tally.examples[n])
 	}
 }
 

@@ -151,44 +151,16 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 	if o.maxProblems == 0 {
 		so.MaxProblems = 1 // 0 would be the library's default; none is listed
 	}
-	for _, spec := range o.slot.rollback {
-		l, i, ok := strings.Cut(spec, "=")
-		loc, err1 := strconv.ParseUint(l, 10, 32)
-		index, err2 := strconv.ParseUint(i, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return "", nil, nil, cli.Errorf("e.g. --rollback-index 0=9 (location 0, the top-level vbmeta's by default)", "--rollback-index %q is not LOCATION=INDEX", spec)
-		}
-		if loc >= avb.MaxRollbackIndexLocations {
-			return "", nil, nil, cli.Errorf("", "--rollback-index %q: libavb has locations 0 to %d", spec, avb.MaxRollbackIndexLocations-1)
-		}
-		if so.StoredRollbackIndexes == nil {
-			so.StoredRollbackIndexes = map[uint32]uint64{}
-		}
-		if _, dup := so.StoredRollbackIndexes[uint32(loc)]; dup {
-			return "", nil, nil, cli.Errorf("keep one of them", "--rollback-index gives location %d twice", loc)
-		}
-		so.StoredRollbackIndexes[uint32(loc)] = index
+	var err error
+	if so.StoredRollbackIndexes, err = rollbackIndexes(o.slot.rollback); err != nil {
+		return "", nil, nil, err
 	}
 	if sfx := o.slot.abSuffix; strings.ContainsAny(sfx, "/\x00") || o.tree.Changed("ab-suffix") && sfx == "" {
 		return "", nil, nil, cli.Errorf("e.g. --ab-suffix=_a (leave it out on a device without A/B slots)", "--ab-suffix %q: a suffix is appended to partition names, which are file names here", sfx)
 	}
 	so.ABSuffix = o.slot.abSuffix
-	for _, spec := range o.slot.persistent {
-		name, h, ok := strings.Cut(spec, "=")
-		value, err := hex.DecodeString(h)
-		if !ok || name == "" || err != nil {
-			return "", nil, nil, cli.Errorf("e.g. --persistent-digest factory=43877ac0... (the hex digest; factory= when the device holds none)",
-				"--persistent-digest %q is not PARTITION=HEX", spec)
-		}
-		if so.PersistentValues == nil {
-			so.PersistentValues = map[string][]byte{}
-		}
-		// The value's own name (avb.persistent_digest.NAME) is taken too.
-		key := avb.PersistentDigestPrefix + strings.TrimPrefix(name, avb.PersistentDigestPrefix)
-		if _, dup := so.PersistentValues[key]; dup {
-			return "", nil, nil, cli.Errorf("keep one of them", "--persistent-digest gives partition %q twice", name)
-		}
-		so.PersistentValues[key] = value
+	if so.PersistentValues, err = persistentValues(o.slot.persistent); err != nil {
+		return "", nil, nil, err
 	}
 	if o.avbKey != "" {
 		key, err := readAVBKey(ctx, o.avbKey)
@@ -198,6 +170,55 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		so.Key = key
 	}
 	return top, images, so, nil
+}
+
+// rollbackIndexes reads --rollback-index LOCATION=INDEX options: the
+// device's stored indexes (nil: none enforced).
+func rollbackIndexes(specs []string) (map[uint32]uint64, error) {
+	var stored map[uint32]uint64
+	for _, spec := range specs {
+		l, i, ok := strings.Cut(spec, "=")
+		loc, err1 := strconv.ParseUint(l, 10, 32)
+		index, err2 := strconv.ParseUint(i, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, cli.Errorf("e.g. --rollback-index 0=9 (location 0, the top-level vbmeta's by default)", "--rollback-index %q is not LOCATION=INDEX", spec)
+		}
+		if loc >= avb.MaxRollbackIndexLocations {
+			return nil, cli.Errorf("", "--rollback-index %q: libavb has locations 0 to %d", spec, avb.MaxRollbackIndexLocations-1)
+		}
+		if stored == nil {
+			stored = map[uint32]uint64{}
+		}
+		if _, dup := stored[uint32(loc)]; dup {
+			return nil, cli.Errorf("keep one of them", "--rollback-index gives location %d twice", loc)
+		}
+		stored[uint32(loc)] = index
+	}
+	return stored, nil
+}
+
+// persistentValues reads --persistent-digest PARTITION=HEX options: the
+// device's persistent values by their names (nil: none given).
+func persistentValues(specs []string) (map[string][]byte, error) {
+	var values map[string][]byte
+	for _, spec := range specs {
+		name, h, ok := strings.Cut(spec, "=")
+		value, err := hex.DecodeString(h)
+		if !ok || name == "" || err != nil {
+			return nil, cli.Errorf("e.g. --persistent-digest factory=43877ac0... (the hex digest; factory= when the device holds none)",
+				"--persistent-digest %q is not PARTITION=HEX", spec)
+		}
+		if values == nil {
+			values = map[string][]byte{}
+		}
+		// The value's own name (avb.persistent_digest.NAME) is taken too.
+		key := avb.PersistentDigestPrefix + strings.TrimPrefix(name, avb.PersistentDigestPrefix)
+		if _, dup := values[key]; dup {
+			return nil, cli.Errorf("keep one of them", "--persistent-digest gives partition %q twice", name)
+		}
+		values[key] = value
+	}
+	return values, nil
 }
 
 // slotJSON is the "avb_slot" part of the JSON report.
