@@ -185,7 +185,7 @@ func (rr *repairer) expected(m uint64, cache map[uint64][]byte) ([]byte, error) 
 		} else {
 			b = make([]byte, g.HashBlockSize)
 			ref := rr.s.locate(g, p)
-			err = readFull(rr.hash, b, int64(ref.off))
+			err = safefile.ReadFullAt(rr.hash, b, int64(ref.off))
 		}
 		if err != nil {
 			return nil, err
@@ -499,7 +499,7 @@ func (rr *repairer) checkRound(d *fec.RoundDecoder, h *hashes.BlockHasher, j *ro
 		if j.ok[m] != nil {
 			continue
 		}
-		if err := readFull(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
+		if err := safefile.ReadFullAt(rr.msg, cur, int64(m)*int64(g.DataBlockSize)); err != nil {
 			return err
 		}
 		why := rr.lostReason(m, res, bytes.Equal(cur, res.Blocks[m]))
@@ -596,7 +596,7 @@ func (rr *repairer) markIntact(h uint64) error {
 		return nil
 	}
 	b := make([]byte, rr.g.HashBlockSize)
-	if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
+	if err := safefile.ReadFullAt(rr.hash, b, int64(ref.off)); err != nil {
 		return err
 	}
 	return rr.forChildren(ref, b, func(m uint64, match bool, off int64) {
@@ -625,7 +625,7 @@ func (rr *repairer) forChildren(ref blockRef, parent []byte, fn func(m uint64, m
 		if level >= 0 {
 			off, r = int64(g.BlockOffset(level, c)), rr.hash
 		}
-		if err := readFull(r, child, off); err != nil {
+		if err := safefile.ReadFullAt(r, child, off); err != nil {
 			return err
 		}
 		hasher.HashBlocks(digest, g.DigestSlot, child)
@@ -688,7 +688,7 @@ func (rr *repairer) checkChildren(h uint64) error {
 		for _, m := range trusted {
 			ref := rr.s.locate(rr.g, m)
 			b := make([]byte, rr.g.HashBlockSize)
-			if err := readFull(rr.hash, b, int64(ref.off)); err != nil {
+			if err := safefile.ReadFullAt(rr.hash, b, int64(ref.off)); err != nil {
 				return err
 			}
 			work = append(work, todo{ref, b})
@@ -777,14 +777,3 @@ func (b blockMarks) setReason(m uint64, code byte) {
 // topLevel is the level of the tree's top block (merkle.DataLevel when the
 // tree has no level: one data block, whose digest is the root hash).
 func topLevel(g *merkle.Geometry) merkle.Level { return merkle.Level(g.Levels - 1) }
-
-func readFull(r io.ReaderAt, b []byte, off int64) error {
-	n, err := r.ReadAt(b, off)
-	if n == len(b) {
-		return nil
-	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, safefile.Cause(err))
-}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 )
 
@@ -29,7 +30,7 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 		if ref.inHash {
 			r = hash
 		}
-		return b, readFull(r, b, int64(ref.off))
+		return b, safefile.ReadFullAt(r, b, int64(ref.off))
 	}
 	rr := &repairer{g: g, s: s}
 	var check func(m uint64) (bool, error)
@@ -88,7 +89,7 @@ func verifyWritten(ctx context.Context, g *merkle.Geometry, s *fecSetup, data, h
 	}
 	if rp.header != nil {
 		b := make([]byte, len(rp.header))
-		if err := readFull(hash, b, int64(g.HashOffset)); err != nil {
+		if err := safefile.ReadFullAt(hash, b, int64(g.HashOffset)); err != nil {
 			return nil, err
 		}
 		for i := range b {

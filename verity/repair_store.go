@@ -5,6 +5,8 @@ package verity
 import (
 	"fmt"
 	"os"
+
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 // blockStore keeps rebuilt blocks: in memory up to a budget, the rest in
@@ -57,7 +59,7 @@ func (st *blockStore) read(m uint64, b []byte) error {
 	if st.spill == nil {
 		return fmt.Errorf("internal error: block %d was not rebuilt", m)
 	}
-	if err := readFull(st.spill, b, int64(m)*int64(st.bs)); err != nil {
+	if err := safefile.ReadFullAt(st.spill, b, int64(m)*int64(st.bs)); err != nil {
 		return errorf(KindIO, "", "reading rebuilt blocks back from a temporary file: %w", err)
 	}
 	return nil

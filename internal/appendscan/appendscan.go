@@ -7,7 +7,6 @@ package appendscan
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 
@@ -136,7 +135,7 @@ func treeShape(r io.ReaderAt, g *merkle.Geometry) (int, bool, error) {
 	evidence := 0
 	for l := range g.Levels {
 		last := g.LevelBlocks[l] - 1
-		if err := readFull(r, block, int64(g.BlockOffset(merkle.Level(l), last))); err != nil {
+		if err := safefile.ReadFullAt(r, block, int64(g.BlockOffset(merkle.Level(l), last))); err != nil {
 			return 0, false, err
 		}
 		count := g.DataBlocks
@@ -169,13 +168,13 @@ func digestsMatch(r io.ReaderAt, g *merkle.Geometry) (bool, error) {
 	data := make([]byte, g.DataBlockSize)
 	hash := make([]byte, g.HashBlockSize)
 	for _, i := range []uint64{0, g.DataBlocks / 2, g.DataBlocks - 1} {
-		if err := readFull(r, data, int64(i*uint64(g.DataBlockSize))); err != nil {
+		if err := safefile.ReadFullAt(r, data, int64(i*uint64(g.DataBlockSize))); err != nil {
 			return false, err
 		}
 		dataHasher.HashBlocks(digest, g.DigestSlot, data)
 		level, index := merkle.DataLevel, i
 		for {
-			if err := readFull(r, stored, int64(g.DigestOffset(level, index))); err != nil {
+			if err := safefile.ReadFullAt(r, stored, int64(g.DigestOffset(level, index))); err != nil {
 				return false, err
 			}
 			if !bytes.Equal(stored, digest[:g.DigestSize]) {
@@ -186,7 +185,7 @@ func digestsMatch(r io.ReaderAt, g *merkle.Geometry) (bool, error) {
 			if level == g.TopLevel() {
 				break // the top block's digest is the root, stored nowhere
 			}
-			if err := readFull(r, hash, int64(g.BlockOffset(level, index))); err != nil {
+			if err := safefile.ReadFullAt(r, hash, int64(g.BlockOffset(level, index))); err != nil {
 				return false, err
 			}
 			hashHasher.HashBlocks(digest, g.DigestSlot, hash)
@@ -225,7 +224,7 @@ func parityMatches(r io.ReaderAt, g *merkle.Geometry, fecRoots int) (bool, error
 // ending in zeros, the common case; the layout is the same either way).
 func paddedFrom(r io.ReaderAt, padded, align uint64) (uint64, error) {
 	b := make([]byte, align)
-	if err := readFull(r, b, int64(padded-align)); err != nil {
+	if err := safefile.ReadFullAt(r, b, int64(padded-align)); err != nil {
 		return 0, err
 	}
 	for i := len(b) - 1; i >= 0; i-- {
@@ -264,16 +263,4 @@ func InFile(path string, p merkle.Params, fecRoots int) (padded, original uint64
 		return 0, 0, false, err
 	}
 	return e.Padded, e.Original, true, nil
-}
-
-// readFull reads len(b) bytes of r at off, an early end an error.
-func readFull(r io.ReaderAt, b []byte, off int64) error {
-	n, err := r.ReadAt(b, off)
-	if n == len(b) {
-		return nil
-	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, safefile.Cause(err))
 }

@@ -120,3 +120,16 @@ func UnwrapPath(err error) error {
 
 // unwrapPath is UnwrapPath, for this package's messages.
 func unwrapPath(err error) error { return UnwrapPath(err) }
+
+// ReadFullAt reads len(b) bytes of r at off; an early end is an error
+// (io.ErrUnexpectedEOF), and the error names the bytes and the offset.
+func ReadFullAt(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading %d bytes at byte %d: %w", len(b), off, Cause(err))
+}

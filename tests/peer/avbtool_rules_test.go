@@ -10,13 +10,7 @@ import (
 	"strings"
 )
 
-type avbRule struct {
-	name   string
-	item   string   // issue item (known divergences)
-	covers []string // "code", "stdout", "gist", "files"
-	reason string
-	match  func(r *avbResult) bool
-}
+type avbRule = peerRule[*avbResult]
 
 func (r *avbResult) sub() string {
 	if len(r.args) == 0 {
@@ -330,84 +324,7 @@ var avbKnownDivergences = []avbRule{
 	},
 }
 
-// avbTally counts the verdicts of a run.
-type avbTally struct {
-	cases, exact, failures    int
-	acceptedCases, knownCases int
-	exactStderr               int
-	accepted, known           map[string]int
-	examples                  map[string]string
-}
-
-func newAVBTally() *avbTally {
-	return &avbTally{accepted: map[string]int{}, known: map[string]int{}, examples: map[string]string{}}
-}
-
-// add counts r and returns its verdict, as tally.add.
-func (t *avbTally) add(r *avbResult) string {
-	t.cases++
-	if len(r.diffs) == 0 {
-		t.exact++
-		if r.real.stderr == r.ours.stderr {
-			t.exactStderr++
-		}
-		return "exact"
-	}
-	explained := map[string]bool{}
-	var accepted, known []string
-	relevant := func(ru avbRule) bool {
-		for _, c := range ru.covers {
-			if r.differs(c) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, a := range avbAcceptedRules {
-		if relevant(a) && a.match(r) {
-			accepted = append(accepted, a.name)
-			for _, c := range a.covers {
-				explained[c] = true
-			}
-		}
-	}
-	for _, k := range avbKnownDivergences {
-		if relevant(k) && k.match(r) {
-			known = append(known, "item "+k.item+": "+k.name)
-			for _, c := range k.covers {
-				explained[c] = true
-			}
-		}
-	}
-	for _, d := range r.diffs {
-		if !explained[d] {
-			t.failures++
-			return "failure"
-		}
-	}
-	example := func(rule string) {
-		if _, ok := t.examples[rule]; !ok {
-			t.examples[rule] = r.report()
-		}
-	}
-	for _, a := range accepted {
-		t.accepted[a]++
-		example(a)
-	}
-	for _, k := range known {
-		t.known[k]++
-		example(k)
-	}
-	if len(known) > 0 {
-		t.knownCases++
-		return "known: " + strings.Join(append(known, accepted...), "; ")
-	}
-	t.acceptedCases++
-	return "accepted: " + strings.Join(accepted, "; ")
-}
-
-func (t *avbTally) summary() string {
-	tt := &tally{cases: t.cases, exact: t.exact, failures: t.failures, acceptedCases: t.acceptedCases, knownCases: t.knownCases,
-		exactStderr: t.exactStderr, accepted: t.accepted, known: t.known}
-	return tt.summary()
+// addAVB counts an avbtool case and returns its verdict, as tally.add.
+func (t *tally) addAVB(r *avbResult) string {
+	return addCase(t, r, r.diffs, r.real.stderr == r.ours.stderr, avbAcceptedRules, avbKnownDivergences)
 }

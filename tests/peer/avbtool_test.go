@@ -416,7 +416,7 @@ func TestAvbtoolPeer(t *testing.T) {
 	ctx := t.Context()
 	var (
 		mu    sync.Mutex
-		tally = newAVBTally()
+		tally = newTally()
 		shown int
 		work  = make(chan *avbRecord)
 		wg    sync.WaitGroup
@@ -457,7 +457,7 @@ func TestAvbtoolPeer(t *testing.T) {
 					t.Errorf("case %d: no step", c.Index)
 					tally.failures++
 				default:
-					verdict := tally.add(r)
+					verdict := tally.addAVB(r)
 					switch {
 					case verdict == "failure":
 						if shown < *flagShow {
@@ -518,18 +518,6 @@ func selectAVBRecords(t *testing.T, recs []*avbRecord) []*avbRecord {
 		todo = recs[*flagCase : *flagCase+1]
 	}
 	return todo
-}
-
-// logExamples logs the first case each rule matched (-peer.examples).
-func (tally *avbTally) logExamples(t *testing.T) {
-	names := make([]string, 0, len(tally.examples))
-	for n := range tally.examples {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t.Logf("first case of %s:\n%s", n, tally.examples[n])
-	}
 }
 
 func recordCommand(seed uint64, cases int) string {

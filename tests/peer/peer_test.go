@@ -150,14 +150,7 @@ func TestVeritysetupPeer(t *testing.T) {
 	close(work)
 	wg.Wait()
 	if *flagExamples {
-		names := make([]string, 0, len(tally.examples))
-		for n := range tally.examples {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			t.Logf("first case of %s:\n%s", n, tally.examples[n])
-		}
+		tally.logExamples(t)
 	}
 	t.Logf("peer: seed %d: %s", seed, tally.summary())
 	if shown > maxShown {
@@ -178,20 +171,27 @@ func newTally() *tally {
 	return &tally{accepted: map[string]int{}, known: map[string]int{}, examples: map[string]string{}}
 }
 
-func (t *tally) example(rule string, r *result) {
-	if _, ok := t.examples[rule]; !ok {
-		t.examples[rule] = r.report()
-	}
+// compared is what a tally needs of a case compared with its peer,
+// veritysetup's (*result) or avbtool's (*avbResult).
+type compared interface {
+	differs(aspect string) bool
+	report() string
 }
 
 // add counts r and returns its verdict: "exact", "accepted: RULES",
 // "known: RULES" (a known divergence among the rules that explain it) or
 // "failure".
 func (t *tally) add(r *result) string {
+	return addCase(t, r, r.diffs, r.real.stderr == r.ours.stderr, acceptedRules, knownDivergences)
+}
+
+// addCase counts a case whose aspects diffs differ (none: an exact match)
+// against the rules, and returns its verdict as tally.add does.
+func addCase[R compared](t *tally, r R, diffs []string, sameStderr bool, acceptedRules, knownRules []peerRule[R]) string {
 	t.cases++
-	if len(r.diffs) == 0 {
+	if len(diffs) == 0 {
 		t.exact++
-		if r.real.stderr == r.ours.stderr {
+		if sameStderr {
 			t.exactStderr++
 		}
 		return "exact"
@@ -199,7 +199,7 @@ func (t *tally) add(r *result) string {
 	explained := map[string]bool{}
 	var accepted, known []string
 	// A rule counts for a case when it explains one of its differences.
-	relevant := func(ru rule) bool {
+	relevant := func(ru peerRule[R]) bool {
 		for _, c := range ru.covers {
 			if r.differs(c) {
 				return true
@@ -215,7 +215,7 @@ func (t *tally) add(r *result) string {
 			}
 		}
 	}
-	for _, k := range knownDivergences {
+	for _, k := range knownRules {
 		if relevant(k) && k.match(r) {
 			known = append(known, "item "+k.item+": "+k.name)
 			for _, c := range k.covers {
@@ -223,19 +223,24 @@ func (t *tally) add(r *result) string {
 			}
 		}
 	}
-	for _, d := range r.diffs {
+	for _, d := range diffs {
 		if !explained[d] {
 			t.failures++
 			return "failure"
 		}
 	}
+	example := func(rule string) {
+		if _, ok := t.examples[rule]; !ok {
+			t.examples[rule] = r.report()
+		}
+	}
 	for _, a := range accepted {
 		t.accepted[a]++
-		t.example(a, r)
+		example(a)
 	}
 	for _, k := range known {
 		t.known[k]++
-		t.example(k, r)
+		example(k)
 	}
 	if len(known) > 0 {
 		t.knownCases++
@@ -243,6 +248,18 @@ func (t *tally) add(r *result) string {
 	}
 	t.acceptedCases++
 	return "accepted: " + strings.Join(accepted, "; ")
+}
+
+// logExamples logs the first case each rule matched (-peer.examples).
+func (t *tally) logExamples(tb testing.TB) {
+	names := make([]string, 0, len(t.examples))
+	for n := range t.examples {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		tb.Logf("first case of %s:\n%s", n, t.examples[n])
+	}
 }
 
 func (t *tally) summary() string {

@@ -17,12 +17,16 @@ import (
 	"strings"
 )
 
-type rule struct {
+type rule = peerRule[*result]
+
+// peerRule is a named class of difference between a front and its peer,
+// one of R's cases: deliberate (accepted) or a known divergence.
+type peerRule[R any] struct {
 	name   string
 	item   string   // issue item (known divergences)
 	covers []string // "code", "stdout", "gist", "files"
 	reason string
-	match  func(r *result) bool
+	match  func(r R) bool
 }
 
 var all = []string{"code", "stdout", "gist", "files"}
