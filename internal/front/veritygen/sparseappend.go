@@ -61,12 +61,7 @@ func (o *options) sparseAppendRefused(data string) error {
 // footer or in the tree of an earlier --append, as --append on a raw
 // image does: add_hashtree_footer would take a tree for data, and start
 // over from a footer's original size.
-func sparseAppendTarget(data string, p merkle.Params, roots int) error {
-	src, err := verity.OpenSource(data, nil)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
+func sparseAppendTarget(src *verity.Source, data string, p merkle.Params, roots int) error {
 	size := uint64(src.Size())
 	if av := appendscan.FindAVBFooter(src, size); av != nil {
 		return formatHint(&verity.Error{Kind: verity.KindRefused, Advice: verity.AdviceAVB, Role: verity.RoleData, Path: data,
@@ -121,12 +116,15 @@ func generateSparse(ctx context.Context, o *options, data string, stderr io.Writ
 	if o.fecAppend {
 		roots = cmp.Or(o.fecRoots, fec.DefaultRoots)
 	}
-	if err := sparseAppendTarget(data, p, roots); err != nil {
+	// One look at the expansion: the earlier tree or footer it may end
+	// in, and its size for the report line and the progress.
+	src, err := verity.OpenSource(data, nil)
+	if err != nil {
 		return nil, err
 	}
-	var total uint64
-	if src, err := verity.OpenSource(data, nil); err == nil {
-		total = uint64(src.Size())
+	err = sparseAppendTarget(src, data, p, roots)
+	total := uint64(src.Size())
+	if err == nil {
 		var tree uint64
 		bs := uint64(p.DataBlockSize)
 		q := p
@@ -137,7 +135,10 @@ func generateSparse(ctx context.Context, o *options, data string, stderr io.Writ
 		if line := cli.Expansion(data, src.Format(), src.FileSize(), src.Size(), tree); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 		}
-		src.Close()
+	}
+	src.Close()
+	if err != nil {
+		return nil, err
 	}
 	bar := cli.NewProgress(stderr, showProgress, cli.ProgressLabel("hashing", "android-sparse", total), total)
 	hfo.Progress = cli.StageProgress(&bar, verity.StageHashing)
