@@ -3,10 +3,6 @@ package avb
 import (
 	"bytes"
 	"context"
-	"crypto"
-	_ "crypto/sha1" // hash descriptors name their hash; avbtool takes hashlib's
-	_ "crypto/sha256"
-	_ "crypto/sha512"
 	"io"
 	"sync"
 
@@ -133,15 +129,10 @@ func CheckHashData(ctx context.Context, path string, d *HashDescriptor) (bool, e
 // hashDigest is the digest of the salt and the first ImageSize bytes of the
 // image at path (its expansion, if sparse) with the descriptor's hash.
 func hashDigest(ctx context.Context, path string, d *HashDescriptor) ([]byte, error) {
-	var h crypto.Hash
-	switch d.HashAlgorithm {
-	case "sha1":
-		h = crypto.SHA1
-	case "sha256":
-		h = crypto.SHA256
-	case "sha512":
-		h = crypto.SHA512
-	default:
+	// Any name add_hash_footer takes (avbtool's hashlib.new); what libavb
+	// accepts is CheckMetadata's to decide.
+	h, err := LookupHash(d.HashAlgorithm)
+	if err != nil {
 		return nil, inputErr("", "hash descriptor: hash algorithm %q is not supported", d.HashAlgorithm)
 	}
 	src, err := verity.OpenSource(path, nil)
