@@ -118,50 +118,114 @@ func (s *slotCheck) requestedList() []string {
 	return names
 }
 
+// libavbLoads says whether libavb, locked or not, keeps vbmeta v (it is
+// in its vbmeta_images, its descriptors taken): a locked device drops a
+// chained vbmeta it refuses (and goes on: see libavbRun).
+func (s *slotCheck) libavbLoads(v *SlotVBMeta, locked bool) bool {
+	return v.loaded && !v.NotLoadedByLibavb && (!locked || !v.Chained || v.Result == SlotOK)
+}
+
 // libavbSees says whether libavb takes partition p's descriptor: its
-// vbmeta is loaded by libavb, before where libavb returned from it, and
-// the top-level flags do not disable verification.
-func (s *slotCheck) libavbSees(p *SlotPartition, disabled bool) bool {
+// vbmeta is kept, p comes before where libavb returned from it, and the
+// top-level flags do not disable verification.
+func (s *slotCheck) libavbSees(p *SlotPartition, locked, disabled bool) bool {
 	if disabled {
 		return false
 	}
 	for _, v := range s.res.VBMetas {
 		if v.Partition == p.VBMeta {
-			return !v.NotLoadedByLibavb && (v.libavbStop == 0 || p.Index <= v.libavbStop)
+			return s.libavbLoads(v, locked) && (v.libavbStop == 0 || p.Index <= v.libavbStop)
 		}
 	}
 	return false
 }
 
-// libavbResult is libavb's result on what it reads, locked or unlocked:
-// the vbmetas it loads, the hash descriptors of the requested partitions
-// (a locked device initializing a missing persistent digest, and failing
-// a read past a short image's end), what it checks of hashtree ones.
+// libavbResult is avb_slot_verify's result, locked or unlocked, as
+// load_and_verify_vbmeta's ret goes through the vbmetas and their
+// descriptors: a hash partition's or a chained vbmeta's error is kept
+// (unlocked: the last one; locked: a hash partition's ends the walk, a
+// chained vbmeta's does not), a fatal one ends it, and a hashtree
+// descriptor with a persistent root digest sets ret to its own result,
+// OK included, which drops an earlier error.
 func (s *slotCheck) libavbResult(locked, disabled bool) SlotVerifyResult {
-	worst := SlotOK
-	more := func(x SlotVerifyResult) {
-		if x != SlotOK && (worst == SlotOK || x.Fatal() && !worst.Fatal()) {
-			worst = x
-		}
-	}
+	parts := map[*SlotVBMeta][]*SlotPartition{}
+	byName := map[string]*SlotVBMeta{}
 	for _, v := range s.res.VBMetas {
-		if !v.NotLoadedByLibavb {
-			more(v.Result)
-		}
+		byName[v.Partition] = v
 	}
 	for _, p := range s.res.Partitions {
-		if !s.libavbSees(p, disabled) {
-			continue
-		}
-		switch {
-		case locked && p.PersistentInit != nil:
-		case locked && p.short && !p.NotRequested:
-			more(SlotErrorIO)
-		default:
-			more(p.Libavb)
+		if v := byName[p.VBMeta]; v != nil {
+			parts[v] = append(parts[v], p)
 		}
 	}
-	return worst
+	chained := s.res.VBMetas[1:]
+	var run func(v *SlotVBMeta) SlotVerifyResult
+	run = func(v *SlotVBMeta) SlotVerifyResult {
+		if !v.loaded || v.Result.Fatal() || locked && v.Result != SlotOK {
+			return v.Result
+		}
+		ret := v.Result
+		if !v.Chained && disabled {
+			return ret
+		}
+		ps := parts[v]
+		i := 0
+		for d := range v.Image.VBMeta.Descriptors() {
+			i++
+			if v.libavbStop != 0 && i > v.libavbStop {
+				break
+			}
+			var p *SlotPartition
+			if len(ps) > 0 && ps[0].Index == i {
+				p, ps = ps[0], ps[1:]
+			}
+			switch d := d.(type) {
+			case *HashDescriptor:
+				if p == nil || p.NotRequested {
+					continue
+				}
+				r := p.Libavb
+				switch {
+				case locked && p.PersistentInit != nil:
+					r = SlotOK
+				case locked && p.short:
+					r = SlotErrorIO // the read past the image's end fails
+				}
+				if r != SlotOK {
+					ret = r
+					if locked || r.Fatal() {
+						return ret
+					}
+				}
+			case *ChainPartitionDescriptor:
+				if len(chained) == 0 {
+					continue
+				}
+				c := chained[0]
+				chained = chained[1:]
+				if r := run(c); r != SlotOK {
+					ret = r
+					if r.Fatal() {
+						return ret
+					}
+				}
+			case *HashtreeDescriptor:
+				if p == nil {
+					continue
+				}
+				if len(d.RootDigest) == 0 {
+					ret = p.Libavb
+					if ret != SlotOK {
+						return ret
+					}
+				} else if p.Libavb != SlotOK {
+					return p.Libavb
+				}
+			}
+		}
+		return ret
+	}
+	return run(s.res.VBMetas[0])
 }
 
 // boot is what avb_slot_verify returns for the device state.
@@ -183,22 +247,21 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 	flags := top.Image.VBMeta.Header.Flags
 	disabled := flags&FlagVerificationDisabled != 0
 	b.Result = s.libavbResult(locked, disabled)
-	if disabled && !b.Result.Fatal() {
+	if disabled && !b.Result.Fatal() && !(locked && b.Result != SlotOK) {
 		// libavb loads the requested partitions whole, and checks nothing.
 		for _, name := range s.requestedList() {
 			full := name + s.opts.ABSuffix
 			if len(full) >= libavbPartNameMax {
-				b.Result, b.Err = SlotErrorInvalidMetadata, malformed("requested partition %q and the A/B suffix: %d bytes, libavb takes at most %d", name, len(full), libavbPartNameMax-1)
+				b.Loaded, b.Result, b.Err = nil, SlotErrorInvalidMetadata, malformed("requested partition %q and the A/B suffix: %d bytes, libavb takes at most %d", name, len(full), libavbPartNameMax-1)
 				return b
 			}
 			path, err := s.images.ImagePath(full)
-			if err != nil {
-				b.Result, b.Err = SlotErrorIO, err
-				return b
+			var size uint64
+			if err == nil {
+				size, err = imageSize(path)
 			}
-			size, err := imageSize(path)
 			if err != nil {
-				b.Result, b.Err = SlotErrorIO, err
+				b.Loaded, b.Result, b.Err = nil, SlotErrorIO, err
 				return b
 			}
 			b.Loaded = append(b.Loaded, SlotLoadedPartition{Partition: name, Size: size})
@@ -211,7 +274,7 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 	if !disabled {
 		for _, p := range r.Partitions {
 			h, ok := p.Descriptor.(*HashDescriptor)
-			if !ok || p.NotRequested || !s.libavbSees(p, false) || p.Missing || p.Libavb.Fatal() || !p.Checked && p.PersistentInit == nil {
+			if !ok || p.NotRequested || !s.libavbSees(p, locked, false) || p.Missing || p.Libavb.Fatal() || !p.Checked && p.PersistentInit == nil {
 				continue
 			}
 			lp := SlotLoadedPartition{Partition: h.PartitionName, Size: p.size, Result: p.Libavb}
@@ -262,7 +325,7 @@ func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool) error {
 					}
 					c := chained[0]
 					chained = chained[1:]
-					if c.loaded && !c.NotLoadedByLibavb {
+					if s.libavbLoads(c, b.Locked) {
 						walk(c)
 					}
 				}
@@ -292,7 +355,7 @@ func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool) error {
 		if top.libavbStop == 0 && strings.HasPrefix(top.Image.VBMeta.Algorithm.Name, "SHA512") {
 			alg = "sha512"
 		}
-		digest, size := s.vbmetaDigest(alg)
+		digest, size := s.vbmetaDigest(alg, b.Locked)
 		line.option("androidboot.vbmeta.hash_alg", alg)
 		line.option("androidboot.vbmeta.size", strconv.FormatUint(size, 10))
 		line.option("androidboot.vbmeta.digest", hex.EncodeToString(digest))
@@ -384,7 +447,7 @@ func (s *slotCheck) managedMode(b *SlotBoot) (HashtreeErrorMode, error) {
 	case len(v) != sha256.Size:
 		return 0, malformed("the persistent value %s is %d bytes, not the %d of a sha256 digest: libavb fails the slot (an I/O error)", ManagedVerityModeValue, len(v), sha256.Size)
 	}
-	if d, _ := s.vbmetaDigest("sha256"); bytes.Equal(d, v) {
+	if d, _ := s.vbmetaDigest("sha256", b.Locked); bytes.Equal(d, v) {
 		return HashtreeEIO, nil
 	}
 	// A new OS: libavb clears the value and restarts on corruption.
@@ -393,7 +456,7 @@ func (s *slotCheck) managedMode(b *SlotBoot) (HashtreeErrorMode, error) {
 
 // vbmetaDigest is avb_slot_verify_data_calculate_vbmeta_digest with the
 // algorithm: of the vbmetas libavb loaded, in order; and their size.
-func (s *slotCheck) vbmetaDigest(alg string) ([]byte, uint64) {
+func (s *slotCheck) vbmetaDigest(alg string, locked bool) ([]byte, uint64) {
 	var h hash.Hash = sha256.New()
 	if alg == "sha512" {
 		h = sha512.New()
@@ -404,7 +467,7 @@ func (s *slotCheck) vbmetaDigest(alg string) ([]byte, uint64) {
 		vs = vs[:1]
 	}
 	for _, v := range vs {
-		if v.loaded && !v.NotLoadedByLibavb {
+		if s.libavbLoads(v, locked) {
 			h.Write(v.Image.VBMeta.Raw)
 			size += uint64(len(v.Image.VBMeta.Raw))
 		}
