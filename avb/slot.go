@@ -675,8 +675,11 @@ func (s *slotCheck) partition(ctx context.Context, v *SlotVBMeta, i int, d Descr
 		if !s.requested(h.PartitionName) {
 			// libavb skips it before any other check of it.
 			p.NotRequested, p.Libavb = true, SlotOK
+			const why = "not requested: libavb neither loads nor checks it"
 			if p.Note == "" {
-				p.Note = "not requested: libavb neither loads nor checks it"
+				p.Note = why
+			} else {
+				p.Note += "; " + why
 			}
 		}
 	}
