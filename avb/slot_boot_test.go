@@ -57,6 +57,9 @@ var bootSetCases = []struct {
 		suffix: "_a", requested: "boot,vendor_boot,factory"},
 	{name: "cl-t00-missing", set: abSetOptions{cmdline: true, trees: 1}, damage: func(t *testing.T, s *abSet) { delete(s.values, avb.PersistentDigestPrefix+"t00") },
 		suffix: "_a", requested: "boot,vendor_boot,factory"},
+	// libavb returns from vbmeta_a at t00, before it takes its algorithm.
+	{name: "cl-sha512-t00-missing", set: abSetOptions{cmdline: true, trees: 1, topSHA512: true}, damage: func(t *testing.T, s *abSet) { delete(s.values, avb.PersistentDigestPrefix+"t00") },
+		suffix: "_a", requested: "boot,vendor_boot,factory"},
 	{name: "cl-factory-initialized", set: abSetOptions{cmdline: true, trees: 1}, damage: func(t *testing.T, s *abSet) { delete(s.values, pdFactory) },
 		suffix: "_a", requested: "boot,vendor_boot,factory"},
 	{name: "cl-boot-top", set: abSetOptions{}, damage: bootTop, requested: "boot"},
