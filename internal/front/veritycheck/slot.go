@@ -112,9 +112,9 @@ func (s *slotFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.allowMissing, "allow-missing", false, "report a missing image, not fail")
 	fs.StringVar(&s.abSuffix, "ab-suffix", "", "the slot's `SUFFIX` (_a): NAME_a is read")
 	fs.StringArrayVar(&s.persistent, "persistent-digest", nil, "a persistent digest `NAME=HEX`")
-	fs.StringArrayVar(&s.request, "request", nil, "a partition the bootloader requests (`NAME`)")
-	fs.StringArrayVar(&s.partuuids, "partuuid", nil, "a partition's unique GUID, `NAME=GUID`")
-	fs.StringVar(&s.errorMode, "hashtree-error-mode", "restart_and_invalidate", "the bootloader's hashtree error `MODE`")
+	fs.StringArrayVar(&s.request, "request", nil, "a partition the bootloader requests, `NAME`")
+	fs.StringArrayVar(&s.partuuids, "partuuid", nil, "the unique GUID of a partition, `NAME=GUID`")
+	fs.StringVar(&s.errorMode, "hashtree-error-mode", "", "the bootloader's `MODE` on corruption")
 }
 
 // slotFlagNames are the flags only the whole-set check takes: any of
@@ -190,6 +190,9 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 	so.ABSuffix = o.slot.abSuffix
 	if so.PersistentValues, err = persistentValues(o.slot.persistent); err != nil {
 		return "", nil, nil, err
+	}
+	if !o.tree.Changed("hashtree-error-mode") {
+		o.slot.errorMode = avb.HashtreeRestartAndInvalidate.String()
 	}
 	if so.HashtreeErrorMode, err = avb.ParseHashtreeErrorMode(o.slot.errorMode); err != nil {
 		return "", nil, nil, cli.Errorf("e.g. --hashtree-error-mode=restart", "--hashtree-error-mode %q is not one of libavb's modes: %s", o.slot.errorMode,

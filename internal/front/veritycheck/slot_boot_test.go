@@ -112,7 +112,7 @@ func TestSlotBootCmdline(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "on a locked device returns ERROR_INVALID_ARGUMENT") || !strings.Contains(r.stdout, "androidboot.veritymode=logging") {
 		t.Errorf("logging:\n%v", r)
 	}
-	for _, bad := range [][]string{{"--hashtree-error-mode", "sometimes"}, {"--partuuid", "system_a"}, {"--request", "boot,"},
+	for _, bad := range [][]string{{"--hashtree-error-mode", "sometimes"}, {"--hashtree-error-mode="}, {"--partuuid", "system_a"}, {"--request", "boot,"},
 		{"--partuuid", "a=1", "--partuuid", "a=2"}, {"--partuuid", "a=" + strings.Repeat("1", 37)}} {
 		if r := vcRun(append(append(append([]string{}, base...), bad...), top)...); r.code != 2 || !strings.Contains(r.stderr, bad[0]) {
 			t.Errorf("%v: want exit 2 naming the flag:\n%v", bad, r)
