@@ -6,10 +6,15 @@ package veritycheck
 // avb's TestSlotBootIsLibavbs.
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/front/fronttest"
 )
 
 // slotCmdlineSet is slotABSet with kernel command-line descriptors in
@@ -116,6 +121,53 @@ func TestSlotBootCmdline(t *testing.T) {
 		{"--partuuid", "a=1", "--partuuid", "a=2"}, {"--partuuid", "a=" + strings.Repeat("1", 37)}} {
 		if r := vcRun(append(append(append([]string{}, base...), bad...), top)...); r.code != 2 || !strings.Contains(r.stderr, bad[0]) {
 			t.Errorf("%v: want exit 2 naming the flag:\n%v", bad, r)
+		}
+	}
+}
+
+// TestSlotBootLockedBootsRefusedChain: where libavb on a locked device
+// boots a slot this check refuses (a chained vbmeta whose signature fails,
+// then a persistent root digest in the top-level vbmeta: avb's
+// boot/cl-chain-sig), the exit code stays 1 and the report says so.
+func TestSlotBootLockedBootsRefusedChain(t *testing.T) {
+	dir, factory := slotABSet(t)
+	// cust's root digest, which the device holds: that of the same image
+	// and salt with the digest in the descriptor.
+	for _, n := range []string{"cust.img", "cust-root.img"} {
+		fronttest.Image(t, filepath.Join(dir, n), 8*4096, 5)
+	}
+	avbtoolRun(t, dir, "add_hashtree_footer", "--image", "cust-root.img", "--partition_size", "262144", "--partition_name", "cust",
+		"--do_not_generate_fec", "--salt", "c0c0")
+	img, err := avb.ReadImage(filepath.Join(dir, "cust-root.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root string
+	for d := range img.VBMeta.Descriptors() {
+		if h, ok := d.(*avb.HashtreeDescriptor); ok {
+			root = hex.EncodeToString(h.RootDigest)
+		}
+	}
+	avbtoolRun(t, dir, "add_hashtree_footer", "--image", "cust.img", "--partition_size", "262144", "--partition_name", "cust",
+		"--do_not_generate_fec", "--salt", "c0c0", "--use_persistent_digest", "--do_not_use_ab")
+	avbtoolRun(t, dir, "make_vbmeta_image", "--output", "vbmeta_a.img", "--include_descriptors_from_image", "boot_a.img",
+		"--include_descriptors_from_image", "vendor_boot.img", "--include_descriptors_from_image", "factory.img",
+		"--chain_partition", "vbmeta_system:1:keys/rsa2048.avbpubkey", "--include_descriptors_from_image", "cust.img",
+		"--algorithm", "SHA256_RSA4096", "--key", "keys/rsa4096.pem")
+	f := filepath.Join(dir, "vbmeta_system_a.img")
+	b := fronttest.Read(t, f)
+	for _, damage := range []bool{false, true} {
+		if damage {
+			b[256+32+10] ^= 1 // in the signature
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := vcRun("--avb-slot", "--ab-suffix", "_a", "--persistent-digest", "factory="+factory, "--persistent-digest", "cust="+root, filepath.Join(dir, "vbmeta_a.img"))
+		note := strings.Contains(r.stdout, "avb-slot: note: libavb boots this slot on a locked device, though this check finds it ERROR_VERIFICATION")
+		locked := strings.Contains(r.stdout, "avb_slot_verify on a locked device returns OK")
+		if want := map[bool]int{false: 0, true: 1}[damage]; r.code != want || note != damage || !locked {
+			t.Errorf("damaged %v: exit %d (want %d), note %v, locked OK %v:\n%v", damage, r.code, want, note, locked, r)
 		}
 	}
 }
