@@ -39,6 +39,8 @@ type abSetOptions struct {
 	cmdline   bool
 	topFlags  uint32
 	topSHA512 bool
+	// chainedHash: a hash partition, dtbo_a, in vbmeta_system_a.
+	chainedHash bool
 }
 
 // Names of 30 bytes.
@@ -144,7 +146,13 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 	if o.topSHA512 {
 		topKey.alg = "SHA512_RSA4096"
 	}
-	vbmeta("vbmeta_system_a.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{at("system_a.img")}, RollbackIndex: 4, RollbackIndexLocation: 1, KernelCmdlines: sysCmdlines})
+	sysFrom := []string{at("system_a.img")}
+	if o.chainedHash {
+		write("dtbo_a.img", abInput("device tree overlays\n", 700))
+		hashFooter("dtbo_a.img", "dtbo", &avb.HashFooterOptions{Salt: salt("d7d7")})
+		sysFrom = append(sysFrom, at("dtbo_a.img"))
+	}
+	vbmeta("vbmeta_system_a.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: sysFrom, RollbackIndex: 4, RollbackIndexLocation: 1, KernelCmdlines: sysCmdlines})
 	vbmeta("vbmeta_vendor.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{at("cust.img")}, RollbackIndex: 2, RollbackIndexLocation: 2})
 	pub := keyFile(t, "rsa2048.avbpubkey")
 	vbmeta("vbmeta_a.img", topKey, &avb.VBMetaImageOptions{

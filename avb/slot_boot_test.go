@@ -63,6 +63,20 @@ var bootSetCases = []struct {
 	{name: "cl-factory-initialized", set: abSetOptions{cmdline: true, trees: 1}, damage: func(t *testing.T, s *abSet) { delete(s.values, pdFactory) },
 		suffix: "_a", requested: "boot,vendor_boot,factory"},
 	{name: "cl-boot-top", set: abSetOptions{}, damage: bootTop, requested: "boot"},
+	// A requested hash partition in a chained vbmeta: checked, damaged,
+	// not requested (and missing), and in a chained vbmeta whose
+	// signature fails (a locked device leaves it out, and boots).
+	{name: "cl-chained-hash", set: abSetOptions{cmdline: true, trees: 1, chainedHash: true}, suffix: "_a", requested: "boot,dtbo,factory"},
+	{name: "cl-chained-hash-byte", set: abSetOptions{cmdline: true, trees: 1, chainedHash: true}, damage: func(t *testing.T, s *abSet) { flip(t, filepath.Join(s.dir, "dtbo_a.img"), 30) },
+		suffix: "_a", requested: "boot,dtbo,factory"},
+	{name: "cl-chained-hash-not-requested", set: abSetOptions{cmdline: true, trees: 1, chainedHash: true}, damage: func(t *testing.T, s *abSet) { os.Remove(filepath.Join(s.dir, "dtbo_a.img")) },
+		suffix: "_a", requested: "boot,factory"},
+	{name: "cl-chained-hash-sig", set: abSetOptions{cmdline: true, trees: 1, chainedHash: true}, damage: func(t *testing.T, s *abSet) { flip(t, filepath.Join(s.dir, "vbmeta_system_a.img"), 256+32+10) },
+		suffix: "_a", requested: "boot,dtbo,factory"},
+	{name: "cl-chained-hash-sig-byte", set: abSetOptions{cmdline: true, trees: 1, chainedHash: true}, damage: func(t *testing.T, s *abSet) {
+		flip(t, filepath.Join(s.dir, "vbmeta_system_a.img"), 256+32+10)
+		flip(t, filepath.Join(s.dir, "dtbo_a.img"), 30)
+	}, suffix: "_a", requested: "boot,dtbo,factory"},
 	// A chained vbmeta whose signature fails, with and without a
 	// persistent root digest in vbmeta_a after the chain descriptor.
 	{name: "cl-chain-sig", set: abSetOptions{cmdline: true, trees: 1}, damage: func(t *testing.T, s *abSet) { flip(t, filepath.Join(s.dir, "vbmeta_system_a.img"), 256+32+10) },

@@ -125,29 +125,18 @@ func (s *slotCheck) libavbLoads(v *SlotVBMeta, locked bool) bool {
 	return v.loaded && !v.NotLoadedByLibavb && (!locked || !v.Chained || v.Result == SlotOK)
 }
 
-// libavbSees says whether libavb takes partition p's descriptor: its
-// vbmeta is kept, p comes before where libavb returned from it, and the
-// top-level flags do not disable verification.
-func (s *slotCheck) libavbSees(p *SlotPartition, locked, disabled bool) bool {
-	if disabled {
-		return false
-	}
-	for _, v := range s.res.VBMetas {
-		if v.Partition == p.VBMeta {
-			return s.libavbLoads(v, locked) && (v.libavbStop == 0 || p.Index <= v.libavbStop)
-		}
-	}
-	return false
-}
-
 // libavbResult is avb_slot_verify's result, locked or unlocked, as
 // load_and_verify_vbmeta's ret goes through the vbmetas and their
 // descriptors: a hash partition's or a chained vbmeta's error is kept
 // (unlocked: the last one; locked: a hash partition's ends the walk, a
 // chained vbmeta's does not), a fatal one ends it, and a hashtree
 // descriptor with a persistent root digest sets ret to its own result,
-// OK included, which drops an earlier error.
-func (s *slotCheck) libavbResult(locked, disabled bool) SlotVerifyResult {
+// OK included, which drops an earlier error. It also returns the hash
+// partitions libavb takes, in its order, with their results, and where it
+// stops in each vbmeta (the descriptor it returns at; 0: none).
+func (s *slotCheck) libavbResult(locked, disabled bool) (SlotVerifyResult, []libavbPart, map[*SlotVBMeta]int) {
+	var seen []libavbPart
+	stops := map[*SlotVBMeta]int{}
 	parts := map[*SlotVBMeta][]*SlotPartition{}
 	byName := map[string]*SlotVBMeta{}
 	for _, v := range s.res.VBMetas {
@@ -169,6 +158,7 @@ func (s *slotCheck) libavbResult(locked, disabled bool) SlotVerifyResult {
 			return ret
 		}
 		ps := parts[v]
+		stops[v] = v.libavbStop
 		i := 0
 		for d := range v.Image.VBMeta.Descriptors() {
 			i++
@@ -191,9 +181,13 @@ func (s *slotCheck) libavbResult(locked, disabled bool) SlotVerifyResult {
 				case locked && p.short:
 					r = SlotErrorIO // the read past the image's end fails
 				}
+				seen = append(seen, libavbPart{p, r})
 				if r != SlotOK {
 					ret = r
 					if locked || r.Fatal() {
+						// Kept in loaded_partitions unless fatal: a
+						// chained vbmeta's caller goes on.
+						stops[v] = i
 						return ret
 					}
 				}
@@ -225,7 +219,13 @@ func (s *slotCheck) libavbResult(locked, disabled bool) SlotVerifyResult {
 		}
 		return ret
 	}
-	return run(s.res.VBMetas[0])
+	return run(s.res.VBMetas[0]), seen, stops
+}
+
+// libavbPart is a hash partition libavb takes, and its result there.
+type libavbPart struct {
+	p      *SlotPartition
+	result SlotVerifyResult
 }
 
 // boot is what avb_slot_verify returns for the device state.
@@ -246,7 +246,9 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 	top := r.VBMetas[0]
 	flags := top.Image.VBMeta.Header.Flags
 	disabled := flags&FlagVerificationDisabled != 0
-	b.Result = s.libavbResult(locked, disabled)
+	var seen []libavbPart
+	var stops map[*SlotVBMeta]int
+	b.Result, seen, stops = s.libavbResult(locked, disabled)
 	if disabled && !b.Result.Fatal() && !(locked && b.Result != SlotOK) {
 		// libavb loads the requested partitions whole, and checks nothing.
 		for _, name := range s.requestedList() {
@@ -272,20 +274,21 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 		return b
 	}
 	if !disabled {
-		for _, p := range r.Partitions {
-			h, ok := p.Descriptor.(*HashDescriptor)
-			if !ok || p.NotRequested || !s.libavbSees(p, locked, false) || p.Missing || p.Libavb.Fatal() || !p.Checked && p.PersistentInit == nil {
+		for _, lp := range seen {
+			p := lp.p
+			h := p.Descriptor.(*HashDescriptor)
+			if p.Missing || lp.result.Fatal() || !p.Checked && p.PersistentInit == nil {
 				continue
 			}
-			lp := SlotLoadedPartition{Partition: h.PartitionName, Size: p.size, Result: p.Libavb}
+			size := p.size
 			if locked {
-				lp.Size, lp.Result = h.ImageSize, SlotOK
+				size = h.ImageSize
 			}
-			b.Loaded = append(b.Loaded, lp)
+			b.Loaded = append(b.Loaded, SlotLoadedPartition{Partition: h.PartitionName, Size: size, Result: lp.result})
 		}
 	}
 	b.Data = true
-	if err := s.cmdline(b, top, disabled); err != nil {
+	if err := s.cmdline(b, top, disabled, stops); err != nil {
 		b.Data, b.Loaded, b.Cmdline, b.Err = false, nil, "", err
 	}
 	return b
@@ -293,7 +296,7 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 
 // cmdline builds the kernel command line as avb_slot_verify does, or
 // fails as it does (b.Result set).
-func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool) error {
+func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool, stops map[*SlotVBMeta]int) error {
 	suffix := s.opts.ABSuffix
 	var line cline
 	if disabled {
@@ -310,7 +313,7 @@ func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool) error {
 			i := 0
 			for d := range v.Image.VBMeta.Descriptors() {
 				i++
-				if v.libavbStop != 0 && i > v.libavbStop {
+				if stops[v] != 0 && i > stops[v] {
 					return
 				}
 				switch d := d.(type) {
