@@ -380,9 +380,11 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 		r.VBMetaDigest = h.Sum(nil)
 	}
 	r.Unlocked, r.Locked = s.boot(false), s.boot(true)
-	if r.Unlocked.Result.Fatal() {
-		// What the command line needs of the device failed it.
-		r.Result = worse(r.Result, r.Unlocked.Result)
+	if u := r.Unlocked; u.Result.Fatal() && u.Err != nil && (opts.Requested != nil || !u.disabled) {
+		// What the command line needs of the device failed it, or a
+		// partition requested (not only named by a descriptor) that
+		// libavb loads whole with verification disabled.
+		r.Result = worse(r.Result, u.Result)
 	}
 	return r, nil
 }

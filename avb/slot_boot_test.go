@@ -271,3 +271,44 @@ func recordBootSets(t *testing.T, out string, rows []bootRow) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlotBootInVerdict: what fails avb_slot_verify's command line (a GUID
+// the device lacks, its image there) or its loading of a requested partition (verification
+// disabled) counts in the slot's verdict; not when the GUIDs are not
+// given, nor for a partition only named by a descriptor.
+func TestSlotBootInVerdict(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		set       abSetOptions
+		damage    func(t *testing.T, s *abSet)
+		requested []string
+		guids     bool
+		want      avb.SlotVerifyResult
+	}{
+		{"no-system-guid", abSetOptions{cmdline: true}, nil, nil, true, avb.SlotErrorOOM},
+		{"guids-not-given", abSetOptions{cmdline: true}, nil, nil, false, avb.SlotOK},
+		{"disabled-requested-missing", abSetOptions{topFlags: avb.FlagVerificationDisabled}, nil, []string{"boot", "vendor_boot"}, false, avb.SlotErrorIO},
+		{"disabled-named-missing", abSetOptions{topFlags: avb.FlagVerificationDisabled}, nil, nil, false, avb.SlotOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := buildABSet(t, tc.set)
+			if tc.damage != nil {
+				tc.damage(t, s)
+			}
+			o := &avb.SlotOptions{ABSuffix: "_a", PersistentValues: s.values, Requested: tc.requested}
+			if tc.guids {
+				// The device has every partition but system_a.
+				o.PartUUIDs = setGUIDs(t, s.dir)
+				delete(o.PartUUIDs, "system_a")
+			}
+			r, err := avb.VerifySlot(ctx, filepath.Join(s.dir, "vbmeta_a.img"), &avb.SlotImages{Dir: s.dir}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Result != tc.want {
+				t.Errorf("slot %s, want %s (unlocked: %s, %v; %s)", r.Result, tc.want, r.Unlocked.Result, r.Unlocked.Err, verdicts(r))
+			}
+		})
+	}
+}

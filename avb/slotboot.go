@@ -80,6 +80,8 @@ type SlotBoot struct {
 	Unsubstituted []string
 	// Err says why Result is fatal when the command line made it so.
 	Err error
+
+	disabled bool // the top-level flags disable verification
 }
 
 // SlotLoadedPartition is one of libavb's loaded partitions (an
@@ -246,6 +248,7 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 	top := r.VBMetas[0]
 	flags := top.Image.VBMeta.Header.Flags
 	disabled := flags&FlagVerificationDisabled != 0
+	b.disabled = disabled
 	var seen []libavbPart
 	var stops map[*SlotVBMeta]int
 	b.Result, seen, stops = s.libavbResult(locked, disabled)
