@@ -122,7 +122,7 @@ func (s *slotCheck) requestedList() []string {
 
 // libavbLoads says whether libavb, locked or not, keeps vbmeta v (it is
 // in its vbmeta_images, its descriptors taken): a locked device drops a
-// chained vbmeta it refuses (and goes on: see libavbRun).
+// chained vbmeta it refuses (and goes on: see libavbResult).
 func (s *slotCheck) libavbLoads(v *SlotVBMeta, locked bool) bool {
 	return v.loaded && !v.NotLoadedByLibavb && (!locked || !v.Chained || v.Result == SlotOK)
 }
