@@ -66,7 +66,10 @@
 // made here. VerifySlot checks a device's whole set (the top-level vbmeta,
 // the vbmetas it chains to, every hash and hashtree partition) as
 // avb_slot_verify does, a verdict for each vbmeta and partition
-// (SlotResult), with androidboot.vbmeta.digest. The avbtool front answers as avbtool does (VBMeta.Verify
+// (SlotResult), with androidboot.vbmeta.digest, and what avb_slot_verify
+// gives the bootloader locked and unlocked (SlotBoot: its result, the
+// requested partitions it loads, the kernel command line for the
+// hashtree error mode and the device's GUIDs). The avbtool front answers as avbtool does (VBMeta.Verify
 // passes an unsigned vbmeta, as avbtool's verify_image does), but nothing
 // here cuts image data the partition's descriptor covers because the
 // footer says so: EraseFooter, the reruns of AddHashtreeFooter,

@@ -36,6 +36,9 @@ const (
 	SlotErrorPublicKeyRejected
 	SlotErrorInvalidMetadata
 	SlotErrorUnsupportedVersion
+	// SlotErrorInvalidArgument: the bootloader asked for what libavb
+	// refuses (the logging hashtree error mode on a locked device).
+	SlotErrorInvalidArgument
 )
 
 // String is libavb's avb_slot_verify_result_to_string.
@@ -57,6 +60,8 @@ func (r SlotVerifyResult) String() string {
 		return "ERROR_INVALID_METADATA"
 	case SlotErrorUnsupportedVersion:
 		return "ERROR_UNSUPPORTED_VERSION"
+	case SlotErrorInvalidArgument:
+		return "ERROR_INVALID_ARGUMENT"
 	}
 	return fmt.Sprintf("SlotVerifyResult(%d)", int(r))
 }
@@ -160,6 +165,23 @@ type SlotOptions struct {
 	// digest is shown, not decided. Not nil: they are all the device
 	// holds (an empty value is none), and libavb's rules decide.
 	PersistentValues map[string][]byte
+	// Requested are the partitions the bootloader asks avb_slot_verify to
+	// load (its requested_partitions, unsuffixed: "boot"): libavb checks
+	// the hash descriptors of those only, and returns them as loaded
+	// partitions. The others are still checked here, an image missing
+	// not held against the slot. Nil requests every partition a hash
+	// descriptor names.
+	Requested []string
+	// PartUUIDs are the device's unique partition GUIDs by partition, as
+	// libavb asks for them (with the A/B suffix: "system_a"), which its
+	// kernel command line substitutes for $(ANDROID_SYSTEM_PARTUUID),
+	// $(ANDROID_BOOT_PARTUUID) and $(ANDROID_VBMETA_PARTUUID). Nil leaves
+	// them as they are (SlotBoot.Unsubstituted); not nil, they are all
+	// the device has: one missing fails the slot as libavb fails it.
+	PartUUIDs map[string]string
+	// HashtreeErrorMode is the bootloader's hashtree error mode, which
+	// sets dm-verity's options on the kernel command line.
+	HashtreeErrorMode HashtreeErrorMode
 	// AllowMissing: a partition whose image the set lacks is reported and
 	// not held against the slot (else it is ERROR_IO, as libavb's read of
 	// a partition that is not there).
@@ -204,6 +226,10 @@ type SlotResult struct {
 	VBMetaSize    uint64
 	// ABSuffix is the suffix the slot's partitions were read with.
 	ABSuffix string
+	// Unlocked and Locked are what avb_slot_verify gives the bootloader
+	// on an unlocked device (allow_verification_error) and on a locked
+	// one: its result, the loaded partitions and the kernel command line.
+	Unlocked, Locked *SlotBoot
 }
 
 // SlotVBMeta is one vbmeta of the slot.
@@ -239,6 +265,10 @@ type SlotVBMeta struct {
 	// checked all the same, but is not in androidboot.vbmeta.digest.
 	NotLoadedByLibavb bool
 	loaded            bool
+	// libavbStop is the descriptor (from 1) at which libavb returned from
+	// this vbmeta without a fatal error (a persistent root digest it
+	// refused): it takes none after it. 0: it took them all.
+	libavbStop int
 }
 
 // SlotPartition is the check of one hash or hashtree descriptor against
@@ -280,7 +310,14 @@ type SlotPartition struct {
 	PersistentName string
 	PersistentInit []byte
 
+	// NotRequested: a hash descriptor of a partition the bootloader does
+	// not request (SlotOptions.Requested): libavb skips it (Libavb is
+	// OK); it is checked all the same, a missing image not held.
+	NotRequested bool
+
 	persistentRoot []byte // a hashtree descriptor's, from the device
+	size           uint64 // a hash partition's image size
+	short          bool   // a hash partition's image shorter than image_size
 }
 
 // PersistentDigestPrefix is libavb's AVB_NPV_PERSISTENT_DIGEST_PREFIX: the
@@ -319,7 +356,7 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 		r.Result = worse(r.Result, v.Result)
 	}
 	for _, p := range r.Partitions {
-		if p.Missing && opts.AllowMissing {
+		if p.Missing && (opts.AllowMissing || p.NotRequested) {
 			continue
 		}
 		r.Result = worse(r.Result, p.Result)
@@ -342,6 +379,13 @@ func VerifySlot(ctx context.Context, top string, images ImageSource, opts *SlotO
 		}
 		r.VBMetaDigest = h.Sum(nil)
 	}
+	r.Unlocked, r.Locked = s.boot(false), s.boot(true)
+	if u := r.Unlocked; u.Result.Fatal() && u.Err != nil && (opts.Requested != nil || !u.disabled) {
+		// What the command line needs of the device failed it, or a
+		// partition requested (not only named by a descriptor) that
+		// libavb loads whole with verification disabled.
+		r.Result = worse(r.Result, u.Result)
+	}
 	return r, nil
 }
 
@@ -361,8 +405,10 @@ type slotCheck struct {
 	// loads (the partition of the vbmeta where libavb stopped).
 	notLoaded string
 	// substs counts the top-level vbmeta's persistent root digests,
-	// each a kernel command-line substitution for libavb.
-	substs int
+	// each a kernel command-line substitution for libavb; substList are
+	// those whose value is known.
+	substs    int
+	substList []cmdlineSubst
 }
 
 // maxCmdlineSubsts is libavb's AVB_MAX_NUM_CMDLINE_SUBST: the persistent
@@ -602,8 +648,8 @@ func (s *slotCheck) descriptors(ctx context.Context, v *SlotVBMeta) error {
 			if err := s.partition(ctx, v, i, d, s.suffixed(d.PartitionName, d.Flags&HashtreeFlagDoNotUseAB != 0)); err != nil {
 				return err
 			}
-			if p := s.res.Partitions[len(s.res.Partitions)-1]; p.Libavb != SlotOK {
-				libavbStopped = true
+			if p := s.res.Partitions[len(s.res.Partitions)-1]; p.Libavb != SlotOK && !libavbStopped {
+				libavbStopped, v.libavbStop = true, i
 			}
 		}
 	}
@@ -626,8 +672,18 @@ func (s *slotCheck) partition(ctx context.Context, v *SlotVBMeta, i int, d Descr
 	if err := s.checkPartition(ctx, p, v, i, d, name); err != nil {
 		return err
 	}
-	if _, ok := d.(*HashDescriptor); ok {
+	if h, ok := d.(*HashDescriptor); ok {
 		p.Libavb = p.Result
+		if !s.requested(h.PartitionName) {
+			// libavb skips it before any other check of it.
+			p.NotRequested, p.Libavb = true, SlotOK
+			const why = "not requested: libavb neither loads nor checks it"
+			if p.Note == "" {
+				p.Note = why
+			} else {
+				p.Note += "; " + why
+			}
+		}
 	}
 	if v.VerifyResult != VBMetaOK && p.Note == "" {
 		// libavb unlocked checks it too; what it matches vouches for
@@ -715,6 +771,7 @@ func (s *slotCheck) descriptorMetadata(p *SlotPartition, v *SlotVBMeta, i int, d
 			}
 			p.persistentRoot = root
 			if !v.Chained {
+				s.substList = append(s.substList, cmdlineSubst{"$(AVB_" + asciiUpper(d.PartitionName) + "_ROOT_DIGEST)", fmt.Sprintf("%x", root)})
 				// Its $(AVB_NAME_ROOT_DIGEST), for the kernel command line.
 				if s.substs++; s.substs > maxCmdlineSubsts {
 					return libavbFail(malformed("hashtree descriptor %d of %s: more than %d persistent root digests in the top-level vbmeta, which libavb refuses (each is a kernel command-line substitution)", i, v.Partition, maxCmdlineSubsts))
@@ -732,9 +789,13 @@ func (s *slotCheck) hashPartition(ctx context.Context, p *SlotPartition, path st
 		p.Result, p.Err = r, err
 		return nil
 	}
-	if size, err := imageSize(path); err != nil {
+	size, err := imageSize(path)
+	if err != nil {
 		return fail(slotResultOf(err), err)
-	} else if d.ImageSize > size {
+	}
+	p.size = size
+	if d.ImageSize > size {
+		p.short = true
 		// libavb reads image_size bytes: past the end the read fails
 		// on a locked device (ERROR_IO); an unlocked one hashes what
 		// there is, which cannot match.

@@ -32,6 +32,15 @@ type abSetOptions struct {
 	// trees more hashtree partitions with persistent root digests
 	// (--do_not_use_ab), t00, t01..., in vbmeta_a.
 	trees int
+	// cmdline: kernel command-line descriptors in vbmeta_a (with every
+	// variable libavb substitutes, and system's dm-verity setup) and in
+	// vbmeta_system_a; topFlags are vbmeta_a's flags; topSHA512 signs it
+	// with SHA512_RSA4096.
+	cmdline   bool
+	topFlags  uint32
+	topSHA512 bool
+	// chainedHash: a hash partition, dtbo_a, in vbmeta_system_a.
+	chainedHash bool
 }
 
 // Names of 30 bytes.
@@ -124,10 +133,30 @@ func buildABSet(t *testing.T, o abSetOptions) *abSet {
 			t.Fatal(err)
 		}
 	}
-	vbmeta("vbmeta_system_a.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{at("system_a.img")}, RollbackIndex: 4, RollbackIndexLocation: 1})
+	var sysCmdlines, topCmdlines []string
+	rootfs := ""
+	if o.cmdline {
+		sysCmdlines = []string{"chained.snippet=$(ANDROID_SYSTEM_PARTUUID)"}
+		topCmdlines = []string{"console=ttyS0 sys=$(ANDROID_SYSTEM_PARTUUID)",
+			"bootp=$(ANDROID_BOOT_PARTUUID) vbm=$(ANDROID_VBMETA_PARTUUID) again=$(ANDROID_SYSTEM_PARTUUID)",
+			"dm.mode=$(ANDROID_VERITY_MODE) t00=$(AVB_T00_ROOT_DIGEST) cust=$(AVB_CUST_ROOT_DIGEST)"}
+		rootfs = at("system_a.img")
+	}
+	topKey := key("rsa4096")
+	if o.topSHA512 {
+		topKey.alg = "SHA512_RSA4096"
+	}
+	sysFrom := []string{at("system_a.img")}
+	if o.chainedHash {
+		write("dtbo_a.img", abInput("device tree overlays\n", 700))
+		hashFooter("dtbo_a.img", "dtbo", &avb.HashFooterOptions{Salt: salt("d7d7")})
+		sysFrom = append(sysFrom, at("dtbo_a.img"))
+	}
+	vbmeta("vbmeta_system_a.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: sysFrom, RollbackIndex: 4, RollbackIndexLocation: 1, KernelCmdlines: sysCmdlines})
 	vbmeta("vbmeta_vendor.img", key("rsa2048"), &avb.VBMetaImageOptions{IncludeDescriptorsFrom: []string{at("cust.img")}, RollbackIndex: 2, RollbackIndexLocation: 2})
 	pub := keyFile(t, "rsa2048.avbpubkey")
-	vbmeta("vbmeta_a.img", key("rsa4096"), &avb.VBMetaImageOptions{
+	vbmeta("vbmeta_a.img", topKey, &avb.VBMetaImageOptions{
+		KernelCmdlines: topCmdlines, SetupRootfsFromKernel: rootfs, Flags: o.topFlags,
 		IncludeDescriptorsFrom: append([]string{at("boot_a.img"), at("vendor_boot.img"), at("factory.img")}, trees...),
 		ChainPartitions: []avb.ChainPartition{{Name: chainName, RollbackIndexLocation: 1, PublicKey: pub},
 			{Name: "vbmeta_vendor", RollbackIndexLocation: 2, PublicKey: pub, DoNotUseAB: true}},

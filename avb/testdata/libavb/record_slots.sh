@@ -6,7 +6,10 @@
 # (slot_sets.tsv); and on the A/B sets of avb's abCases, with their A/B
 # suffix, requested partitions and persistent values (slot_ab_sets.tsv),
 # after checking that avbtool 1.3.0 makes abSet's intact set byte for
-# byte. libavb is compiled in a temporary directory and not kept. Needs
+# byte; and, with slot_harness.c's mode=N form, what avb_slot_verify
+# gives the bootloader (result, slot data, loaded partitions, kernel
+# command line) on all of these and on the sets of avb's bootSetCases
+# (slot_boot.tsv). libavb is compiled in a temporary directory and not kept. Needs
 # gcc, Go and python3.
 #
 #   LIBAVB=/path/to/external/avb avb/testdata/libavb/record_slots.sh
@@ -40,8 +43,8 @@ gcc -O1 -std=gnu99 -DAVB_COMPILATION -I"$l" -I"$l/sha" -o "$work/slot_harness" "
 	"$l"/avb_util.c "$l"/avb_vbmeta_image.c "$l"/avb_version.c "$l"/avb_sysdeps_posix.c \
 	"$l"/sha/sha256_impl.c "$l"/sha/sha512_impl.c
 
-mkdir "$work/sets"
-(cd "$root" && VERITYTREE_RECORD_SLOT_SETS="$work/sets" go test ./avb -run '^TestVerifySlot(AB)?IsLibavbs$' -count=1 >"$work/go-test.log") ||
+mkdir -p "$work/sets/boot"
+(cd "$root" && VERITYTREE_RECORD_SLOT_SETS="$work/sets" go test ./avb -run '^(TestVerifySlot(AB)?IsLibavbs|TestSlotBootIsLibavbs)$' -count=1 >"$work/go-test.log") ||
 	{ cat "$work/go-test.log"; exit 1; }
 
 # abSet's intact set, made by avbtool 1.3.0 with the same inputs and
@@ -99,5 +102,21 @@ out=$here/slot_ab_sets.tsv
 		set -- $("$work/slot_harness" - "$work/sets/ab/$name" "$requested" "$suffix" $values 2>/dev/null)
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$suffix" "$requested" "$values" "$1" "$2" "$3" "$4"
 	done <"$work/sets/ab/cases.tsv"
+} >"$out"
+echo "wrote $out"
+
+out=$here/slot_boot.tsv
+{
+	echo "# libavb $rev (slot_harness.c mode=N, record_slots.sh) on the sets of avb's slotCases (slot/), abCases (ab/) and bootSetCases (boot/): what avb_slot_verify returned locked and unlocked with the hashtree error mode (AvbHashtreeErrorMode), requesting the partitions of slot_sets.tsv and slot_ab_sets.tsv (or the case's), a partition's GUID made of its name (slot_harness.c guid_of): its result, whether it returned slot data, its loaded partitions (NAME:SIZE:RESULT) and its kernel command line"
+	printf 'case\tmode\tstate\tresult\tdata\tloaded\tcmdline\n'
+	while IFS="$tab" read -r name key set requested suffix mode args; do
+		k=$key
+		[ "$key" = - ] || k=$keys/$key
+		# shellcheck disable=SC2086
+		"$work/slot_harness" "$k" "$work/sets/$set" "$requested" "$suffix" "mode=$mode" $args >"$work/boot.out" 2>/dev/null
+		while read -r state result data loaded && IFS= read -r cmdline; do
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "$state" "$result" "$data" "$loaded" "$cmdline"
+		done <"$work/boot.out"
+	done <"$work/sets/boot/cases.tsv"
 } >"$out"
 echo "wrote $out"

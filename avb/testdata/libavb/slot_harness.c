@@ -3,7 +3,7 @@
  * libavb's avb_slot_verify on a whole device set (record_slots.sh builds it
  * against AOSP's libavb; libavb itself is not kept here).
  *
- *   slot_harness KEY DIR REQUESTED [SUFFIX] [LOCATION=INDEX ...] [NAME:HEX ...]
+ *   slot_harness KEY DIR REQUESTED [SUFFIX] [mode=N] [LOCATION=INDEX ...] [NAME:HEX ...]
  *
  * The top-level vbmeta is DIR/vbmeta.img (libavb reads the "vbmeta"
  * partition from its start); a partition whose file is missing does not
@@ -19,6 +19,15 @@
  * androidboot.vbmeta.digest of the unlocked run's data ("-" when there is
  * none), then the persistent values the locked run wrote, NAME=HEX joined
  * by commas ("-" for none).
+ *
+ * With mode=N (an AvbHashtreeErrorMode, 0 to 5) the runs use that mode
+ * (else RESTART) and it prints, for the locked run then the unlocked one,
+ * a line "STATE RESULT DATA LOADED" (DATA yes when avb_slot_verify
+ * returned slot data; LOADED its loaded partitions NAME:SIZE:RESULT joined
+ * by commas, "-" for none) and a line holding its kernel command line as
+ * it is (empty without data). A partition's unique GUID is made of its
+ * name (guid_of; the Go test makes the same ones), and a partition
+ * without a file has none (NO_SUCH_PARTITION).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,9 +132,33 @@ static AvbIOResult read_is_device_unlocked(AvbOps* ops, bool* out_is_unlocked) {
   return AVB_IO_RESULT_OK;
 }
 
+/* A GUID made of the name: its FNV-1a 32-bit hash and its length. */
+static void guid_of(const char* partition, char* buf, size_t size) {
+  uint32_t h = 2166136261u;
+  const char* p;
+  for (p = partition; *p != '\0'; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  snprintf(buf, size, "%08x-0000-4000-8000-%012x", h, (unsigned)strlen(partition));
+}
+
 static AvbIOResult get_unique_guid_for_partition(AvbOps* ops, const char* partition, char* buf, size_t size) {
-  snprintf(buf, size, "527c1c6d-6361-4593-8842-3c78fcd39219");
+  FILE* f = open_partition(partition);
+  if (f == NULL) return AVB_IO_RESULT_ERROR_NO_SUCH_PARTITION;
+  fclose(f);
+  guid_of(partition, buf, size);
   return AVB_IO_RESULT_OK;
+}
+
+/* The second form's report of one run. */
+static void report(const char* state, AvbSlotVerifyResult r, AvbSlotVerifyData* data) {
+  size_t n;
+  printf("%s %s %s ", state, avb_slot_verify_result_to_string(r), data != NULL ? "yes" : "no");
+  if (data == NULL || data->num_loaded_partitions == 0) printf("-");
+  for (n = 0; data != NULL && n < data->num_loaded_partitions; n++) {
+    AvbPartitionData* p = &data->loaded_partitions[n];
+    printf("%s%s:%llu:%s", n > 0 ? "," : "", p->partition_name, (unsigned long long)p->data_size,
+           avb_slot_verify_result_to_string(p->verify_result));
+  }
+  printf("\n%s\n", data != NULL && data->cmdline != NULL ? data->cmdline : "");
 }
 
 static uint8_t* read_file(const char* path, size_t* len) {
@@ -170,6 +203,9 @@ int main(int argc, char** argv) {
   int i;
   AvbSlotVerifyData* data = NULL;
   AvbSlotVerifyResult locked, open;
+  AvbHashtreeErrorMode mode = AVB_HASHTREE_ERROR_MODE_RESTART;
+  int detailed = 0;
+  size_t digests_written;
   if (argc < 4) {
     fprintf(stderr, "usage: slot_harness KEY DIR REQUESTED [SUFFIX] [LOCATION=INDEX ...] [NAME:HEX ...]\n");
     return 2;
@@ -185,6 +221,11 @@ int main(int argc, char** argv) {
     unsigned loc;
     unsigned long long index;
     if (strcmp(argv[i], "-") == 0) continue;
+    if (strncmp(argv[i], "mode=", 5) == 0) {
+      mode = (AvbHashtreeErrorMode)atoi(argv[i] + 5);
+      detailed = 1;
+      continue;
+    }
     if (argv[i][0] == '_') {
       suffix = argv[i];
       continue;
@@ -207,21 +248,29 @@ int main(int argc, char** argv) {
   ops.write_persistent_value = write_persistent_value;
   memcpy(values, given, sizeof values);
   num_values = num_given;
-  locked = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_NONE, AVB_HASHTREE_ERROR_MODE_RESTART, &data);
+  locked = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_NONE, mode, &data);
+  if (detailed) report("locked", locked, data);
   if (data != NULL) avb_slot_verify_data_free(data);
   data = NULL;
   unlocked = 1;
   memcpy(values, given, sizeof values);
   num_values = num_given;
   {
-    /* What the unlocked run writes is not reported: it writes nothing. */
+    /* What the unlocked run writes is not reported: it writes no
+     * persistent digest (the managed mode may clear its own value). */
     size_t locked_written = num_written;
-    open = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_ALLOW_VERIFICATION_ERROR,
-                           AVB_HASHTREE_ERROR_MODE_RESTART, &data);
-    if (num_written != locked_written) {
+    open = avb_slot_verify(&ops, requested, suffix, AVB_SLOT_VERIFY_FLAGS_ALLOW_VERIFICATION_ERROR, mode, &data);
+    for (digests_written = 0; locked_written < num_written; locked_written++)
+      if (strncmp(written[locked_written].name, "avb.persistent_digest.", 22) == 0) digests_written++;
+    if (digests_written != 0) {
       fprintf(stderr, "slot_harness: the unlocked run wrote a persistent value\n");
       return 3;
     }
+  }
+  if (detailed) {
+    report("unlocked", open, data);
+    if (data != NULL) avb_slot_verify_data_free(data);
+    return 0;
   }
   printf("%s %s ", avb_slot_verify_result_to_string(locked), avb_slot_verify_result_to_string(open));
   if (data == NULL) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -64,6 +65,28 @@ partition's tree is checked against its value. Without
 --persistent-digest the values are not known: the image's own digest
 is shown, and the tree checked against its own root.
 
+The report ends with what avb_slot_verify gives the bootloader, on a
+locked device and on an unlocked one: its result, the partitions it
+loads and the kernel command line it builds (the kernel command-line
+descriptors for the top-level flags, $(ANDROID_VERITY_MODE), the
+androidboot.vbmeta.* options, the GUIDs and persistent root digests
+substituted). --request NAME (repeated, or NAME,NAME) names the
+partitions the bootloader requests (libavb's requested_partitions, boot
+and the like, without suffix): libavb loads and checks the hash
+partitions among them only; the others are still checked here, a
+missing image of one not held against the slot (without --request,
+every hash partition is requested). --partuuid NAME=GUID gives a
+partition's unique GUID as libavb asks for it (system_a, boot_a, vbmeta_a
+with --ab-suffix): once one is given, they are all the device has, and a
+$(ANDROID_*_PARTUUID) of another partition fails the slot as libavb
+fails it (ERROR_OOM); without --partuuid the variables are left in.
+--hashtree-error-mode MODE is the bootloader's (restart_and_invalidate,
+the default, restart, eio, logging, managed_restart_and_eio, panic),
+which sets dm-verity's option and androidboot.veritymode (a locked device
+refuses logging; managed_restart_and_eio reads the persistent value
+avb.managed_verity_mode, given as --persistent-digest
+avb.managed_verity_mode=HEX).
+
 Exit 0 when everything verifies; 1 for what a locked device refuses (a
 signature, key, rollback index, digest or tree); 2 for what no device
 boots (malformed metadata, a missing image).
@@ -77,6 +100,9 @@ type slotFlags struct {
 	allowMissing bool
 	abSuffix     string
 	persistent   []string
+	request      []string
+	partuuids    []string
+	errorMode    string
 }
 
 func (s *slotFlags) register(fs *pflag.FlagSet) {
@@ -86,11 +112,14 @@ func (s *slotFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.allowMissing, "allow-missing", false, "report a missing image, not fail")
 	fs.StringVar(&s.abSuffix, "ab-suffix", "", "the slot's `SUFFIX` (_a): NAME_a is read")
 	fs.StringArrayVar(&s.persistent, "persistent-digest", nil, "a persistent digest `NAME=HEX`")
+	fs.StringArrayVar(&s.request, "request", nil, "a partition the bootloader requests, `NAME`")
+	fs.StringArrayVar(&s.partuuids, "partuuid", nil, "the unique GUID of a partition, `NAME=GUID`")
+	fs.StringVar(&s.errorMode, "hashtree-error-mode", "", "the bootloader's `MODE` on corruption")
 }
 
 // slotFlagNames are the flags only the whole-set check takes: any of
 // them asks for it.
-var slotFlagNames = []string{"avb-slot", "partition", "rollback-index", "allow-missing", "ab-suffix", "persistent-digest"}
+var slotFlagNames = []string{"avb-slot", "partition", "rollback-index", "allow-missing", "ab-suffix", "persistent-digest", "request", "partuuid", "hashtree-error-mode"}
 
 // wantsSlot says whether the command line asks for the whole-set check:
 // one of its flags, or one argument that is a vbmeta image (the AVB0
@@ -162,6 +191,40 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 	if so.PersistentValues, err = persistentValues(o.slot.persistent); err != nil {
 		return "", nil, nil, err
 	}
+	if !o.tree.Changed("hashtree-error-mode") {
+		o.slot.errorMode = avb.HashtreeRestartAndInvalidate.String()
+	}
+	if so.HashtreeErrorMode, err = avb.ParseHashtreeErrorMode(o.slot.errorMode); err != nil {
+		return "", nil, nil, cli.Errorf("e.g. --hashtree-error-mode=restart", "--hashtree-error-mode %q is not one of libavb's modes: %s", o.slot.errorMode,
+			"restart_and_invalidate, restart, eio, logging, managed_restart_and_eio, panic")
+	}
+	if o.slot.request != nil {
+		so.Requested = []string{}
+		for _, spec := range o.slot.request {
+			for _, name := range strings.Split(spec, ",") {
+				if name == "" {
+					return "", nil, nil, cli.Errorf("e.g. --request boot --request vendor_boot", "--request %q names an empty partition", spec)
+				}
+				so.Requested = append(so.Requested, name)
+			}
+		}
+	}
+	for _, spec := range o.slot.partuuids {
+		name, guid, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || guid == "" || strings.ContainsRune(guid, 0) {
+			return "", nil, nil, cli.Errorf("e.g. --partuuid system_a=1f5b1c0e-...", "--partuuid %q is not NAME=GUID", spec)
+		}
+		if len(guid) > 36 {
+			return "", nil, nil, cli.Errorf("a GUID is 36 characters", "--partuuid %q: libavb takes at most 36 characters", spec)
+		}
+		if so.PartUUIDs == nil {
+			so.PartUUIDs = map[string]string{}
+		}
+		if _, dup := so.PartUUIDs[name]; dup {
+			return "", nil, nil, cli.Errorf("keep one of them", "--partuuid gives partition %q twice", name)
+		}
+		so.PartUUIDs[name] = guid
+	}
 	if o.avbKey != "" {
 		key, err := readAVBKey(ctx, o.avbKey)
 		if err != nil {
@@ -211,8 +274,12 @@ func persistentValues(specs []string) (map[string][]byte, error) {
 		if values == nil {
 			values = map[string][]byte{}
 		}
-		// The value's own name (avb.persistent_digest.NAME) is taken too.
+		// The value's own name (avb.persistent_digest.NAME) is taken too,
+		// and the managed hashtree error mode's.
 		key := avb.PersistentDigestPrefix + strings.TrimPrefix(name, avb.PersistentDigestPrefix)
+		if name == avb.ManagedVerityModeValue {
+			key = name
+		}
 		if _, dup := values[key]; dup {
 			return nil, cli.Errorf("keep one of them", "--persistent-digest gives partition %q twice", name)
 		}
@@ -235,6 +302,47 @@ type slotJSON struct {
 	VBMetaSize    uint64              `json:"vbmeta_size"`
 	VBMetas       []slotVBMetaJSON    `json:"vbmetas"`
 	Partitions    []slotPartitionJSON `json:"partitions"`
+	// Requested are --request's partitions (null: every hash partition);
+	// HashtreeErrorMode is --hashtree-error-mode's.
+	Requested         []string `json:"requested"`
+	HashtreeErrorMode string   `json:"hashtree_error_mode"`
+	// Locked and Unlocked are what avb_slot_verify gives the bootloader.
+	Locked   *slotBootJSON `json:"locked"`
+	Unlocked *slotBootJSON `json:"unlocked"`
+}
+
+// slotBootJSON is what avb_slot_verify returns for a device state.
+type slotBootJSON struct {
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// Data: it returns slot data (the fields below).
+	Data    bool             `json:"data"`
+	Loaded  []slotLoadedJSON `json:"loaded_partitions"`
+	Cmdline string           `json:"cmdline"`
+	// HashtreeErrorMode is the one the command line says (managed
+	// resolved); Unsubstituted the variables left in it.
+	HashtreeErrorMode string   `json:"resolved_hashtree_error_mode,omitempty"`
+	Unsubstituted     []string `json:"unsubstituted,omitempty"`
+}
+
+type slotLoadedJSON struct {
+	Partition string `json:"partition"`
+	Size      uint64 `json:"size"`
+	Result    string `json:"verify_result"`
+}
+
+func newSlotBootJSON(b *avb.SlotBoot) *slotBootJSON {
+	j := &slotBootJSON{Result: b.Result.String(), Data: b.Data, Loaded: []slotLoadedJSON{}, Cmdline: b.Cmdline, Unsubstituted: b.Unsubstituted}
+	if b.Err != nil {
+		j.Error = b.Err.Error()
+	}
+	if b.Data {
+		j.HashtreeErrorMode = b.HashtreeErrorMode.String()
+	}
+	for _, l := range b.Loaded {
+		j.Loaded = append(j.Loaded, slotLoadedJSON{Partition: l.Partition, Size: l.Size, Result: l.Result.String()})
+	}
+	return j
 }
 
 type slotVBMetaJSON struct {
@@ -272,6 +380,9 @@ type slotPartitionJSON struct {
 	Checked   bool   `json:"checked"`
 	Missing   bool   `json:"missing"`
 	Note      string `json:"note,omitempty"`
+	// NotRequested: a hash partition not in --request, which libavb
+	// neither loads nor checks.
+	NotRequested bool `json:"not_requested,omitempty"`
 	// PersistentValue is the device's value a descriptor without a
 	// digest is held to (with --persistent-digest); PersistentInit the
 	// digest a locked device writes there when it holds none.
@@ -337,6 +448,7 @@ func checkSlot(ctx context.Context, o *options, args []string, stdout, stderr io
 	code, verr := slotVerdict(o, r)
 	if o.json {
 		sj := newSlotJSON(top, r, problems, truncated)
+		sj.Requested, sj.HashtreeErrorMode = so.Requested, so.HashtreeErrorMode.String()
 		for i, p := range r.Partitions {
 			sj.Partitions[i].FEC = fecs[p]
 		}
@@ -415,7 +527,7 @@ func slotVerdict(o *options, r *avb.SlotResult) (int, error) {
 
 func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition][]problem, truncated map[*avb.SlotPartition]bool) *slotJSON {
 	sj := &slotJSON{Top: top, Result: r.Result.String(), ABSuffix: r.ABSuffix, VBMetaDigest: hex.EncodeToString(r.VBMetaDigest), VBMetaHashAlg: r.VBMetaHashAlg,
-		VBMetaSize: r.VBMetaSize, VBMetas: []slotVBMetaJSON{}, Partitions: []slotPartitionJSON{}}
+		VBMetaSize: r.VBMetaSize, VBMetas: []slotVBMetaJSON{}, Partitions: []slotPartitionJSON{}, Locked: newSlotBootJSON(r.Locked), Unlocked: newSlotBootJSON(r.Unlocked)}
 	for _, v := range r.VBMetas {
 		vj := slotVBMetaJSON{Partition: clip(v.Partition), Path: v.Path, Chained: v.Chained, Result: v.Result.String(), KeyChecked: v.KeyChecked,
 			RollbackIndexLocation: v.RollbackIndexLocation, Notes: v.Notes, NotLoadedByLibavb: v.NotLoadedByLibavb}
@@ -441,7 +553,7 @@ func newSlotJSON(top string, r *avb.SlotResult, problems map[*avb.SlotPartition]
 	}
 	for _, p := range r.Partitions {
 		pj := slotPartitionJSON{Partition: clip(p.Partition), Path: p.Path, VBMeta: clip(p.VBMeta), Index: p.Index, Type: descriptorType(p.Descriptor),
-			Result: p.Result.String(), Checked: p.Checked, Missing: p.Missing, Note: p.Note, Repairable: p.Repairable, Repaired: p.Repaired,
+			Result: p.Result.String(), Checked: p.Checked, Missing: p.Missing, Note: p.Note, NotRequested: p.NotRequested, Repairable: p.Repairable, Repaired: p.Repaired,
 			Problems: problems[p], ProblemsTruncated: truncated[p], PersistentValue: p.PersistentName, PersistentInit: hex.EncodeToString(p.PersistentInit)}
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
@@ -525,6 +637,12 @@ func printSlotEnd(w io.Writer, r *avb.SlotResult) {
 	if r.VBMetaDigest != nil {
 		fmt.Fprintf(w, "avb-slot: vbmeta digest: %s %x of %d bytes (androidboot.vbmeta.digest and .size)\n", r.VBMetaHashAlg, r.VBMetaDigest, r.VBMetaSize)
 	}
+	for _, b := range []*avb.SlotBoot{r.Locked, r.Unlocked} {
+		printSlotBoot(w, b)
+	}
+	if r.Result != avb.SlotOK && r.Locked.Result == avb.SlotOK {
+		fmt.Fprintf(w, "avb-slot: note: libavb boots this slot on a locked device, though this check finds it %s (libavb checks less: see the lines above)\n", r.Result)
+	}
 	if r.Result == avb.SlotOK {
 		checked, trees := 0, 0
 		for _, p := range r.Partitions {
@@ -564,4 +682,41 @@ func slotMatched(p *avb.SlotPartition) string {
 		return s
 	}
 	return "matches"
+}
+
+// printSlotBoot prints what avb_slot_verify returns for a device state:
+// its result, the partitions it loads, its kernel command line.
+func printSlotBoot(w io.Writer, b *avb.SlotBoot) {
+	state, device := "unlocked", "an unlocked"
+	if b.Locked {
+		state, device = "locked", "a locked"
+	}
+	fmt.Fprintf(w, "avb-slot: avb_slot_verify on %s device returns %s", device, b.Result)
+	if !b.Data {
+		if b.Err != nil {
+			fmt.Fprintf(w, " (%v)", b.Err)
+		}
+		fmt.Fprintf(w, ", no slot data: the bootloader does not boot the slot\n")
+		return
+	}
+	var loaded []string
+	for _, l := range b.Loaded {
+		s := fmt.Sprintf("%s (%d bytes", clip(l.Partition), l.Size)
+		if l.Result != avb.SlotOK {
+			s += ", " + l.Result.String()
+		}
+		loaded = append(loaded, s+")")
+	}
+	if len(loaded) == 0 {
+		loaded = []string{"no partition"}
+	}
+	fmt.Fprintf(w, ", loads %s, hashtree error mode %s\n", strings.Join(loaded, ", "), b.HashtreeErrorMode)
+	line := b.Cmdline
+	if line == "" || strings.IndexFunc(line, unicode.IsControl) >= 0 {
+		line = strconv.Quote(line) // an empty one, or one a terminal would garble
+	}
+	fmt.Fprintf(w, "avb-slot: kernel command line, %s: %s\n", state, line)
+	if len(b.Unsubstituted) > 0 {
+		fmt.Fprintf(w, "avb-slot: note: the kernel command line keeps %s: the device's values are not given (--partuuid, --persistent-digest)\n", strings.Join(b.Unsubstituted, ", "))
+	}
 }
