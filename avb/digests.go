@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/veritytree/veritytree/hashes"
-	"github.com/veritytree/veritytree/verity"
 )
 
 // chainedImage reads the image of a chained partition as avbtool finds
@@ -60,7 +59,7 @@ func CalculateVBMetaDigest(ctx context.Context, path, hashName string) ([]byte, 
 // before its padding: the footer's vbmeta_size bytes at its vbmeta_offset
 // in the image at path (possibly Android sparse).
 func ExtractVBMeta(path string) ([]byte, error) {
-	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	src, err := openImageSource(path)
 	if err != nil {
 		return nil, err
 	}

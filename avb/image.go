@@ -3,6 +3,7 @@ package avb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -70,7 +71,7 @@ func hasVBMetaMagic(r io.ReaderAt) bool {
 // locked shared while it is read: an image another process is writing is
 // a KindRefused error matching verity.ErrLocked.
 func ReadImage(path string) (*Image, error) {
-	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	src, err := openImageSource(path)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +82,36 @@ func ReadImage(path string) (*Image, error) {
 	}
 	img.Sparse = src.Format() == "android-sparse"
 	return img, nil
+}
+
+// openImageSource opens an image to read its AVB metadata. A sparse image
+// with bytes after its last chunk is refused, as avbtool refuses it (its
+// footer is at the end of the expansion, which those bytes are not part
+// of), unless they end in the record of an interrupted run of ours, which
+// the verbs that write report themselves.
+func openImageSource(path string) (*verity.Source, error) {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return nil, err
+	}
+	if n := src.Trailing(); n > 0 && !endsInResumeRecord(path) {
+		src.Close()
+		return nil, inputErr(fmt.Sprintf("cut them (truncate -s %d %s) if the image is otherwise sound, or make it again with img2simg", src.FileSize()-n, path),
+			"%s is an Android sparse image with %d bytes after its last chunk", path, n)
+	}
+	return src, nil
+}
+
+// endsInResumeRecord reports whether the file at path ends in the record
+// an interrupted run of ours leaves.
+func endsInResumeRecord(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && safefile.ReadResumeRecord(f, fi.Size()) != nil
 }
 
 // prefixErr names the file in a *verity.Error's message, and in its Path.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/internal/testtool"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // toSparse writes what img2simg makes of raw to path.
@@ -219,5 +220,36 @@ func TestSparseZeroHashtreeCanceled(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(image); !bytes.Equal(got, start) {
 		t.Errorf("the canceled run left %d bytes, not the image's %d", len(got), len(start))
+	}
+}
+
+// TestSparseTrailingBytesRefused: a sparse image with bytes after its last
+// chunk is not read for its AVB metadata (avbtool refuses it: "There were
+// N bytes of extra data at the end of the file."); the same image without
+// them is.
+func TestSparseTrailingBytesRefused(t *testing.T) {
+	_, b := hashFooterImage(t, 128<<10)
+	image := filepath.Join(t.TempDir(), "boot.simg")
+	toSparse(t, b, image)
+	if _, err := ReadImage(image); err != nil {
+		t.Fatalf("the sparse image as img2simg made it: %v", err)
+	}
+	f, err := os.OpenFile(image, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0xfd, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for name, read := range map[string]func() error{
+		"ReadImage":     func() error { _, err := ReadImage(image); return err },
+		"ExtractVBMeta": func() error { _, err := ExtractVBMeta(image); return err },
+	} {
+		err := read()
+		var ve *verity.Error
+		if !errors.As(err, &ve) || ve.Kind != verity.KindInput || !strings.Contains(err.Error(), "3 bytes after its last chunk") {
+			t.Errorf("%s of a sparse image with 3 bytes after its chunks: got %v, want a KindInput error naming them", name, err)
+		}
 	}
 }

@@ -141,6 +141,15 @@ func (s *Source) Format() string {
 	return "raw"
 }
 
+// Trailing is the number of bytes of a sparse image's file after its last
+// chunk (0 for a raw image), which the expanded image does not include.
+func (s *Source) Trailing() int64 {
+	if s.sparse == nil {
+		return 0
+	}
+	return s.sparse.Trailing()
+}
+
 // Close closes the file (nothing for NewSource).
 func (s *Source) Close() error {
 	if s.file == nil {

@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -380,9 +381,11 @@ func readAVBRecords(seed uint64) ([]*avbRecord, error) {
 	return out, sc.Err()
 }
 
-func avbSeed(t *testing.T) uint64 {
-	seed, _ := settings(t)
-	return seed
+// avbSeed is the seed the run names (-peer.seed or PEER_SEED; else 1), and
+// whether it names one (-peer.case alone names seed 1).
+func avbSeed(t *testing.T) (seed uint64, chosen bool) {
+	seed, _ = settings(t)
+	return seed, *flagSeed != 0 || os.Getenv("PEER_SEED") != "" || *flagCase >= 0
 }
 
 // TestAvbtoolPeer replays avbtool's recorded answers through the front
@@ -392,7 +395,44 @@ func TestAvbtoolPeer(t *testing.T) {
 		recordAVB(t)
 		return
 	}
-	seed := avbSeed(t)
+	seed, chosen := avbSeed(t)
+	if chosen || testing.Short() {
+		replayAVBSeed(t, seed)
+		return
+	}
+	// The whole run replays every recorded seed: each one reaches
+	// cases the others miss (seed 2 found two classes seed 1 had not).
+	seeds, err := recordedAVBSeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seeds {
+		t.Run(fmt.Sprintf("seed%d", s), func(t *testing.T) { replayAVBSeed(t, s) })
+	}
+}
+
+// recordedAVBSeeds lists the seeds that have recorded answers, in order.
+func recordedAVBSeeds() ([]uint64, error) {
+	names, err := filepath.Glob(filepath.Join("testdata", "avbtool-seed*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var seeds []uint64
+	for _, name := range names {
+		n := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "avbtool-seed"), ".jsonl")
+		if s, err := strconv.ParseUint(n, 10, 64); err == nil {
+			seeds = append(seeds, s)
+		}
+	}
+	slices.Sort(seeds)
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("no testdata/avbtool-seed<N>.jsonl: record one with %s", recordCommand(1, defaultAVBCases))
+	}
+	return seeds, nil
+}
+
+// replayAVBSeed replays the recorded answers of one seed.
+func replayAVBSeed(t *testing.T, seed uint64) {
 	recs, err := readAVBRecords(seed)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("no recorded avbtool answers for seed %d (%s): record them with %s", seed, avbRecordFile(seed), recordCommand(seed, defaultAVBCases))
