@@ -304,8 +304,8 @@ func openSparseTail(f *os.File, path string) (*sparseWriter, *verity.Source, err
 		return nil, nil, prefixErr(path, err)
 	}
 	if rec := sw.record; rec != nil && rec.Verb != "" && !tailVerb(rec.Verb) {
-		return nil, nil, inputErr("run "+rec.Verb+" again to finish it",
-			"%s: an interrupted %s left this sparse image with a record past its chunks", path, rec.Verb)
+		return nil, nil, inputErr("run "+verbCommand(rec.Verb)+" again to finish it",
+			"%s: an interrupted %s left this sparse image with a record past its chunks", path, verbCommand(rec.Verb))
 	}
 	if sw.record != nil && sw.record.OriginalSize != sw.size() {
 		return nil, nil, inputErr("run the command that was interrupted again (add_hashtree_footer, say) to finish it",
