@@ -264,7 +264,7 @@ func stage(ctx context.Context, f *os.File, s *staging, chunks []stagedChunk, at
 			}
 		}
 		if c.data != nil {
-			if err := c.data(ctxWriter{ctx, bw}); err != nil {
+			if err := c.data(safefile.ContextWriter(ctx, bw)); err != nil {
 				return err
 			}
 		}
@@ -279,19 +279,6 @@ func stage(ctx context.Context, f *os.File, s *staging, chunks []stagedChunk, at
 		return err
 	}
 	return syncFile(f)
-}
-
-// ctxWriter stops writing once ctx ends (an interrupt during a long copy).
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
 
 // openSparseTail opens the sparse image f (at path) for ResizeImage or
