@@ -6,6 +6,7 @@ import (
 
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/fecmsg"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/verity"
 )
@@ -48,6 +49,10 @@ type FooterPlan struct {
 func PlanHashtreeFooter(imagePath string, o *HashtreeFooterOptions) (*FooterPlan, error) {
 	if o == nil {
 		o = &HashtreeFooterOptions{}
+	}
+	if o.VerityAppend && !o.DoNotAppendVBMeta {
+		return nil, paramErr("VerityAppend", "add HashtreeFooterOptions.DoNotAppendVBMeta, or leave VerityAppend out for add_hashtree_footer",
+			"an append of the tree alone writes no vbmeta and no footer")
 	}
 	if err := o.checkNotSetupFromItself(imagePath); err != nil {
 		return nil, err
@@ -96,7 +101,11 @@ func (pl *FooterPlan) open(imagePath string) error {
 	if o.HashAlgorithm == "" && o.Warn != nil {
 		o.Warn("no hash algorithm given: sha1, avbtool's default kept for backwards compatibility; Android wants sha256")
 	}
-	t, err := openTarget(imagePath)
+	verb := "add_hashtree_footer"
+	if o.VerityAppend {
+		verb = safefile.VerbAppend
+	}
+	t, err := openTarget(imagePath, verb)
 	if err != nil {
 		return err
 	}
@@ -129,6 +138,9 @@ func (pl *FooterPlan) lay() error {
 		return err
 	}
 	pl.PartitionPlan = *pp
+	if o.VerityAppend {
+		pl.verb = safefile.VerbAppend
+	}
 	bs := uint64(o.blockSize())
 	if err := pl.checkFits(roundUp(t.orig, bs), o.treeReserve(o.PartitionSize, pl.p.hash.Size())); err != nil {
 		return err

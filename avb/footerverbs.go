@@ -60,7 +60,7 @@ func AppendVBMetaImage(ctx context.Context, imagePath, vbmetaPath string, partit
 	if err != nil {
 		return nil, err
 	}
-	t, err := openTarget(imagePath)
+	t, err := openTarget(imagePath, "append_vbmeta_image")
 	if err != nil {
 		return nil, err
 	}

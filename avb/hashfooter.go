@@ -188,7 +188,7 @@ func (pl *HashFooterPlan) open(imagePath string) error {
 			return err
 		}
 	}
-	t, err := openTarget(imagePath)
+	t, err := openTarget(imagePath, "add_hash_footer")
 	if err != nil {
 		return err
 	}

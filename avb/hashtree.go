@@ -158,6 +158,14 @@ type HashtreeFooterOptions struct {
 	// image (the tree is still appended).
 	OutputVBMeta      string
 	DoNotAppendVBMeta bool
+	// VerityAppend makes the run, with DoNotAppendVBMeta, an append of the
+	// tree and parity alone to an Android sparse image, as veritygen
+	// --append makes one (avbtool's layout, without vbmeta and footer),
+	// rather than add_hashtree_footer: the record a killed run leaves past
+	// the chunks names that verb, so that only such a run finishes it, and
+	// such a run refuses what a killed footer verb left. A raw image's
+	// append is verity.Format's (FormatOptions.Append).
+	VerityAppend bool
 
 	// Jobs, Progress and Warn are passed to verity.Format.
 	Jobs     int

@@ -190,12 +190,22 @@ func (pp *PartitionPlan) metadata(blob []byte) (padded, footerBlock []byte, ft *
 	return padded, footerBlock, ft
 }
 
-// verbName is avbtool's name of the verb the plan is for.
+// verbName is avbtool's name of the verb the plan is for
+// (safefile.VerbAppend for veritygen --append of a sparse image).
 func (pp *PartitionPlan) verbName() string {
 	if pp.verb == "" {
 		return "add_hashtree_footer"
 	}
 	return pp.verb
+}
+
+// verbCommand is the command a record's verb is run again with: avbtool's
+// name of an avb verb, or veritygen --append for safefile.VerbAppend.
+func verbCommand(verb string) string {
+	if verb == safefile.VerbAppend {
+		return "veritygen --append"
+	}
+	return verb
 }
 
 // provisionalValue is the value of the provisional vbmeta's one property
@@ -228,11 +238,14 @@ type target struct {
 	wholeBlocks uint64
 	// found is what the image ended in.
 	found Found
+	// verb is the run's (avbtool's name, or safefile.VerbAppend): a record
+	// past a sparse image's chunks of another verb's is refused.
+	verb string
 }
 
-// openTarget opens and locks the image and finds where the original image
-// ends.
-func openTarget(imagePath string) (*target, error) {
+// openTarget opens and locks the image for a run of verb (see verbName)
+// and finds where the original image ends.
+func openTarget(imagePath, verb string) (*target, error) {
 	// Checked before the open too: opening a device or a FIFO is not
 	// harmless.
 	if fi, err := os.Stat(imagePath); err == nil && !fi.Mode().IsRegular() {
@@ -242,7 +255,7 @@ func openTarget(imagePath string) (*target, error) {
 	if err != nil {
 		return nil, inputErr("", "image %s: %v", imagePath, unwrapPathErr(err))
 	}
-	t := &target{path: imagePath, f: f, ib: imageBlockSize}
+	t := &target{path: imagePath, f: f, ib: imageBlockSize, verb: verb}
 	if err := t.find(); err != nil {
 		f.Close()
 		return nil, err
@@ -265,6 +278,10 @@ func (t *target) find() error {
 	t.fileSize = uint64(fi.Size())
 	if isSparse(t.f) {
 		return t.findSparse()
+	}
+	if t.verb == safefile.VerbAppend {
+		return inputErr("append to a raw image with verity.Format (FormatOptions.Append)",
+			"image %s is not an Android sparse image: HashtreeFooterOptions.VerityAppend is for one", t.path)
 	}
 	t.size, t.tail, t.wholeBlocks = t.fileSize, t.fileSize, t.fileSize
 	if rec := safefile.ReadResumeRecord(t.f, fi.Size()); rec != nil && !rec.Sparse {
@@ -306,9 +323,12 @@ func (t *target) findSparse() error {
 		if rec.OriginalSize > t.size {
 			return inputErr("", "%s: the record of an interrupted run says the image was %d bytes, more than the sparse image's %d", t.path, rec.OriginalSize, t.size)
 		}
-		if tailVerb(rec.Verb) {
-			return inputErr("run "+rec.Verb+" again to finish it",
-				"%s: an interrupted %s left this sparse image with a record past its chunks", t.path, rec.Verb)
+		// veritygen --append and the footer verbs do not finish each
+		// other's runs: the one writes no vbmeta, the others do. A record
+		// that does not name its verb keeps the guess below.
+		if tailVerb(rec.Verb) || rec.Verb != "" && (rec.Verb == safefile.VerbAppend) != (t.verb == safefile.VerbAppend) {
+			return inputErr("run "+verbCommand(rec.Verb)+" again to finish it",
+				"%s: an interrupted %s left this sparse image with a record past its chunks", t.path, verbCommand(rec.Verb))
 		}
 		if rec.Verb == "" && rec.OriginalSize == t.size {
 			// A record that does not name its verb: a footer verb's own

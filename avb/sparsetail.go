@@ -264,7 +264,7 @@ func stage(ctx context.Context, f *os.File, s *staging, chunks []stagedChunk, at
 			}
 		}
 		if c.data != nil {
-			if err := c.data(ctxWriter{ctx, bw}); err != nil {
+			if err := c.data(safefile.ContextWriter(ctx, bw)); err != nil {
 				return err
 			}
 		}
@@ -281,19 +281,6 @@ func stage(ctx context.Context, f *os.File, s *staging, chunks []stagedChunk, at
 	return syncFile(f)
 }
 
-// ctxWriter stops writing once ctx ends (an interrupt during a long copy).
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
-
 // openSparseTail opens the sparse image f (at path) for ResizeImage or
 // ZeroHashtree after FinishSparseRewrite: it refuses what another
 // command's interrupted run left (a record of another original size), and
@@ -304,8 +291,8 @@ func openSparseTail(f *os.File, path string) (*sparseWriter, *verity.Source, err
 		return nil, nil, prefixErr(path, err)
 	}
 	if rec := sw.record; rec != nil && rec.Verb != "" && !tailVerb(rec.Verb) {
-		return nil, nil, inputErr("run "+rec.Verb+" again to finish it",
-			"%s: an interrupted %s left this sparse image with a record past its chunks", path, rec.Verb)
+		return nil, nil, inputErr("run "+verbCommand(rec.Verb)+" again to finish it",
+			"%s: an interrupted %s left this sparse image with a record past its chunks", path, verbCommand(rec.Verb))
 	}
 	if sw.record != nil && sw.record.OriginalSize != sw.size() {
 		return nil, nil, inputErr("run the command that was interrupted again (add_hashtree_footer, say) to finish it",

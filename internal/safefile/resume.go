@@ -48,7 +48,9 @@ type ResumeRecord struct {
 	Verb string
 }
 
-// VerbAppend is the Verb of the record of the verity package's Append.
+// VerbAppend is the Verb of the record of the verity package's Append, and
+// of veritygen --append of an Android sparse image (which appends through
+// the avb package, as HashtreeFooterOptions.VerityAppend).
 const VerbAppend = "append"
 
 // The verb's name lies at verbAt, past the text, NUL-padded: bytes a

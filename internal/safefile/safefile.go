@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -119,4 +120,21 @@ func (e *interrupted) Unwrap() error { return e.cause }
 // matches ctx's error (context.Canceled).
 func Interrupted(ctx context.Context, what string) error {
 	return &interrupted{msg: "interrupted while waiting for " + what, cause: ctx.Err()}
+}
+
+// ContextWriter is w, its writes failing with ctx's error once ctx ends:
+// a long output (a sparse image's chunks copied, the text of a million
+// descriptors) stops on Ctrl-C.
+func ContextWriter(ctx context.Context, w io.Writer) io.Writer { return ctxWriter{ctx, w} }
+
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }

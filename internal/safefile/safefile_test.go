@@ -220,3 +220,21 @@ func TestReadSmallContextDoneFirst(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestContextWriter: writes go through until the context ends, then fail
+// with its error, writing nothing.
+func TestContextWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var buf bytes.Buffer
+	w := ContextWriter(ctx, &buf)
+	if n, err := w.Write([]byte("abc")); n != 3 || err != nil {
+		t.Fatalf("before the end: %d, %v", n, err)
+	}
+	cancel()
+	if n, err := w.Write([]byte("def")); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Errorf("after the end: %d, %v; want 0, context.Canceled", n, err)
+	}
+	if buf.String() != "abc" {
+		t.Errorf("wrote %q, want %q", buf.String(), "abc")
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/veritytree/veritytree/internal/testtool"
 )
 
-func init() { moreAttacks = append(moreAttacks, killedAVBAttacks) }
+func init() { moreAttacks = append(moreAttacks, killedAVBAttacks, killedSparseAttacks) }
 
 // killedAVB makes img, a random image of 2 MiB, and what veritygen
 // --append --fec --avb killed as it starts writing the tree leaves of it
@@ -47,6 +47,56 @@ var killedAVBAttacks = []attack{
 		after:     func(t *testing.T, d string, o *outcome) { sameFiles(t, d, "img", "orig.img") }},
 }
 
+// killedSparse makes orig.simg, an Android sparse image of 2 MiB, and img,
+// what the command (veritygen or the avbtool front) run with args on it
+// leaves when killed once its record is past the chunks, and ref.img, what
+// the command makes of the image uninterrupted.
+func killedSparse(prog string, args ...string) func(t *testing.T, d string) {
+	return func(t *testing.T, d string) {
+		s := &sparseImage{bs: 4096}
+		s.chunk(chunkRaw, 256, randomFile(t, d, "raw", mib, 98)).fill(64, 0x01020304).chunk(chunkDontCare, 64, nil)
+		s.chunk(chunkRaw, 128, randomFile(t, d, "raw", mib/2, 99))
+		os.Remove(filepath.Join(d, "raw"))
+		writeFile(t, d, "orig.simg", s.bytes())
+		copyFile(t, d, "orig.simg", "ref.img")
+		run(t, d, prog, append(slices.Clone(args), "ref.img")...)
+		copyFile(t, d, "orig.simg", "img")
+		if r := runTraced(t, d, bins[prog], append(slices.Clone(args), "img"), killPoint{n: 2}); !r.killed {
+			t.Fatal("not killed")
+		}
+	}
+}
+
+var (
+	sparseAppendArgs = []string{"--append", "--fec", "--salt=" + salt}
+	sparseFooterArgs = []string{"add_hashtree_footer", "--partition_size", fmt.Sprint(8 * mib), "--hash_algorithm", "sha256", "--salt", salt[:40], "--image"}
+)
+
+// killedSparseAttacks: a killed veritygen --append of an Android sparse
+// image and a killed add_hashtree_footer of one write their tree alike,
+// one without vbmeta: each is finished by its own command, and the other
+// refuses it by name, the image untouched.
+var killedSparseAttacks = []attack{
+	{item: "T3", name: "a killed sparse --append --fec, run again",
+		setup: killedSparse("veritygen", sparseAppendArgs...),
+		prog:  "veritygen", args: append(slices.Clone(sparseAppendArgs), "img"), exit: []int{0},
+		mayChange: []string{"img"},
+		after:     func(t *testing.T, d string, o *outcome) { sameFiles(t, d, "img", "ref.img") }},
+	{item: "T3", name: "add_hashtree_footer on a killed sparse --append's image",
+		setup: killedSparse("veritygen", sparseAppendArgs...),
+		prog:  "avbtool", args: append(slices.Clone(sparseFooterArgs), "img"), exit: []int{1},
+		stderr: []string{`an interrupted veritygen --append left this sparse image`, `run veritygen --append again`}},
+	{item: "T3", name: "--append --fec on a killed sparse add_hashtree_footer's image",
+		setup: killedSparse("avbtool", sparseFooterArgs...),
+		prog:  "veritygen", args: append(slices.Clone(sparseAppendArgs), "img"), exit: []int{2},
+		stderr: []string{`an interrupted add_hashtree_footer left this sparse image`, `run add_hashtree_footer again`}},
+	{item: "T3", name: "a killed sparse --append, erase_footer",
+		setup: killedSparse("veritygen", sparseAppendArgs...),
+		prog:  "avbtool", args: []string{"erase_footer", "--image", "img"}, exit: []int{0},
+		mayChange: []string{"img"},
+		after:     func(t *testing.T, d string, o *outcome) { sameFiles(t, d, "img", "orig.simg") }},
+}
+
 // appendKill is a command that appends to img in place, killed at random
 // (seeded) kill points.
 type appendKill struct {
@@ -54,8 +104,10 @@ type appendKill struct {
 	prog string
 	args []string
 	// sparse: img is an Android sparse image; whole: whole 4096-byte
-	// blocks (else 1000 bytes short of them).
-	sparse, whole bool
+	// blocks (else 1000 bytes short of them); once: the command refuses
+	// its own output (veritygen --append of a sparse image), so it is not
+	// run on a finished image.
+	sparse, whole, once bool
 	// prep, if not nil, is what the avbtool front runs on img first, to
 	// make the image the command starts from (a footer to resize, say).
 	prep []string
@@ -76,6 +128,9 @@ func TestSIGKILLDuringAppendLeavesResumable(t *testing.T) {
 	points, size := 20, 24*mib
 	for ci, c := range appendKills(size) {
 		for _, rerun := range []bool{false, true} {
+			if rerun && c.once {
+				continue
+			}
 			name, seed := c.name+", on an image", uint64(2*ci)
 			if rerun {
 				name, seed = c.name+", on a finished image", seed+1
@@ -94,6 +149,9 @@ func TestSIGKILLDuringAppendEveryCall(t *testing.T) {
 	}
 	for ci, c := range appendKills(mib) {
 		for _, rerun := range []bool{false, true} {
+			if rerun && c.once {
+				continue
+			}
 			name, seed := c.name+", on an image", uint64(2*ci)
 			if rerun {
 				name, seed = c.name+", on a finished image", seed+1
@@ -123,6 +181,8 @@ func appendKills(size int) []appendKill {
 			args: []string{"resize_image", "--image", "img", "--partition_size", fmt.Sprint(partition - size/4)}},
 		{name: "avbtool zero_hashtree (tree and FEC), sparse", prog: "avbtool", sparse: true, prep: sparseFooter(partition, avbSalt),
 			args: []string{"zero_hashtree", "--image", "img"}},
+		// Its own verb, not add_hashtree_footer's (whose layout it takes).
+		{name: "veritygen --append --fec, sparse", prog: "veritygen", sparse: true, once: true, args: []string{"--append", "--fec", "--salt=" + salt, "img"}},
 	}
 }
 

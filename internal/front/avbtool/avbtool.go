@@ -652,7 +652,7 @@ func (t *tool) infoImage(args []string) int {
 	// Written as the descriptors are walked: the text of a million of
 	// them is never held in memory.
 	if *output == "" || *output == "-" {
-		if err := img.WriteInfo(ctxWriter{t.ctx, t.stdout}); err != nil {
+		if err := img.WriteInfo(safefile.ContextWriter(t.ctx, t.stdout)); err != nil {
 			return t.failed(err)
 		}
 		return exitOK
@@ -669,20 +669,6 @@ func (t *tool) infoImage(args []string) int {
 		return t.failed(err)
 	}
 	return exitOK
-}
-
-// ctxWriter is w, its writes failing once ctx ends: the text of a million
-// descriptors stops on Ctrl-C.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
 
 // isInfoText says whether an existing --output holds what info_image

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/safefile"
 )
 
 func (t *tool) calculateVBMetaDigest(args []string) int {
@@ -53,7 +54,7 @@ func (t *tool) printPartitionDigests(args []string) int {
 	}
 	if *output == "" || *output == "-" {
 		// The lines before a failure are printed, as avbtool prints them.
-		if err := avb.WritePartitionDigests(t.ctx, ctxWriter{t.ctx, t.stdout}, *image, *asJSON); err != nil {
+		if err := avb.WritePartitionDigests(t.ctx, safefile.ContextWriter(t.ctx, t.stdout), *image, *asJSON); err != nil {
 			return t.fail(err, false)
 		}
 		return exitOK

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/verity"
 )
 
@@ -389,7 +390,7 @@ func (t *tool) writePadded(b []byte, padding uint64) error {
 	}
 	left := (uint64(len(b))+padding-1)/padding*padding - uint64(len(b))
 	zeros := make([]byte, min(left, 64<<10))
-	w := ctxWriter{t.ctx, t.stdout}
+	w := safefile.ContextWriter(t.ctx, t.stdout)
 	for left > 0 {
 		n := min(left, uint64(len(zeros)))
 		if _, err := w.Write(zeros[:n]); err != nil {

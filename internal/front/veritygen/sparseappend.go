@@ -7,7 +7,9 @@ package veritygen
 // a whole sparse block, when the tree's blocks are smaller): the layout of
 // --append is that of add_hashtree_footer without vbmeta and footer. The
 // writing, with its safety on interruption (a record past the chunks that
-// a rerun finishes), is avb.AddHashtreeFooter's.
+// a rerun finishes), is avb.AddHashtreeFooter's, under this verb's own
+// name (HashtreeFooterOptions.VerityAppend): add_hashtree_footer does not
+// finish what a killed --append left, nor --append what it left.
 
 import (
 	"cmp"
@@ -20,6 +22,7 @@ import (
 	"github.com/veritytree/veritytree/fec"
 	"github.com/veritytree/veritytree/internal/appendscan"
 	"github.com/veritytree/veritytree/internal/cli"
+	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/merkle"
 	"github.com/veritytree/veritytree/sparse"
 	"github.com/veritytree/veritytree/verity"
@@ -53,6 +56,24 @@ func (o *options) sparseAppendRefused(data string) error {
 	if o.tree.HashBlockSize != o.tree.DataBlockSize {
 		return cli.Errorf(hint, "--hash-block-size %d is not --data-block-size %d: --append on an Android sparse image uses one block size",
 			o.tree.HashBlockSize, o.tree.DataBlockSize)
+	}
+	return nil
+}
+
+// sparseRecord returns the record a killed run left past the chunks of
+// the sparse DATA, or nil.
+func sparseRecord(path string) *safefile.ResumeRecord {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // AddHashtreeFooter's to report
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	if rec := safefile.ReadResumeRecord(f, fi.Size()); rec != nil && rec.Sparse {
+		return rec
 	}
 	return nil
 }
@@ -102,7 +123,7 @@ func generateSparse(ctx context.Context, o *options, data string, stderr io.Writ
 		return nil, err
 	}
 	hfo := &avb.HashtreeFooterOptions{HashAlgorithm: o.tree.Hash, BlockSize: o.tree.DataBlockSize, FEC: o.fecAppend,
-		FECRoots: o.fecRoots, DoNotAppendVBMeta: true, Jobs: o.jobs}
+		FECRoots: o.fecRoots, DoNotAppendVBMeta: true, VerityAppend: true, Jobs: o.jobs}
 	if o.changed("salt") {
 		if hfo.Salt, err = o.avbSalt(); err != nil {
 			return nil, err
@@ -122,8 +143,15 @@ func generateSparse(ctx context.Context, o *options, data string, stderr io.Writ
 	if err != nil {
 		return nil, err
 	}
-	err = sparseAppendTarget(src, data, p, roots)
 	total := uint64(src.Size())
+	if rec := sparseRecord(data); rec != nil {
+		// A killed run's: its tree may already be counted in the
+		// expansion. AddHashtreeFooter finishes it from the original size,
+		// or refuses another verb's by name.
+		total = min(total, rec.OriginalSize)
+	} else {
+		err = sparseAppendTarget(src, data, p, roots)
+	}
 	if err == nil {
 		var tree uint64
 		bs := uint64(p.DataBlockSize)
@@ -132,7 +160,7 @@ func generateSparse(ctx context.Context, o *options, data string, stderr io.Writ
 		if g, err := merkle.NewGeometry(q); err == nil {
 			tree = g.HashBlocks * bs
 		}
-		if line := cli.Expansion(data, src.Format(), src.FileSize(), src.Size(), tree); line != "" {
+		if line := cli.Expansion(data, src.Format(), src.FileSize(), int64(total), tree); line != "" {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, line)
 		}
 	}
