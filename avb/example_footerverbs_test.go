@@ -196,3 +196,20 @@ func ExampleImage_WriteInfo() {
 	//       Root Digest:           ed44e81f9c5567006bd3920e21a1e70a670e0d0708468d5fa1f0171d2b8f0cb3
 	//       Flags:                 0
 }
+
+// Extract the AVB public key blob of a key, as `avbtool extract_public_key`
+// does (for a chain partition descriptor, or a device's trusted key):
+// keys/rsa2048.avbpubkey was written by avbtool from the same PEM.
+func ExampleExtractPublicKey() {
+	blob, err := avb.ExtractPublicKey(context.Background(), "testdata/vectors/keys/rsa2048.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	avbtools, err := os.ReadFile("testdata/vectors/keys/rsa2048.avbpubkey")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(blob), "bytes, the same as avbtool's:", bytes.Equal(blob, avbtools))
+	// Output:
+	// 520 bytes, the same as avbtool's: true
+}
