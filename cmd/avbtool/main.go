@@ -1,7 +1,7 @@
-// Command avbtool is avbtool 1.3.0's command line for add_hashtree_footer,
-// info_image, verify_image, erase_footer, extract_public_key,
-// calculate_kernel_cmdline and version: the same front as veritygen run
-// under the name avbtool, installable without a link.
+// Command avbtool is avbtool 1.3.0's command line for every subcommand
+// but generate_test_image, set_ab_metadata and make_atx_* (refused, exit
+// 2): the same front as veritygen run under the name avbtool, installable
+// without a link.
 package main
 
 import (

@@ -220,7 +220,8 @@ func checkVector2Files(t *testing.T, c *avbvectors.Case2, dir string) {
 // front from the raw partition contents, one dev-* case after the other
 // in one directory: every file each step reads is the front's own earlier
 // output and is avbtool's, byte for byte, and every answer is avbtool's
-// (digests, info_image, verify_image, zero_hashtree and the checks after).
+// (digests, info_image, verify_image, zero_hashtree and the checks after);
+// at the end, dev/ holds avbtool's files and no other.
 func TestAvbtoolFrontDeviceSet(t *testing.T) {
 	dir := t.TempDir()
 	for _, d := range []string{"keys", "props"} {
@@ -233,6 +234,10 @@ func TestAvbtoolFrontDeviceSet(t *testing.T) {
 	}
 	t.Chdir(dir)
 	steps := 0
+	// known is each dev/ file's sha256 as avbtool's directory holds it
+	// after the steps so far: what the whole directory is checked
+	// against at the end.
+	known := map[string]string{}
 	for _, c := range loadCases2(t) {
 		if !strings.HasPrefix(c.Name, "dev-") {
 			continue
@@ -243,13 +248,16 @@ func TestAvbtoolFrontDeviceSet(t *testing.T) {
 			case !strings.HasPrefix(name, "dev/"):
 			case strings.HasPrefix(src, "spec:"):
 				// A partition's raw content: the only input not made here.
-				if err := os.WriteFile(name, avbvectors.Input2(t, src), 0o644); err != nil {
+				b := avbvectors.Input2(t, src)
+				if err := os.WriteFile(name, b, 0o644); err != nil {
 					t.Fatal(err)
 				}
+				known[name] = fmt.Sprintf("%x", sha256.Sum256(b))
 			default:
 				if got := fmt.Sprintf("%x", fronttest.Sum(t, name)); "blob:"+got != src {
 					t.Fatalf("%s: before %s, %s is %s, not avbtool's %s", c.Name, c.Name, name, got, src)
 				}
+				known[name] = strings.TrimPrefix(src, "blob:")
 			}
 		}
 		var stdout, stderr bytes.Buffer
@@ -262,9 +270,31 @@ func TestAvbtoolFrontDeviceSet(t *testing.T) {
 			if size, sum := fronttest.AVBFileSum(t, name); size != want.Size || sum != want.SHA256 {
 				t.Fatalf("%s: %s is %d bytes, sha256 %s; avbtool's %d, %s", c.Name, name, size, sum, want.Size, want.SHA256)
 			}
+			known[name] = want.SHA256
 		}
 	}
 	if steps < 16 {
 		t.Fatalf("%d dev-* cases, want 16", steps)
+	}
+	// After the last step, the whole set file by file: each as avbtool
+	// left it, and no file avbtool did not make.
+	entries, err := os.ReadDir("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := filepath.Join("dev", e.Name())
+		want, ok := known[name]
+		if !ok {
+			t.Errorf("%s was made; avbtool's device set has no such file", name)
+			continue
+		}
+		if got := fmt.Sprintf("%x", fronttest.Sum(t, name)); got != want {
+			t.Errorf("%s is %s at the end, not avbtool's %s", name, got, want)
+		}
+		delete(known, name)
+	}
+	for name := range known {
+		t.Errorf("%s is missing at the end; avbtool's device set has it", name)
 	}
 }

@@ -35,6 +35,7 @@ func TestCommonMistakeHints(t *testing.T) {
 		err, hint string
 	}{
 		{"swapped", []string{hash, data, root}, 2, "DATA and HASH swapped?", "DATA comes first, then HASH: veritycheck [flags] " + data + " " + hash + " ROOT"},
+		{"swapped, no root hash", []string{hash, data}, 2, "DATA and HASH swapped?", "DATA comes first, then HASH: veritycheck [flags] " + data + " " + hash + " ROOT"},
 		{"swapped, flags", []string{"--root-hash=" + root, hash, data}, 2, "starts with a verity superblock and HASH", data + " " + hash},
 		{"root first", []string{root, data, hash}, 2, "got the root hash first", "veritycheck " + data + " " + hash + " " + root},
 		{"another image's tree", []string{mine, otherHash, otherRoot}, 1, "32 corrupted data blocks", "32 of the 32 data blocks fail while the tree above them is sound"},

@@ -564,6 +564,13 @@ func check(ctx context.Context, o *options, args []string, stdout, stderr io.Wri
 	}
 	root, err := signatureRoot(ctx, o, sigFile)
 	if err != nil {
+		// Without a root hash, DATA and HASH given the other way round are
+		// the likelier mistake: adding the root hash would only lead to it.
+		if noRoot(o, sigFile) && len(args) == 2 && !o.tree.NoSuperblock && !o.tree.Changed("hash-offset") {
+			if swapErr := notSwapped(dataPath, hashPath, true); swapErr != nil {
+				return cli.ExitError, swapErr
+			}
+		}
 		return cli.ExitError, err
 	}
 	if o.kernel {
@@ -828,6 +835,11 @@ func notSwapped(dataPath, hashPath string, rootPositional bool) error {
 	}
 	return cli.Errorf(fmt.Sprintf("DATA comes first, then HASH: %s [flags] %s%s", prog, cli.CommandLine("", []string{hashPath, dataPath})[1:], root),
 		"DATA %s starts with a verity superblock and HASH %s has none: DATA and HASH swapped?", dataPath, hashPath)
+}
+
+// noRoot reports whether no root hash was given in any form.
+func noRoot(o *options, sigFile *verity.RootHashSignatureFile) bool {
+	return sigFile == nil && !o.rootPositional && !o.tree.Changed("root-hash") && !o.tree.Changed("root-hash-file")
 }
 
 // reorderRootFirst is args with the root hash given first moved to the

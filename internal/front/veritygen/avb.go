@@ -49,10 +49,11 @@ kernel-table flags do not apply to --avb. With --calc-max-image-size
 as avbtool does, and needs no DATA.
 
 Run under the name avbtool (a symbolic link to veritygen), veritygen takes
-avbtool 1.3.0's own command line for add_hashtree_footer, info_image,
-verify_image, erase_footer, extract_public_key, calculate_kernel_cmdline and
-version; anything else exits 2 naming it, for a wrapper to fall back on the
-real avbtool.
+avbtool 1.3.0's own command line for every subcommand an Android build or a
+signing run calls (add_hash_footer, add_hashtree_footer, make_vbmeta_image,
+info_image, verify_image and the other footer and digest subcommands);
+generate_test_image, set_ab_metadata and make_atx_* exit 2 naming them, for a
+wrapper to fall back on the real avbtool.
 `
 
 // avbFlags are the flags of --avb.
