@@ -243,25 +243,6 @@ var avbKnownDivergences = []avbRule{
 		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
 	},
 	{
-		name:   "verify_image's 'Signature not correct' line",
-		item:   "10",
-		covers: []string{"gist"},
-		reason: "avbtool prints 'Signature not correct' before its 'Signature check failed' error; the front prints the error only",
-		match: func(r *avbResult) bool {
-			return r.sub() == "verify_image" && r.real.gist == "Signature not correct" && r.ours.says(`Signature check failed`)
-		},
-	},
-	{
-		name:   "a release string with bytes after a NUL",
-		item:   "21-new",
-		covers: []string{"stdout"},
-		reason: "info_image prints the release string field up to its last non-NUL byte, NULs inside kept; the front " +
-			"stops at the first NUL",
-		match: func(r *avbResult) bool {
-			return r.sub() == "info_image" && strings.Contains(r.real.stdout, "Release String:") && strings.Contains(r.real.stdout, "\x00")
-		},
-	},
-	{
 		name:   "add_hashtree_footer of a sparse image of 1024-byte blocks",
 		item:   "22-1",
 		covers: all,
@@ -269,15 +250,6 @@ var avbKnownDivergences = []avbRule{
 			"of N bytes is not a multiple of the tree's block size')",
 		match: func(r *avbResult) bool {
 			return r.sub() == "add_hashtree_footer" && r.ours.says(`sparse image of \d+ bytes is not a multiple`)
-		},
-	},
-	{
-		name:   "a warning avbtool does not print",
-		item:   "21-new",
-		covers: []string{"gist"},
-		reason: "the front warns on stderr of data blocks larger than the page size; avbtool says nothing",
-		match: func(r *avbResult) bool {
-			return r.real.code == 0 && r.ours.code == 0 && r.real.stderr == "" && strings.HasPrefix(r.ours.gist, "warning: ")
 		},
 	},
 	{
