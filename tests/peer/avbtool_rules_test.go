@@ -243,16 +243,6 @@ var avbKnownDivergences = []avbRule{
 		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
 	},
 	{
-		name:   "add_hashtree_footer of a sparse image of 1024-byte blocks",
-		item:   "22-1",
-		covers: all,
-		reason: "avbtool adds the footer to an img2simg image of 1024-byte blocks; the front refuses it ('sparse image " +
-			"of N bytes is not a multiple of the tree's block size')",
-		match: func(r *avbResult) bool {
-			return r.sub() == "add_hashtree_footer" && r.ours.says(`sparse image of \d+ bytes is not a multiple`)
-		},
-	},
-	{
 		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
 		item:   "10",
 		covers: all,
