@@ -195,20 +195,6 @@ func sameMessage(a, b string) bool {
 // int(s, 0)) reads otherwise than a plain decimal.
 var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
 
-// prev returns the steps of the case before the compared one.
-func (r *avbResult) prev() [][]string { return r.c.Steps[:r.step] }
-
-// damaged reports whether a step before the compared one changed or cut
-// a file.
-func (r *avbResult) damaged() bool {
-	for _, s := range r.prev() {
-		if len(s) > 0 && (s[0] == "@poke" || s[0] == "@trunc") {
-			return true
-		}
-	}
-	return false
-}
-
 var avbKnownDivergences = []avbRule{
 	{
 		name:   "avbtool's message with its capital, period or prefix lost",
@@ -241,18 +227,6 @@ var avbKnownDivergences = []avbRule{
 			"first of two --image that cannot be opened; a missing --image before a bad --partition_size); the " +
 			"front checks the numbers first and opens the last value only",
 		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
-	},
-	{
-		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
-		item:   "10",
-		covers: all,
-		reason: "info_image, resize_image, erase_footer and the digests read what they can of a vbmeta whose header " +
-			"declares blocks past its end, or a footer whose unsigned fields are damaged; the front refuses it as " +
-			"malformed",
-		match: func(r *avbResult) bool {
-			return r.sub() != "verify_image" && r.damaged() && r.real.code == 0 && r.ours.code == 1 &&
-				r.ours.says(`malformed AVB data|damaged|footer`)
-		},
 	},
 	{
 		name:   "a subcommand's --help",

@@ -643,7 +643,8 @@ func (t *tool) infoImage(args []string) int {
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
 	}
-	img, err := avb.ReadImage(*image)
+	// Read as avbtool reads it: damaged fields are printed, not refused.
+	img, err := avb.ReadImageLenient(*image)
 	if err != nil {
 		return t.failed(err)
 	}
