@@ -71,7 +71,7 @@ func CheckHashtreeData(ctx context.Context, path string, ht *HashtreeDescriptor,
 	if want == 0 || !cmp.ok {
 		w = discard{} // one block (no tree), or nothing to compare with
 	}
-	res.Root, err = rootOnly(ctx, src, ht.ImageSize, bs, alg, ht.Salt, &HashtreeFooterOptions{Jobs: jobs}, w)
+	res.Root, err = rootOnly(ctx, src, false, ht.ImageSize, bs, alg, ht.Salt, &HashtreeFooterOptions{Jobs: jobs}, w)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,8 @@
 // FooterPlan.Apply. Image.Interrupted reports the
 // provisional state; EraseFooter cuts it back to the image. MaxImageSize is its
 // --calc_max_image_size, HashtreeFooterOptions.RequiredLibavbMinor its
-// --print_required_libavb_version. ReadImage, Image.WriteInfo,
+// --print_required_libavb_version. ReadImageLenient (damaged fields read
+// as avbtool reads them), Image.WriteInfo,
 // CalculateKernelCmdline, EraseFooter and ExtractPublicKey are its
 // info_image, calculate_kernel_cmdline, erase_footer and
 // extract_public_key; VBMeta.Verify, CheckHashtreeData and CheckHashData

@@ -199,8 +199,10 @@ func (o *HashtreeFooterOptions) paddedImageSize(t *target) (uint64, error) {
 		return 0, inputErr(fmt.Sprintf("pad the image with zeros to %d bytes first", imageSize),
 			"image of %d bytes: avbtool's tree layout for %d-byte blocks is inconsistent at this size", orig, bs)
 	}
-	if t.sw != nil && imageSize != orig {
-		return 0, inputErr("", "sparse image of %d bytes is not a multiple of the tree's block size %d", orig, bs)
+	// avbtool pads a sparse image with a RAW chunk of zeros, which must be
+	// whole blocks of the sparse image (it is, for blocks of powers of two).
+	if t.sw != nil && (imageSize-orig)%t.ib != 0 {
+		return 0, inputErr("", "sparse image of %d bytes in %d-byte blocks cannot be padded to the tree's block size %d", orig, t.ib, bs)
 	}
 	if imageSize > 1<<62 {
 		return 0, inputErr("", "image %s is too large", t.path)

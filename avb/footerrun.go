@@ -100,7 +100,7 @@ func (pl *FooterPlan) hash(ctx context.Context, src *verity.Source, w io.WriterA
 	if pl.o.blockSize() > 4096 && pl.o.Warn != nil {
 		pl.o.Warn("Linux refuses data blocks larger than its page size (4096 bytes on most machines); this tree may not open there")
 	}
-	return rootOnly(ctx, src, pl.ht.ImageSize, uint64(pl.o.blockSize()), pl.p.hash, pl.p.salt, pl.o, w)
+	return rootOnly(ctx, src, pl.t.sw != nil, pl.ht.ImageSize, uint64(pl.o.blockSize()), pl.p.hash, pl.p.salt, pl.o, w)
 }
 
 // parity computes the parity of the data in src and the tree in hash (read
@@ -110,7 +110,11 @@ func (pl *FooterPlan) parity(ctx context.Context, src *verity.Source, hash io.Re
 		return nil
 	}
 	fp := *pl.fec
-	msg := fecmsg.Message(pl.g, fp, src, hash)
+	var data io.ReaderAt = src
+	if pl.t.sw != nil {
+		data = zeroPadded(src) // as hash reads it
+	}
+	msg := fecmsg.Message(pl.g, fp, data, hash)
 	var report func(done, total uint64)
 	if progress := pl.o.Progress; progress != nil {
 		report = func(done, total uint64) { progress(verity.StageFEC, done, total) }
@@ -246,10 +250,14 @@ func (pp *PartitionPlan) sparseChunks(from int64, data []uint64) []newChunk {
 	return cs
 }
 
-// treeChunks are the sizes of the RAW chunks the tree and the parity go
-// in: the tree (if any), the parity (with FEC, even empty).
+// treeChunks are the sizes of the RAW chunks the padding, the tree and the
+// parity go in: zeros up to a whole tree block (if the image is not one),
+// the tree (if any), the parity (with FEC, even empty).
 func (pl *FooterPlan) treeChunks() []uint64 {
 	var data []uint64
+	if pad := pl.ht.ImageSize - pl.t.orig; pad > 0 {
+		data = append(data, pad)
+	}
 	if tree := pl.TreeEnd - pl.ht.ImageSize; tree > 0 {
 		data = append(data, tree)
 	}
@@ -269,6 +277,9 @@ func (pl *FooterPlan) writeSparse(ctx context.Context, cut *sparseCut) (*Hashtre
 		f := pl.t.f
 		var treeOut io.WriterAt = discard{}
 		treeData := int64(pl.ht.TreeOffset) // no tree: nothing is read there
+		if pl.ht.ImageSize > pl.t.orig {
+			at = at[1:] // the padding's chunk: zeros already (appendSparse)
+		}
 		if pl.TreeEnd > pl.ht.ImageSize {
 			treeData, at = at[0], at[1:]
 			treeOut = io.NewOffsetWriter(f, treeData)

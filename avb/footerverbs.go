@@ -84,7 +84,10 @@ func AppendVBMetaImage(ctx context.Context, imagePath, vbmetaPath string, partit
 // of the image at imagePath (raw) to the last block of a partition of
 // partitionSize bytes, the blocks between the vbmeta and it zeros. It
 // refuses a size that would cut into the vbmeta, or into the data the
-// vbmeta's descriptors name. An Android sparse image stays one, its chunks
+// vbmeta's descriptors name. The image is read as avbtool reads it
+// (ParseImageLenient): a footer whose unsigned fields are damaged (its
+// original size, its vbmeta's size) is moved as it is, as long as the
+// vbmeta its header describes is kept whole. An Android sparse image stays one, its chunks
 // as avbtool makes them (the image cut after the vbmeta, a DONT_CARE
 // chunk, the footer block in a RAW chunk; see sparsetail.go for the order
 // of the writes).
@@ -138,14 +141,24 @@ func resizeTarget(r io.ReaderAt, size int64, imagePath string, partitionSize, ib
 	if err := checkPartitionSize(partitionSize, ib); err != nil {
 		return 0, nil, err
 	}
-	img, err := ParseImage(r, size)
+	img, err := ParseImageLenient(r, size)
 	if err != nil {
 		return 0, nil, prefixErr(imagePath, err)
 	}
 	if img.Footer == nil {
 		return 0, nil, inputErr("", "%s: %w", imagePath, ErrNoFooter)
 	}
-	vbEnd := roundUp(img.Footer.VBMetaOffset+img.Footer.VBMetaSize, ib)
+	// As avbtool computes it, from the footer's (unsigned) fields; a sum
+	// that would wrap is an end past any partition.
+	vbEnd := satAdd(img.Footer.VBMetaOffset, img.Footer.VBMetaSize)
+	if vbEnd > ^uint64(0)-2*ib {
+		return 0, nil, inputErr("", "%s: the footer puts the vbmeta's end past %d: no partition size fits it", imagePath, vbEnd)
+	}
+	vbEnd = roundUp(vbEnd, ib)
+	if blobEnd := img.Footer.VBMetaOffset + uint64(len(img.VBMeta.Raw)); blobEnd > vbEnd {
+		return 0, nil, malformed("%s: the footer's vbmeta size %d would cut the vbmeta at %d, which its header makes %d bytes",
+			imagePath, img.Footer.VBMetaSize, img.Footer.VBMetaOffset, len(img.VBMeta.Raw))
+	}
 	if partitionSize < vbEnd+ib {
 		return 0, nil, inputErr(fmt.Sprintf("at least %d: the image and its vbmeta take %d bytes, the footer a block", vbEnd+ib, vbEnd),
 			"%s: a size of %d is too small for an image of %d bytes", imagePath, partitionSize, vbEnd+ib)

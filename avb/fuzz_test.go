@@ -41,7 +41,7 @@ func FuzzParseVBMeta(f *testing.F) {
 }
 
 // FuzzParseImage: an image of any bytes (footer included) gives its
-// metadata or an error.
+// metadata or an error, read strictly or as avbtool reads it.
 func FuzzParseImage(f *testing.F) {
 	blobs := vectorBlobs(f)
 	img := make([]byte, 8192)
@@ -49,7 +49,16 @@ func FuzzParseImage(f *testing.F) {
 	copy(img[len(img)-FooterSize:], NewFooter(0, 0, uint64(len(blobs[0]))).Encode())
 	f.Add(img)
 	f.Add(blobs[1])
+	for _, b := range lenientSeeds(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// Read as avbtool reads it too: whatever the damaged fields say,
+		// no panic in the reading or in the text.
+		if im, err := ParseImageLenient(bytes.NewReader(b), int64(len(b))); err == nil {
+			var info bytes.Buffer
+			_ = im.WriteInfo(&info)
+		}
 		im, err := ParseImage(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			return

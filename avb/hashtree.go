@@ -413,18 +413,24 @@ func (s *rawSink) truncate(n uint64) error {
 
 // rootOnly builds the tree of the first imageSize bytes of src into w
 // (at offset 0, no superblock) and returns its root digest; w is discard{}
-// for avbtool's --no_hashtree.
-func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *hashes.Algorithm, salt []byte, o *HashtreeFooterOptions, w io.WriterAt) ([]byte, error) {
+// for avbtool's --no_hashtree. With zeroPad, bytes past src's end read
+// as zeros (the padding avbtool appends to a sparse image); without it,
+// they fail the read.
+func rootOnly(ctx context.Context, src *verity.Source, zeroPad bool, imageSize, bs uint64, h *hashes.Algorithm, salt []byte, o *HashtreeFooterOptions, w io.WriterAt) ([]byte, error) {
 	g, err := merkle.NewGeometry(merkle.Params{Hash: h, Salt: salt, DataBlockSize: int(bs), HashBlockSize: int(bs),
 		DataBlocks: imageSize / bs})
 	if err != nil {
 		return nil, paramErr("", "", "%v", err)
 	}
+	var data io.ReaderAt = src
+	if zeroPad {
+		data = zeroPadded(src)
+	}
 	bo := &merkle.BuildOptions{Jobs: o.Jobs, Runs: src.Runs(int(bs), imageSize/bs)}
 	if o.Progress != nil {
 		bo.Progress = func(done uint64) { o.Progress(verity.StageHashing, done, imageSize) }
 	}
-	root, err := merkle.Build(ctx, g, src, w, bo)
+	root, err := merkle.Build(ctx, g, data, w, bo)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
@@ -437,3 +443,27 @@ func rootOnly(ctx context.Context, src *verity.Source, imageSize, bs uint64, h *
 type discard struct{}
 
 func (discard) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+
+// zeroPadded reads src, and zeros past its end: the zeros avbtool
+// appends to an image whose size is not a multiple of the tree's block
+// size (an Android sparse image of smaller blocks) before it hashes it.
+func zeroPadded(src *verity.Source) io.ReaderAt { return &zeroTail{r: src, size: src.Size()} }
+
+type zeroTail struct {
+	r    io.ReaderAt
+	size int64
+}
+
+func (z *zeroTail) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	if off < z.size {
+		m := int(min(int64(len(p)), z.size-off))
+		k, err := z.r.ReadAt(p[:m], off)
+		if k < m {
+			return k, err
+		}
+		n = m
+	}
+	clear(p[n:])
+	return len(p), nil
+}

@@ -2,6 +2,7 @@ package avb
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -39,7 +40,13 @@ func (img *Image) WriteInfo(w io.Writer) error {
 	fmt.Fprintf(b, "Rollback Index:           %d\n", h.RollbackIndex)
 	fmt.Fprintf(b, "Flags:                    %d\n", h.Flags)
 	fmt.Fprintf(b, "Rollback Index Location:  %d\n", h.RollbackIndexLocation)
-	fmt.Fprintf(b, "Release String:           '%s'\n", h.ReleaseString)
+	// avbtool prints the whole field but its trailing NULs: bytes after a
+	// NUL inside it too, which Header.ReleaseString (a C string) drops.
+	rs := []byte(h.ReleaseString)
+	if len(v.Raw) >= HeaderSize {
+		rs = bytes.TrimRight(v.Raw[128:128+releaseStringSize-1], "\x00")
+	}
+	line(b, "Release String:           '", string(rs), "'")
 	b.WriteString("Descriptors:\n")
 	for d := range v.Descriptors() {
 		writeDescriptorInfo(b, d)

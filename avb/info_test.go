@@ -200,3 +200,38 @@ func TestExtractPublicKeyPKCS8(t *testing.T) {
 		t.Fatal("blob differs")
 	}
 }
+
+// TestInfoReleaseStringAfterNUL: avbtool's info_image prints the release
+// string field (47 bytes) with only its trailing NULs cut
+// (release_string.rstrip(b'\0')): a byte after a NUL is printed, the NULs
+// before it too (seed 1 case 75 of tests/peer: byte 154 set to 0x1a).
+func TestInfoReleaseStringAfterNUL(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		at   int
+		b    byte
+		want string
+	}{
+		{"byte after the NULs", 154, 0x1a, "avbtool 1.3.0" + strings.Repeat("\x00", 154-128-13) + "\x1a"},
+		{"the field's last byte", 128 + 46, 'x', "avbtool 1.3.0" + strings.Repeat("\x00", 46-13) + "x"},
+		{"the string's end moved", 128 + 13, 'y', "avbtool 1.3.0y"},
+		{"the reserved NUL after the field", 128 + 47, 'z', "avbtool 1.3.0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := testBlob(nil)
+			b[c.at] = c.b
+			v, err := ParseVBMeta(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info bytes.Buffer
+			if err := (&Image{VBMeta: v}).WriteInfo(&info); err != nil {
+				t.Fatal(err)
+			}
+			want := "Release String:           '" + c.want + "'\n"
+			if !strings.Contains(info.String(), want) {
+				t.Fatalf("info:\n%q\nwant the line %q", info.String(), want)
+			}
+		})
+	}
+}

@@ -358,3 +358,82 @@ func TestAddHashtreeFooterSparseFECCancel(t *testing.T) {
 		t.Fatalf("FEC progress ended at %d of %d, the image and tree are %d bytes", last, total, msg)
 	}
 }
+
+// An Android sparse image whose size is not a multiple of the tree's block
+// size (img2simg's 1024-byte blocks): avbtool pads it with a RAW chunk of
+// zeros up to a whole tree block, hashes that, and goes on as usual. The
+// sizes and SHA-256 are avbtool 1.3.0's answers, recorded with
+//
+//	img2simg X.raw X.simg 1024
+//	avbtool add_hashtree_footer --image X.simg [--partition_size 118784] \
+//	    --partition_name system --hash_algorithm sha256 --salt 00 --do_not_generate_fec
+//
+// on the bytes (7*i+3) mod 251 (tests/peer seed 1 case 170 is the first).
+// A second run (on the output) gives the same file.
+func TestAddHashtreeFooterSparsePadded(t *testing.T) {
+	img2simg := testtool.Require(t, "img2simg")
+	for _, c := range []struct {
+		name              string
+		size, psize       uint64
+		inSum, sum        string
+		outSize, imageEnd uint64
+	}{
+		{"3072 bytes, a partition", 3072, 118784,
+			"9aa2f18c05e1e0f860ea309d4a52149146639d6a9c0c70fea5450a66925e58e6",
+			"2bdcc8a86814820237a6d58a3371f70d5f3f7e13ebb69bc8ea3afa6668f263f2", 6232, 4096},
+		{"17408 bytes, no partition size", 17408, 0,
+			"60f0f511be40e8fe6df6293d0f6fbb6f267a56edfc159fb1b55a5dbf30be7262",
+			"35c8f3bf6f0dd50f8d20199950fbbdc944be0839172f8196b73c9c581026f0ef", 26712, 20480},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := make([]byte, c.size)
+			for i := range data {
+				data[i] = byte((7*i + 3) % 251)
+			}
+			raw, simg := filepath.Join(dir, "x.raw"), filepath.Join(dir, "x.simg")
+			if err := os.WriteFile(raw, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(img2simg, raw, simg, "1024").CombinedOutput(); err != nil {
+				t.Fatalf("img2simg: %v\n%s", err, out)
+			}
+			if _, sum := fileSum(t, simg); sum != c.inSum {
+				t.Skipf("this img2simg makes another sparse image (sha256 %s) than the one avbtool was run on", sum)
+			}
+			for run := range 2 {
+				res, err := AddHashtreeFooter(context.Background(), simg, &HashtreeFooterOptions{PartitionSize: c.psize,
+					PartitionName: "system", HashAlgorithm: "sha256", Salt: []byte{0}})
+				if err != nil {
+					t.Fatalf("run %d: %v", run+1, err)
+				}
+				if res.Descriptor.ImageSize != c.imageEnd || res.OriginalSize != c.size {
+					t.Fatalf("run %d: image size %d, original %d; want %d, %d", run+1, res.Descriptor.ImageSize, res.OriginalSize, c.imageEnd, c.size)
+				}
+				if size, sum := fileSum(t, simg); size != c.outSize || sum != c.sum {
+					t.Fatalf("run %d: %d bytes, sha256 %s; avbtool: %d bytes, %s", run+1, size, sum, c.outSize, c.sum)
+				}
+			}
+			// The padding reads as zeros in the expansion, the data as given.
+			exp := expand(t, mustRead(t, simg))
+			if !bytes.Equal(exp[:c.size], data) || !bytes.Equal(exp[c.size:c.imageEnd], make([]byte, c.imageEnd-c.size)) {
+				t.Fatal("the expansion is not the data and zeros")
+			}
+		})
+	}
+}
+
+func fileSum(t *testing.T, path string) (uint64, string) {
+	t.Helper()
+	b := mustRead(t, path)
+	return uint64(len(b)), fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

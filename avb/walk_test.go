@@ -55,11 +55,23 @@ func allocated(f func()) uint64 {
 // FuzzVBMetaWalkMemory: parsing any bytes as a vbmeta and walking its
 // descriptors allocates at most walkAllocBound, and the walk sees the
 // descriptors the typed walk (Descriptors) decodes, as many as counted.
+// Read as an image by ParseImageLenient, which follows damaged fields as
+// avbtool does, the same bytes cost at most what they hold three times
+// over (the strict attempt, the blob, the descriptors) and twice
+// walkAllocBound (the errors of both readings), whatever sizes the fields
+// declare.
 func FuzzVBMetaWalkMemory(f *testing.F) {
 	for _, b := range vectorBlobs(f) {
 		f.Add(b)
 	}
+	for _, b := range lenientSeeds(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var ln int
+		if a := allocated(func() { ln = walkLenient(b) }); a > lenientAllocBound(b) {
+			t.Fatalf("reading %d bytes leniently (%d descriptors) allocated %d bytes, more than %d", len(b), ln, a, lenientAllocBound(b))
+		}
 		var n int
 		if a := allocated(func() { n = walkAll(b) }); a > walkAllocBound {
 			t.Fatalf("parsing and walking %d bytes (%d descriptors) allocated %d bytes, more than %d", len(b), n, a, walkAllocBound)
@@ -82,6 +94,23 @@ func FuzzVBMetaWalkMemory(f *testing.F) {
 			t.Fatalf("walked %d descriptors, decoded %d, counted %d", n, typed, v.NumDescriptors())
 		}
 	})
+}
+
+func lenientAllocBound(b []byte) uint64 { return 2*walkAllocBound + 3*uint64(len(b)) }
+
+// walkLenient reads b as an image with ParseImageLenient and walks its
+// descriptors, returning how many there are (-1 if it is refused).
+func walkLenient(b []byte) int {
+	img, err := ParseImageLenient(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return -1
+	}
+	n := 0
+	img.VBMeta.walk(func(tag uint64, raw []byte) bool {
+		n++
+		return true
+	})
+	return n
 }
 
 // testBlob is an unsigned vbmeta blob holding the encoded descriptors.

@@ -195,20 +195,6 @@ func sameMessage(a, b string) bool {
 // int(s, 0)) reads otherwise than a plain decimal.
 var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
 
-// prev returns the steps of the case before the compared one.
-func (r *avbResult) prev() [][]string { return r.c.Steps[:r.step] }
-
-// damaged reports whether a step before the compared one changed or cut
-// a file.
-func (r *avbResult) damaged() bool {
-	for _, s := range r.prev() {
-		if len(s) > 0 && (s[0] == "@poke" || s[0] == "@trunc") {
-			return true
-		}
-	}
-	return false
-}
-
 var avbKnownDivergences = []avbRule{
 	{
 		name:   "avbtool's message with its capital, period or prefix lost",
@@ -241,56 +227,6 @@ var avbKnownDivergences = []avbRule{
 			"first of two --image that cannot be opened; a missing --image before a bad --partition_size); the " +
 			"front checks the numbers first and opens the last value only",
 		match: func(r *avbResult) bool { return r.real.code == 2 && r.ours.code == 2 && frontTakes[r.sub()] },
-	},
-	{
-		name:   "verify_image's 'Signature not correct' line",
-		item:   "10",
-		covers: []string{"gist"},
-		reason: "avbtool prints 'Signature not correct' before its 'Signature check failed' error; the front prints the error only",
-		match: func(r *avbResult) bool {
-			return r.sub() == "verify_image" && r.real.gist == "Signature not correct" && r.ours.says(`Signature check failed`)
-		},
-	},
-	{
-		name:   "a release string with bytes after a NUL",
-		item:   "21-new",
-		covers: []string{"stdout"},
-		reason: "info_image prints the release string field up to its last non-NUL byte, NULs inside kept; the front " +
-			"stops at the first NUL",
-		match: func(r *avbResult) bool {
-			return r.sub() == "info_image" && strings.Contains(r.real.stdout, "Release String:") && strings.Contains(r.real.stdout, "\x00")
-		},
-	},
-	{
-		name:   "add_hashtree_footer of a sparse image of 1024-byte blocks",
-		item:   "22-1",
-		covers: all,
-		reason: "avbtool adds the footer to an img2simg image of 1024-byte blocks; the front refuses it ('sparse image " +
-			"of N bytes is not a multiple of the tree's block size')",
-		match: func(r *avbResult) bool {
-			return r.sub() == "add_hashtree_footer" && r.ours.says(`sparse image of \d+ bytes is not a multiple`)
-		},
-	},
-	{
-		name:   "a warning avbtool does not print",
-		item:   "21-new",
-		covers: []string{"gist"},
-		reason: "the front warns on stderr of data blocks larger than the page size; avbtool says nothing",
-		match: func(r *avbResult) bool {
-			return r.real.code == 0 && r.ours.code == 0 && r.real.stderr == "" && strings.HasPrefix(r.ours.gist, "warning: ")
-		},
-	},
-	{
-		name:   "a vbmeta or footer with damaged fields that avbtool still reads",
-		item:   "10",
-		covers: all,
-		reason: "info_image, resize_image, erase_footer and the digests read what they can of a vbmeta whose header " +
-			"declares blocks past its end, or a footer whose unsigned fields are damaged; the front refuses it as " +
-			"malformed",
-		match: func(r *avbResult) bool {
-			return r.sub() != "verify_image" && r.damaged() && r.real.code == 0 && r.ours.code == 1 &&
-				r.ours.says(`malformed AVB data|damaged|footer`)
-		},
 	},
 	{
 		name:   "a subcommand's --help",

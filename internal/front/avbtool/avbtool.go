@@ -495,7 +495,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 			return t.unsupported("FEC with --block_size %d is not done here (only 4096); add --do_not_generate_fec", o.BlockSize)
 		}
 	}
-	o.Warn = func(msg string) { cli.Warn(t.stderr, t.prog, "%s", msg) }
+	// o.Warn stays nil: avbtool warns of nothing here (blocks larger than
+	// the page size included), and scripts read its stderr.
 	if _, err := avb.AddHashtreeFooter(t.ctx, *image, o); err != nil {
 		if msg := signingMessage(err, withFiles); msg != "" && t.ctx.Err() == nil {
 			fmt.Fprintf(t.stderr, "%s: Adding hashtree_footer failed: %s.\n", t.prog, msg)
@@ -642,7 +643,8 @@ func (t *tool) infoImage(args []string) int {
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
 	}
-	img, err := avb.ReadImage(*image)
+	// Read as avbtool reads it: damaged fields are printed, not refused.
+	img, err := avb.ReadImageLenient(*image)
 	if err != nil {
 		return t.failed(err)
 	}
@@ -831,6 +833,11 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 	alg := img.VBMeta.Algorithm.Name
 	if err := img.VBMeta.Verify(); err != nil {
 		if errors.Is(err, avb.ErrSignature) {
+			if storedHashMatches(img.VBMeta) {
+				// avbtool's verify_vbmeta_signature says so on stderr when
+				// the hash matched and only the RSA check failed.
+				fmt.Fprintln(t.stderr, "Signature not correct")
+			}
 			return avbErr("Signature check failed for %s vbmeta struct %s", alg, path)
 		}
 		return err
@@ -864,6 +871,18 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 		}
 	}
 	return nil
+}
+
+// storedHashMatches says whether the vbmeta's stored hash is that of its
+// header and auxiliary block, as avbtool computes it before the RSA check.
+func storedHashMatches(v *avb.VBMeta) bool {
+	if v.Algorithm.Hash == 0 || !v.Algorithm.Hash.Available() {
+		return false
+	}
+	h := v.Algorithm.Hash.New()
+	h.Write(v.Raw[:avb.HeaderSize])
+	h.Write(v.Raw[avb.HeaderSize+v.Header.AuthenticationBlockSize:])
+	return bytes.Equal(h.Sum(nil), v.Hash)
 }
 
 // readForVerify reads path's AVB metadata as avbtool's verify_image

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 
 	"github.com/veritytree/veritytree/avb"
@@ -253,7 +254,9 @@ func (t *tool) checkResize(image string, psize uint64) error {
 	if err := checkPartitionBlocks(image, psize); err != nil {
 		return err
 	}
-	img, err := avb.ReadImage(image)
+	// Read as avbtool reads it: a footer's damaged (unsigned) fields are
+	// moved as they are (avb.ResizeImage reads it so too).
+	img, err := avb.ReadImageLenient(image)
 	if err != nil {
 		return err
 	}
@@ -264,9 +267,13 @@ func (t *tool) checkResize(image string, psize uint64) error {
 	if err != nil {
 		return err
 	}
-	end := (img.Footer.VBMetaOffset + img.Footer.VBMetaSize + bs - 1) / bs * bs
-	if psize < end+bs {
-		return avbErr("Requested size of %d is too small for an image of size %d.", psize, end+bs)
+	// In Python's numbers, which do not wrap.
+	end := new(big.Int).SetUint64(img.Footer.VBMetaOffset)
+	end.Add(end, new(big.Int).SetUint64(img.Footer.VBMetaSize))
+	b := new(big.Int).SetUint64(bs)
+	end.Add(end, new(big.Int).SetUint64(bs-1)).Div(end, b).Mul(end, b).Add(end, b)
+	if new(big.Int).SetUint64(psize).Cmp(end) < 0 {
+		return avbErr("Requested size of %d is too small for an image of size %s.", psize, end)
 	}
 	return nil
 }
