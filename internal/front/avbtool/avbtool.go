@@ -250,6 +250,9 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	fs.VisitAll(func(f *pflag.Flag) {
 		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
 			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
+			if f.Name == "block_size" {
+				bad = blockSizeErr(n.bad) // as any other block size refused
+			}
 		}
 	})
 	if bad != nil {
@@ -406,6 +409,12 @@ func asciiDigits(s string) string {
 	}, s)
 }
 
+// blockSizeErr refuses a --block_size (given as n) the front does not
+// take.
+func blockSizeErr(n string) error {
+	return cli.Errorf("e.g. --block_size 4096", "block size %s: must be a power of two from %d to %d", n, merkle.MinBlockSize, merkle.MaxBlockSize)
+}
+
 func (t *tool) addHashtreeFooter(args []string) int {
 	const cmd = "add_hashtree_footer"
 	fs := t.flagSet(cmd)
@@ -442,7 +451,7 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	// here, with the number given; and 0, which the library reads as its
 	// default (avbtool dies dividing by it).
 	if blockSize.v == 0 || blockSize.v > merkle.MaxBlockSize {
-		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", blockSize.v, merkle.MinBlockSize, merkle.MaxBlockSize))
+		return t.failed(blockSizeErr(strconv.FormatUint(blockSize.v, 10)))
 	}
 	if !*noFEC && fecRoots.v > 254 {
 		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", fecRoots.v))
