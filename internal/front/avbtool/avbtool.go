@@ -524,7 +524,8 @@ func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
 	}
-	return nil, fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
+	// The cause stays wrapped (see pathOSError).
+	return nil, causeErr{fmt.Sprintf("%s %s: %s", what, path, safefile.Message(err)), err}
 }
 
 // writeOutput writes b where a subcommand's --output goes: stdout for ""

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/veritytree/veritytree/avb"
 )
@@ -83,14 +85,45 @@ func probeImage(path string) (*avb.FooterImage, error) {
 }
 
 // wrapAVB words one of avbtool's own messages as the verb's exception
-// handler does (prefix, the message, a dot); other errors stay ours.
-func wrapAVB(err error, prefix string) error {
+// handler does (prefix, the message, a dot), and so Python's OSError of a
+// file avbtool opens itself there (a property file, the public key
+// metadata, a chained partition's key; not the signing key, which openssl
+// reads: keyPath); other errors stay ours.
+func wrapAVB(err error, prefix, keyPath string) error {
 	var m avbMessage
 	if errors.As(err, &m) {
 		return avbErr("%s%s.", prefix, m)
 	}
+	if msg := pathOSError(err); msg != "" && !isKeyError(err, keyPath) {
+		return avbErr("%s%s.", prefix, msg)
+	}
 	return err
 }
+
+// pathOSError is Python's str() of the OSError open() raises for err, a
+// system call's failure on a path, or "".
+func pathOSError(err error) string {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(err, &pe) || !errors.As(pe.Err, &errno) || errno == 0 {
+		return ""
+	}
+	return pyOSError(errno, pe.Path)
+}
+
+func isKeyError(err error, keyPath string) bool {
+	var pe *fs.PathError
+	return keyPath != "" && errors.As(err, &pe) && pe.Path == keyPath
+}
+
+// causeErr is a message of ours that keeps its cause for errors.As.
+type causeErr struct {
+	msg   string
+	cause error
+}
+
+func (e causeErr) Error() string { return e.msg }
+func (e causeErr) Unwrap() error { return e.cause }
 
 // unhexlify is Python's binascii.unhexlify, with its messages.
 func unhexlify(s string) ([]byte, error) {
@@ -203,11 +236,11 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 		// Within avbtool's handler: the image as it is, without an earlier
 		// footer, not padded.
 		if max := int64(psize - hashFooterReserve); int64(img.OriginalSize) > max {
-			return nil, nil, false, wrapAVB(imageTooLarge(img.OriginalSize, max, psize), hashFailed)
+			return nil, nil, false, wrapAVB(imageTooLarge(img.OriginalSize, max, psize), hashFailed, "")
 		}
 	}
 	s, err := t.hashFooterInputs(o, h, v)
-	return o, s, false, wrapAVB(err, hashFailed)
+	return o, s, false, wrapAVB(err, hashFailed, *v.key)
 }
 
 // hashFooterInputs is what avbtool does within its exception handler: the
@@ -265,7 +298,7 @@ func (t *tool) hashtreeFooterOptions(o *avb.HashtreeFooterOptions, image string,
 		return false, false, err
 	}
 	withFiles, err = t.hashtreeFooterInputs(o, img, maxSize, saltSet, salt, v)
-	return false, withFiles, wrapAVB(err, hashtreeFailed)
+	return false, withFiles, wrapAVB(err, hashtreeFailed, *v.key)
 }
 
 // hashtreeFooterInputs is what avbtool does within its exception handler:
