@@ -9,8 +9,8 @@ import (
 )
 
 // TestPlanHashtreeFooter: a plan reads what the image ends in (nothing, a
-// footer, an interrupted run) without changing a byte, and Apply writes the
-// image it laid out, once.
+// footer, an interrupted run) without changing a byte, as ProbeFooterImage
+// does first, and Apply writes the image it laid out, once.
 func TestPlanHashtreeFooter(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "system.img")
@@ -44,9 +44,19 @@ func TestPlanHashtreeFooter(t *testing.T) {
 			if err := os.WriteFile(path, s.image, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// What a caller that keeps avbtool's order reads first: the
+			// plan's own findings, nothing written, the image not left locked.
+			probe, err := ProbeFooterImage(path, "add_hashtree_footer")
+			if err != nil {
+				t.Fatal(err)
+			}
 			pl, err := PlanHashtreeFooter(path, o)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want := (FooterImage{Found: pl.Found, OriginalSize: pl.OriginalSize, FoundSize: pl.FoundSize, WholeBlocks: pl.t.wholeBlocks,
+				Unit: pl.Unit, Sparse: pl.Sparse}); *probe != want {
+				t.Errorf("probe %+v, want the plan's %+v", *probe, want)
 			}
 			if pl.Found != s.found || pl.OriginalSize != uint64(len(start)) || pl.FoundSize != uint64(len(s.image)) {
 				t.Errorf("found %v, keeping %d of %d bytes; want %v, %d of %d", pl.Found, pl.OriginalSize, pl.FoundSize, s.found, len(start), len(s.image))

@@ -171,7 +171,9 @@ func readSmall(ctx context.Context, path, what string, limit int) ([]byte, error
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, inputErr("is it the right file?", "%s %s is larger than %d bytes", what, path, limit)
 	case errors.Is(err, safefile.ErrNotFile), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-		return nil, inputErr("", "%s %s: %s", what, path, safefile.Message(err))
+		// The cause stays wrapped: the avbtool front words it as Python's
+		// OSError where avbtool opens the file itself.
+		return nil, inputCause(err, "", "%s %s: %s", what, path, safefile.Message(err))
 	}
 	return nil, ioErr("reading %s %s: %s", what, path, safefile.Message(err))
 }

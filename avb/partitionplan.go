@@ -214,6 +214,38 @@ func provisionalValue(verb string) string {
 	return verb + " was interrupted: run the same command again to finish it"
 }
 
+// FooterImage is what a footer verb finds in an image, as
+// ProbeFooterImage reports it. Sizes are of the image as expanded, for a
+// sparse image.
+type FooterImage struct {
+	// Found is what the image ended in; OriginalSize the size of the
+	// image a run keeps, FoundSize the image's as found.
+	Found                   Found
+	OriginalSize, FoundSize uint64
+	// WholeBlocks is the size that must be a multiple of Unit when no
+	// partition size is given (see PartitionPlan.Unit).
+	WholeBlocks, Unit uint64
+	Sparse            bool
+}
+
+// ProbeFooterImage opens the image at imagePath as AddHashtreeFooter and
+// AddHashFooter do, with the same checks (a regular file, not locked by a
+// run, a sparse image that parses, what an interrupted run left), and
+// reports what they would find, writing nothing. avbtool checks the
+// partition size against the image before it reads its other inputs; a
+// caller that keeps its order checks that first. verb is the run's:
+// "add_hash_footer" or "add_hashtree_footer" (what an interrupted run of
+// another verb left is refused).
+func ProbeFooterImage(imagePath, verb string) (*FooterImage, error) {
+	t, err := openTarget(imagePath, verb)
+	if err != nil {
+		return nil, err
+	}
+	defer t.f.Close()
+	return &FooterImage{Found: t.found, OriginalSize: t.orig, FoundSize: t.size, WholeBlocks: t.wholeBlocks, Unit: t.ib,
+		Sparse: t.sw != nil}, nil
+}
+
 // target is the image AddHashtreeFooter appends to, as it found it.
 type target struct {
 	path string

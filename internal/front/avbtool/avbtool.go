@@ -250,6 +250,9 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	fs.VisitAll(func(f *pflag.Flag) {
 		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
 			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
+			if f.Name == "block_size" {
+				bad = blockSizeErr(n.bad) // as any other block size refused
+			}
 		}
 	})
 	if bad != nil {
@@ -406,6 +409,12 @@ func asciiDigits(s string) string {
 	}, s)
 }
 
+// blockSizeErr refuses a --block_size (given as n) the front does not
+// take.
+func blockSizeErr(n string) error {
+	return cli.Errorf("e.g. --block_size 4096", "block size %s: must be a power of two from %d to %d", n, merkle.MinBlockSize, merkle.MaxBlockSize)
+}
+
 func (t *tool) addHashtreeFooter(args []string) int {
 	const cmd = "add_hashtree_footer"
 	fs := t.flagSet(cmd)
@@ -442,7 +451,7 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	// here, with the number given; and 0, which the library reads as its
 	// default (avbtool dies dividing by it).
 	if blockSize.v == 0 || blockSize.v > merkle.MaxBlockSize {
-		return t.failed(cli.Errorf("e.g. --block_size 4096", "block size %d: must be a power of two from %d to %d", blockSize.v, merkle.MinBlockSize, merkle.MaxBlockSize))
+		return t.failed(blockSizeErr(strconv.FormatUint(blockSize.v, 10)))
 	}
 	if !*noFEC && fecRoots.v > 254 {
 		return t.failed(cli.Errorf("2 (the default) to 24", "FEC roots %d: a Reed-Solomon codeword has 255 bytes", fecRoots.v))
@@ -455,15 +464,12 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	o := &avb.HashtreeFooterOptions{
 		PartitionSize: partitionSize.v, PartitionName: *partitionName, HashAlgorithm: *hashAlg,
 		BlockSize: int(blockSize.v), FEC: !*noFEC, FECRoots: int(min(fecRoots.v, 254)),
-		Algorithm: *v.algorithm, KernelCmdlines: *v.kernelCmdlines, SetupAsRootfsFromKernel: *asRootfs,
-		SetupRootfsFromKernel:  v.setupRootfs,
-		IncludeDescriptorsFrom: *v.include, RollbackIndex: v.rollbackIndex.v,
-		DoNotUseAB: *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
+		SetupAsRootfsFromKernel: *asRootfs,
+		DoNotUseAB:              *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
-	o.ReleaseString, o.AppendToReleaseString = v.release()
 	var err error
-	if o.Flags, o.RollbackIndexLocation, err = v.flags32(); err != nil {
+	if _, o.RollbackIndexLocation, err = v.flags32(); err != nil {
 		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
 	}
 	// avbtool counts these before reading anything.
@@ -475,20 +481,12 @@ func (t *tool) addHashtreeFooter(args []string) int {
 		return exitOK
 	}
 	o.ChainPartitions = nil
-	if *calcMax {
-		n, err := avb.MaxImageSize(o)
-		if err != nil {
-			return t.failed(err)
-		}
-		fmt.Fprintf(t.stdout, "%d\n", n)
-		return exitOK
-	}
-	if *image == "" {
-		return t.failed(avbErr("Adding hashtree_footer failed: no --image given."))
-	}
-	withFiles, err := t.footerInputs(o, fs.Changed("salt"), *salt, v)
-	if err != nil {
+	done, withFiles, err := t.hashtreeFooterOptions(o, *image, *calcMax, fs.Changed("salt"), *salt, v)
+	switch {
+	case err != nil:
 		return t.fail(err, false) // avbtool's own messages as avbtool prints them
+	case done:
+		return exitOK
 	}
 	if o.FEC && !o.NoHashtree {
 		if o.BlockSize != 4096 {
@@ -499,82 +497,12 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	// the page size included), and scripts read its stderr.
 	if _, err := avb.AddHashtreeFooter(t.ctx, *image, o); err != nil {
 		if msg := signingMessage(err, withFiles); msg != "" && t.ctx.Err() == nil {
-			fmt.Fprintf(t.stderr, "%s: Adding hashtree_footer failed: %s.\n", t.prog, msg)
+			fmt.Fprintf(t.stderr, "%s: %s%s.\n", t.prog, hashtreeFailed, msg)
 			return exitFailed
 		}
 		return t.failed(err)
 	}
 	return exitOK
-}
-
-// footerInputs reads into o what add_hashtree_footer's options name: the
-// salt, the properties, the chained partitions' keys, the public key
-// metadata and the signing key, or the signing helper (withFiles: the
-// one of --signing_helper_with_files).
-func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
-	if *v.algorithm == "" {
-		// The library reads "" as NONE; avbtool knows no such name.
-		return false, avbErr("Adding hashtree_footer failed: Unknown algorithm with name .")
-	}
-	if saltGiven {
-		s, err := unhexlify(salt)
-		if err != nil {
-			return false, wrapAVB(err, "Adding hashtree_footer failed: ")
-		}
-		o.Salt = s
-	}
-	for _, p := range *v.props {
-		pr, err := avb.ParseProperty(p)
-		if err != nil {
-			return false, err
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, p := range *v.propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
-		if err != nil {
-			return false, err
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, c := range []struct {
-		specs []string
-		noAB  bool
-	}{{*v.chains, false}, {*v.chainsNoAB, true}} {
-		for _, spec := range c.specs {
-			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
-			if err != nil {
-				return false, err
-			}
-			o.ChainPartitions = append(o.ChainPartitions, cp)
-		}
-	}
-	if *v.publicKeyMetadata != "" {
-		b, err := t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata)
-		if err != nil {
-			return false, err
-		}
-		o.PublicKeyMetadata = b
-	}
-	// avbtool ignores the key of an unsigned image.
-	alg, err := avb.AlgorithmByName(o.Algorithm)
-	if err != nil || alg.Type == 0 || *v.key == "" {
-		return false, nil
-	}
-	if *v.signingHelper == "" && *v.signingHelperWithFiles == "" {
-		o.Key, err = avb.LoadPrivateKey(t.ctx, *v.key)
-		return false, err
-	}
-	s, err := t.signing(v, alg)
-	if err != nil {
-		var m avbMessage
-		if errors.As(err, &m) {
-			return false, avbErr("Adding hashtree_footer failed: %s.", m)
-		}
-		return false, err
-	}
-	o.Signer = s.signer
-	return s.withFiles, nil
 }
 
 // Bounds of the small inputs read: public key metadata goes into a vbmeta
@@ -597,7 +525,8 @@ func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
 	}
-	return nil, fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
+	// The cause stays wrapped (see pathOSError).
+	return nil, causeErr{fmt.Sprintf("%s %s: %s", what, path, safefile.Message(err)), err}
 }
 
 // writeOutput writes b where a subcommand's --output goes: stdout for ""

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"os"
+	"syscall"
 
 	"github.com/veritytree/veritytree/avb"
 )
@@ -45,21 +47,84 @@ func checkPartitionBlocks(image string, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if size%bs != 0 {
-		return avbErr("Partition size of %d is not a multiple of the image block size %d.", size, bs)
+	return checkPartitionUnit(size, bs)
+}
+
+// avbtool's messages on the footer paths. Those it raises within the
+// verb's try block (the image's size, the salt, the hash of
+// add_hash_footer, everything of the vbmeta) it words again as "Adding
+// hash_footer failed: MESSAGE." (a message that ends in a period then
+// ends in two); the others it prints as they are.
+const (
+	hashFailed     = "Adding hash_footer failed: "
+	hashtreeFailed = "Adding hashtree_footer failed: "
+)
+
+func checkPartitionUnit(size, unit uint64) error {
+	if size%unit != 0 {
+		return avbErr("Partition size of %d is not a multiple of the image block size %d.", size, unit)
 	}
 	return nil
 }
 
+func fileSizeNotWhole(size, unit uint64) error {
+	return avbErr("File size of %d is not a multiple of the image block size %d.", size, unit)
+}
+
+func imageTooLarge(size uint64, max int64, partitionSize uint64) error {
+	return avbErr("Image size of %d exceeds maximum image size of %d in order to fit in a partition size of %d.", size, max, partitionSize)
+}
+
+// probeImage opens the image as avbtool's ImageHandler does, before any
+// other input is read; avbtool dies of a traceback on an empty one.
+func probeImage(path, verb string) (*avb.FooterImage, error) {
+	img, err := avb.ProbeFooterImage(path, verb)
+	if err == nil && img.FoundSize == 0 {
+		err = fmt.Errorf("image %s is empty", path)
+	}
+	return img, err
+}
+
 // wrapAVB words one of avbtool's own messages as the verb's exception
-// handler does (prefix, the message, a dot); other errors stay ours.
-func wrapAVB(err error, prefix string) error {
+// handler does (prefix, the message, a dot), and so Python's OSError of a
+// file avbtool opens itself there (a property file, the public key
+// metadata, a chained partition's key; not the signing key, which openssl
+// reads: keyPath); other errors stay ours.
+func wrapAVB(err error, prefix, keyPath string) error {
 	var m avbMessage
 	if errors.As(err, &m) {
 		return avbErr("%s%s.", prefix, m)
 	}
+	if msg := pathOSError(err); msg != "" && !isKeyError(err, keyPath) {
+		return avbErr("%s%s.", prefix, msg)
+	}
 	return err
 }
+
+// pathOSError is Python's str() of the OSError open() raises for err, a
+// system call's failure on a path, or "".
+func pathOSError(err error) string {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(err, &pe) || !errors.As(pe.Err, &errno) || errno == 0 {
+		return ""
+	}
+	return pyOSError(errno, pe.Path)
+}
+
+func isKeyError(err error, keyPath string) bool {
+	var pe *fs.PathError
+	return keyPath != "" && errors.As(err, &pe) && pe.Path == keyPath
+}
+
+// causeErr is a message of ours that keeps its cause for errors.As.
+type causeErr struct {
+	msg   string
+	cause error
+}
+
+func (e causeErr) Error() string { return e.msg }
+func (e causeErr) Unwrap() error { return e.cause }
 
 // unhexlify is Python's binascii.unhexlify, with its messages.
 func unhexlify(s string) ([]byte, error) {
@@ -161,13 +226,22 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 	if *h.image == "" {
 		return nil, nil, false, fmt.Errorf("add_hash_footer needs --image")
 	}
+	img, err := probeImage(*h.image, "add_hash_footer")
+	if err != nil {
+		return nil, nil, false, err
+	}
 	if !*h.dynamic {
-		if err := checkPartitionBlocks(*h.image, psize); err != nil {
+		if err := checkPartitionUnit(psize, img.Unit); err != nil {
 			return nil, nil, false, err
+		}
+		// Within avbtool's handler: the image as it is, without an earlier
+		// footer, not padded.
+		if max := int64(psize - hashFooterReserve); int64(img.OriginalSize) > max {
+			return nil, nil, false, wrapAVB(imageTooLarge(img.OriginalSize, max, psize), hashFailed, "")
 		}
 	}
 	s, err := t.hashFooterInputs(o, h, v)
-	return o, s, false, wrapAVB(err, "Adding hash_footer failed: ")
+	return o, s, false, wrapAVB(err, hashFailed, *v.key)
 }
 
 // hashFooterInputs is what avbtool does within its exception handler: the
@@ -190,6 +264,70 @@ func (t *tool) hashFooterInputs(o *avb.HashFooterOptions, h *hashFooterFlags, v 
 	}
 	o.VBMetaCommonOptions = *c
 	return s, nil
+}
+
+// hashtreeFooterOptions checks add_hashtree_footer's options as avbtool
+// does, in its order and with its messages, and reads into o what they
+// name; done when it only printed the maximum image size. withFiles: the
+// signing helper is --signing_helper_with_files.
+func (t *tool) hashtreeFooterOptions(o *avb.HashtreeFooterOptions, image string, calcMax, saltSet bool, salt string, v *vbmetaFlags) (done, withFiles bool, err error) {
+	// The tree's hash and the sizes come first, outside avbtool's handler
+	// (an unknown hash is a traceback there: ours are our words).
+	maxSize, err := avb.MaxImageSize(o)
+	if err != nil {
+		return false, false, err
+	}
+	if calcMax {
+		fmt.Fprintf(t.stdout, "%d\n", maxSize)
+		return true, false, nil
+	}
+	if image == "" {
+		return false, false, fmt.Errorf("add_hashtree_footer needs --image")
+	}
+	img, err := probeImage(image, "add_hashtree_footer")
+	if err != nil {
+		return false, false, err
+	}
+	psize := o.PartitionSize
+	switch {
+	case psize > 0:
+		err = checkPartitionUnit(psize, img.Unit)
+	case img.WholeBlocks%img.Unit != 0:
+		err = fileSizeNotWhole(img.WholeBlocks, img.Unit)
+	}
+	if err != nil {
+		return false, false, err
+	}
+	withFiles, err = t.hashtreeFooterInputs(o, img, maxSize, saltSet, salt, v)
+	return false, withFiles, wrapAVB(err, hashtreeFailed, *v.key)
+}
+
+// hashtreeFooterInputs is what avbtool does within its exception handler:
+// the image's size padded to whole tree blocks against the partition's
+// room, the salt, then the vbmeta's inputs.
+func (t *tool) hashtreeFooterInputs(o *avb.HashtreeFooterOptions, img *avb.FooterImage, maxSize int64, saltSet bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
+	if o.PartitionSize > 0 {
+		bs := uint64(o.BlockSize)
+		if size := (img.OriginalSize + bs - 1) / bs * bs; int64(size) > maxSize {
+			return false, imageTooLarge(size, maxSize, o.PartitionSize)
+		}
+	}
+	if saltSet {
+		// An empty salt is none, as avbtool takes it.
+		if o.Salt, err = unhexlify(salt); err != nil {
+			return false, err
+		}
+	}
+	c, s, err := t.vbmetaCommon(v)
+	if err != nil {
+		return false, err
+	}
+	o.Algorithm, o.Key, o.Signer = c.Algorithm, c.Key, c.Signer
+	o.ChainPartitions, o.Properties, o.KernelCmdlines = c.ChainPartitions, c.Properties, c.KernelCmdlines
+	o.SetupRootfsFromKernel, o.IncludeDescriptorsFrom, o.PublicKeyMetadata = c.SetupRootfsFromKernel, c.IncludeDescriptorsFrom, c.PublicKeyMetadata
+	o.RollbackIndex, o.RollbackIndexLocation, o.Flags = c.RollbackIndex, c.RollbackIndexLocation, c.Flags
+	o.ReleaseString, o.AppendToReleaseString = c.ReleaseString, c.AppendToReleaseString
+	return s.withFiles, nil
 }
 
 func (t *tool) appendVBMetaImage(args []string) int {
