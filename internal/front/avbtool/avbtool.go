@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -507,14 +508,11 @@ func (t *tool) addHashtreeFooter(args []string) int {
 }
 
 // footerInputs reads into o what add_hashtree_footer's options name: the
-// salt, the properties, the chained partitions' keys, the public key
-// metadata and the signing key, or the signing helper (withFiles: the
-// one of --signing_helper_with_files).
+// salt, then the common vbmeta options (vbmetaCommon: the algorithm, the
+// chained partitions' keys, the properties, the public key metadata and
+// the signing key, or the signing helper; withFiles: the one of
+// --signing_helper_with_files).
 func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
-	if *v.algorithm == "" {
-		// The library reads "" as NONE; avbtool knows no such name.
-		return false, avbErr("Adding hashtree_footer failed: Unknown algorithm with name .")
-	}
 	if saltGiven {
 		s, err := unhexlify(salt)
 		if err != nil {
@@ -522,58 +520,15 @@ func (t *tool) footerInputs(o *avb.HashtreeFooterOptions, saltGiven bool, salt s
 		}
 		o.Salt = s
 	}
-	for _, p := range *v.props {
-		pr, err := avb.ParseProperty(p)
-		if err != nil {
-			return false, err
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, p := range *v.propsFromFile {
-		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
-		if err != nil {
-			return false, err
-		}
-		o.Properties = append(o.Properties, pr)
-	}
-	for _, c := range []struct {
-		specs []string
-		noAB  bool
-	}{{*v.chains, false}, {*v.chainsNoAB, true}} {
-		for _, spec := range c.specs {
-			cp, err := avb.ParseChainPartition(t.ctx, spec, c.noAB)
-			if err != nil {
-				return false, err
-			}
-			o.ChainPartitions = append(o.ChainPartitions, cp)
-		}
-	}
-	if *v.publicKeyMetadata != "" {
-		b, err := t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata)
-		if err != nil {
-			return false, err
-		}
-		o.PublicKeyMetadata = b
-	}
-	// avbtool ignores the key of an unsigned image.
-	alg, err := avb.AlgorithmByName(o.Algorithm)
-	if err != nil || alg.Type == 0 || *v.key == "" {
-		return false, nil
-	}
-	if *v.signingHelper == "" && *v.signingHelperWithFiles == "" {
-		o.Key, err = avb.LoadPrivateKey(t.ctx, *v.key)
-		return false, err
-	}
-	s, err := t.signing(v, alg)
+	// The common vbmeta options: avbtool's checks in its order, its
+	// words quoted by its handler.
+	c, sg, err := t.vbmetaCommon(v)
 	if err != nil {
-		var m avbMessage
-		if errors.As(err, &m) {
-			return false, avbErr("Adding hashtree_footer failed: %s.", m)
-		}
-		return false, err
+		return false, wrapAVB(err, "Adding hashtree_footer failed: ")
 	}
-	o.Signer = s.signer
-	return s.withFiles, nil
+	o.Properties, o.ChainPartitions, o.PublicKeyMetadata = c.Properties, c.ChainPartitions, c.PublicKeyMetadata
+	o.Key, o.Signer = c.Key, c.Signer
+	return sg.withFiles, nil
 }
 
 // Bounds of the small inputs read: public key metadata goes into a vbmeta
@@ -596,8 +551,35 @@ func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
 	}
-	return nil, fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
+	ours := fmt.Errorf("%s %s: %s", what, path, safefile.Message(err))
+	if errors.Is(err, safefile.ErrNotFile) && isDir(path) {
+		err = syscall.EISDIR // Python's open() of a directory
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		// Python's open() failing: an OSError
+		return nil, &pyErr{ours, pyOSError(errno, path)}
+	}
+	return nil, ours
 }
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// pyErr is an error avbtool meets as a Python exception other than its
+// AvbError (an OSError opening a file, a ValueError reading a number): py
+// is Python's str() of it, which avbtool's handlers quote ("Adding
+// hash_footer failed: [Errno 2] No such file or directory: 'x'."); where
+// avbtool dies of a traceback instead, the front says err, in its words.
+type pyErr struct {
+	err error
+	py  string
+}
+
+func (e *pyErr) Error() string { return e.err.Error() }
+func (e *pyErr) Unwrap() error { return e.err }
 
 // writeOutput writes b where a subcommand's --output goes: stdout for ""
 // or "-", else the file, which may replace an existing one only if ours

@@ -50,12 +50,17 @@ func checkPartitionBlocks(image string, size uint64) error {
 	return nil
 }
 
-// wrapAVB words one of avbtool's own messages as the verb's exception
-// handler does (prefix, the message, a dot); other errors stay ours.
+// wrapAVB words one of avbtool's own messages, or a Python exception
+// avbtool's handler catches, as the verb's exception handler does
+// (prefix, the message, a dot); other errors stay ours.
 func wrapAVB(err error, prefix string) error {
 	var m avbMessage
 	if errors.As(err, &m) {
 		return avbErr("%s%s.", prefix, m)
+	}
+	var pe *pyErr
+	if errors.As(err, &pe) {
+		return avbErr("%s%s.", prefix, pe.py)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -104,7 +105,9 @@ func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
 
 // chainPartitions checks and reads the chained partitions as avbtool's
 // _generate_vbmeta_blob does, in its order and with its messages: those
-// of --chain_partition, then of --chain_partition_do_not_use_ab.
+// of --chain_partition, then of --chain_partition_do_not_use_ab; each is
+// split, its location read as Python's int(), checked unused and at least
+// 1, then its key file read.
 func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPartition, error) {
 	used := map[int64]bool{int64(location): true}
 	var out []avb.ChainPartition
@@ -113,9 +116,10 @@ func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPart
 		if len(tok) != 3 {
 			return nil, avbErr("Malformed chained partition \"%s\".", spec)
 		}
-		n, err := strconv.ParseInt(tok[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1])
+		n, ok := pyInt10(tok[1])
+		if !ok {
+			return nil, &pyErr{fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1]),
+				"invalid literal for int() with base 10: " + pyStr(tok[1])}
 		}
 		if used[n] {
 			return nil, avbErr("Rollback Index Location %d is already in use.", n)
@@ -124,14 +128,54 @@ func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPart
 		if n < 1 {
 			return nil, avbErr("Rollback index location must be 1 or larger.")
 		}
-		// avbtool flags a partition given in both lists in both.
-		cp, err := avb.ParseChainPartition(t.ctx, spec, contains(*v.chainsNoAB, spec))
+		if n > math.MaxUint32 {
+			// avbtool fails packing it, once everything else is read.
+			return nil, fmt.Errorf("chained partition %q: rollback index location %d is past 32 bits", spec, n)
+		}
+		key, err := t.readSmallFile(tok[2], "public key", maxChainKey)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, cp)
+		// avbtool flags a partition given in both lists in both.
+		out = append(out, avb.ChainPartition{Name: tok[0], RollbackIndexLocation: uint32(n), PublicKey: key,
+			DoNotUseAB: contains(*v.chainsNoAB, spec), Spec: spec})
 	}
 	return out, nil
+}
+
+// pyInt10 reads s as Python's int(s) does (base 10): spaces around, a
+// sign, decimal digits (Unicode ones too; leading zeros taken) with single
+// underscores between them. A number past int64 is refused as if it were
+// not one (no location is that large).
+func pyInt10(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	s = asciiDigits(s)
+	prevDigit := false
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			prevDigit = true
+		case r == '_' && prevDigit && i+1 < len(s):
+			prevDigit = false
+		default:
+			return 0, false
+		}
+	}
+	if !prevDigit {
+		return 0, false // empty, or ending with '_'
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func contains(s []string, v string) bool {
@@ -143,29 +187,32 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// properties reads --prop and --prop_from_file, avbtool's message for
-// one without a colon.
+// maxPropertyFile bounds a property value read from a file (the avb
+// package's bound).
+const maxPropertyFile = 16 << 20
+
+// properties reads --prop and --prop_from_file as avbtool does: every
+// --prop (one without a colon refused), then every --prop_from_file, each
+// checked then its file read.
 func (t *tool) properties(v *vbmetaFlags) ([]avb.Property, error) {
 	var out []avb.Property
 	for _, p := range *v.props {
-		if !strings.Contains(p, ":") {
+		k, val, ok := strings.Cut(p, ":")
+		if !ok {
 			return nil, avbErr("Malformed property \"%s\".", p)
 		}
-		pr, err := avb.ParseProperty(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pr)
+		out = append(out, avb.Property{Key: k, Value: []byte(val)})
 	}
 	for _, p := range *v.propsFromFile {
-		if !strings.Contains(p, ":") {
+		k, path, ok := strings.Cut(p, ":")
+		if !ok {
 			return nil, avbErr("Malformed property \"%s\".", p)
 		}
-		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
+		val, err := t.readSmallFile(path, "property file", maxPropertyFile)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pr)
+		out = append(out, avb.Property{Key: k, Value: val})
 	}
 	return out, nil
 }
@@ -291,6 +338,11 @@ func (t *tool) makeVBMetaImage(args []string) int {
 // avbtool's order; nil options (and no error) when it only printed the
 // required libavb version.
 func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaImageOptions, *avbSigning, error) {
+	// avbtool reads the included images first, for the libavb version
+	// they need (also when that is all it prints).
+	if err := checkIncluded(*v.include); err != nil {
+		return nil, nil, err
+	}
 	_, location, err := v.flags32()
 	if err != nil {
 		return nil, nil, err
@@ -326,7 +378,8 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 
 // vbmetaCommon reads the common vbmeta options as avbtool's
 // _generate_vbmeta_blob does, in its order and with its messages: the
-// algorithm, the chained partitions, the properties, the public key
+// algorithm, the chained partitions, the properties, the image of
+// --setup_rootfs_from_kernel, the included images, the public key
 // metadata, then the key or the signing helper.
 func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigning, error) {
 	flags, location, err := v.flags32()
@@ -352,6 +405,19 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	if c.Properties, err = t.properties(v); err != nil {
 		return nil, nil, err
 	}
+	if v.setupRootfs != "" {
+		img, err := readVBMetaOf(v.setupRootfs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if img.VBMeta.FirstHashtree() == nil {
+			return nil, nil, avbErr("No hashtree descriptor in given image")
+		}
+	}
+	// (The kernel command lines come next: nothing to check.)
+	if err := checkIncluded(*v.include); err != nil {
+		return nil, nil, err
+	}
 	if *v.publicKeyMetadata != "" {
 		if c.PublicKeyMetadata, err = t.readSmallFile(*v.publicKeyMetadata, "public key metadata", maxPublicKeyMetadata); err != nil {
 			return nil, nil, err
@@ -363,6 +429,29 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	}
 	c.Key, c.Signer = s.key, s.signer
 	return c, s, nil
+}
+
+// checkIncluded reads the --include_descriptors_from_image images as
+// avbtool does before it copies their descriptors: one that holds no
+// vbmeta fails in avbtool's words.
+func checkIncluded(paths []string) error {
+	for _, p := range paths {
+		if _, err := readVBMetaOf(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readVBMetaOf reads the vbmeta of an image another names (included,
+// --setup_rootfs_from_kernel): avbtool's words for one that holds none,
+// which its handlers quote.
+func readVBMetaOf(path string) (*avb.Image, error) {
+	img, err := avb.ReadImage(path)
+	if notVBMeta(err) {
+		return nil, avbErr("Given image does not look like a vbmeta image.")
+	}
+	return img, err
 }
 
 // writeVBMetaToStdout writes the image to stdout (--output -): the blob,
