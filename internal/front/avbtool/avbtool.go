@@ -178,9 +178,10 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
 		return exitFailed
 	}
-	if errors.Is(err, avb.ErrNotAVB) {
-		// avbtool's words for it, which scripts match (a sparse image's
-		// expansion too, which notVBMeta cannot stat).
+	if errors.Is(err, avb.ErrNotAVB) && notAVBSize(err) < 0 {
+		// avbtool's words for it, which scripts match, where the file
+		// cannot be sized (one shorter than a vbmeta header is a
+		// traceback in avbtool, said in our words).
 		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
 		return exitFailed
 	}
@@ -190,15 +191,32 @@ func (t *tool) failed(err error) int {
 
 // notVBMeta says whether err is about a file with no AVB footer and no
 // vbmeta blob that avbtool reports in its own words, whichever file (the
-// image, an included one) it is: one of at least a vbmeta header's size
-// (avbtool dies of a traceback reading a shorter one).
+// image, an included one) it is: one of at least a vbmeta header's size,
+// a sparse image's expansion too (avbtool dies of a traceback reading a
+// shorter one).
 func notVBMeta(err error) bool {
+	return errors.Is(err, avb.ErrNotAVB) && notAVBSize(err) >= avb.HeaderSize
+}
+
+// notAVBSize returns the size (a sparse image's expanded size) of the file
+// an error names, or -1 when it names none or that cannot be opened.
+func notAVBSize(err error) int64 {
 	var ve *verity.Error
-	if !errors.Is(err, avb.ErrNotAVB) || !errors.As(err, &ve) || ve.Path == "" {
-		return false
+	if !errors.As(err, &ve) || ve.Path == "" {
+		return -1
 	}
-	fi, statErr := os.Stat(ve.Path)
-	return statErr == nil && fi.Size() >= avb.HeaderSize
+	return sourceSize(ve.Path)
+}
+
+// sourceSize returns the size of an image (a sparse image's expanded
+// size), or -1 if it cannot be opened.
+func sourceSize(path string) int64 {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return -1
+	}
+	defer src.Close()
+	return src.Size()
 }
 
 // flagSet returns a flag set for subcommand cmd; parse parses args into it,

@@ -214,6 +214,13 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
+	// avbtool reads the vbmeta image first within its handler.
+	if _, err := readVBMetaOf(*vbmeta); err != nil {
+		return t.fail(wrapAVB(err, "Appending VBMeta image failed: "), false)
+	}
+	if psize.v == 0 {
+		return t.fail(appendToNothing(*image), false)
+	}
 	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, psize.v); err != nil {
 		if notVBMeta(err) {
 			// The vbmeta image's, within avbtool's handler.
@@ -222,6 +229,29 @@ func (t *tool) appendVBMetaImage(args []string) int {
 		return t.fail(err, false)
 	}
 	return exitOK
+}
+
+// appendToNothing is avbtool's failure appending to a partition of 0
+// bytes: it cuts a raw image to -4096 bytes (EINVAL), or packs a sparse
+// image's chunk of minus that many blocks (struct's "argument out of
+// range"); it puts the image back.
+func appendToNothing(image string) error {
+	if isSparseFile(image) {
+		return avbErr("Appending VBMeta image failed: argument out of range.")
+	}
+	return avbErr("Appending VBMeta image failed: [Errno 22] Invalid argument.")
+}
+
+// isSparseFile says whether path starts with the Android sparse magic.
+func isSparseFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	_, err = io.ReadFull(f, m[:])
+	return err == nil && binary.LittleEndian.Uint32(m[:]) == 0xed26ff3a
 }
 
 func (t *tool) resizeImage(args []string) int {

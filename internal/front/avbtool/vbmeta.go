@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -444,14 +445,38 @@ func checkIncluded(paths []string) error {
 }
 
 // readVBMetaOf reads the vbmeta of an image another names (included,
-// --setup_rootfs_from_kernel): avbtool's words for one that holds none,
-// which its handlers quote.
+// --setup_rootfs_from_kernel, append_vbmeta_image's): avbtool's words for
+// one that holds none, and for one too short to hold any the Python
+// exception its handlers quote.
 func readVBMetaOf(path string) (*avb.Image, error) {
 	img, err := avb.ReadImage(path)
 	if notVBMeta(err) {
 		return nil, avbErr("Given image does not look like a vbmeta image.")
 	}
+	if err != nil {
+		// (No vbmeta fits in fewer bytes than its header.)
+		if py := shortImageError(path, sourceSize(path)); py != "" {
+			return nil, &pyErr{err, py}
+		}
+	}
 	return img, err
+}
+
+// shortImageError is the Python exception avbtool's ImageHandler and
+// _parse_image meet in a file too short for a vbmeta (expanded: its size,
+// a sparse image's expansion): the sparse header's 28 bytes unpacked, the
+// footer's seek 64 bytes from the end, the header's 256 bytes unpacked.
+func shortImageError(path string, expanded int64) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil || expanded < 0 || expanded >= avb.HeaderSize:
+		return ""
+	case fi.Size() < 28:
+		return "unpack requires a buffer of 28 bytes"
+	case expanded < avb.FooterSize:
+		return fmt.Sprintf("Seeking with negative offset: %d", expanded-avb.FooterSize)
+	}
+	return fmt.Sprintf("unpack requires a buffer of %d bytes", avb.HeaderSize)
 }
 
 // writeVBMetaToStdout writes the image to stdout (--output -): the blob,
