@@ -267,7 +267,7 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	}
 	var bad error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
+		if n, ok := f.Value.(*number); ok && n.bad != "" && !n.late && bad == nil {
 			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
 		}
 	})
@@ -346,6 +346,8 @@ var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
 type number struct {
 	v   uint64
 	bad string
+	// late: refused where avbtool fails on it, not by t.parse.
+	late bool
 }
 
 func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
@@ -481,10 +483,7 @@ func (t *tool) addHashtreeFooter(args []string) int {
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
 	o.ReleaseString, o.AppendToReleaseString = v.release()
-	var err error
-	if o.Flags, o.RollbackIndexLocation, err = v.flags32(); err != nil {
-		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
-	}
+	o.Flags, o.RollbackIndexLocation = v.flags32()
 	// avbtool counts these before reading anything.
 	for _, spec := range *v.chainsNoAB {
 		o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true, Spec: spec})

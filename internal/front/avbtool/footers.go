@@ -140,10 +140,7 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 	if *h.dynamic && *h.calcMax {
 		return nil, nil, false, avbErr("--calc_max_image_size not supported with --dynamic_partition_size")
 	}
-	_, location, err := v.flags32()
-	if err != nil {
-		return nil, nil, false, err
-	}
+	_, location := v.flags32()
 	o := &avb.HashFooterOptions{PartitionSize: psize, DynamicPartitionSize: *h.dynamic, PartitionName: *h.partitionName,
 		HashAlgorithm: *h.hashAlg, UsePersistentDigest: *h.persistent, DoNotUseAB: *h.doNotUseAB,
 		OutputVBMeta: *h.outputVBMeta, DoNotAppendVBMeta: *h.noAppend}

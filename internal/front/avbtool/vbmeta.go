@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	metavar(fs, "signing_helper_with_files", "APP")
 	v.publicKeyMetadata = fs.String("public_key_metadata", "", "Path to public key metadata file")
 	metavar(fs, "public_key_metadata", "KEY_METADATA")
+	// Numbers argparse takes that the header cannot hold are refused
+	// late, where avbtool packs the header (checkHeaderNumbers).
+	v.rollbackIndex.late, v.rollbackIndexLocation.late, v.flags.late = true, true, true
 	fs.Var(&v.rollbackIndex, "rollback_index", "Rollback Index")
 	fs.Var(&v.rollbackIndexLocation, "rollback_index_location", "Location of main vbmeta Rollback Index")
 	v.internalRelease = fs.String("internal_release_string", "", "")
@@ -91,17 +95,62 @@ func (v *vbmetaFlags) release() (internal, appended *string) {
 	return internal, appended
 }
 
-// flags32 returns the vbmeta flags and the rollback index location as
-// the 32-bit numbers they are.
-func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
-	if v.rollbackIndexLocation.v > 1<<32-1 || v.flags.v > 1<<32-1 {
-		return 0, 0, fmt.Errorf("--rollback_index_location and --flags are 32-bit numbers")
-	}
-	flags = uint32(v.flags.v)
+// flags32 returns the vbmeta flags and the rollback index location as the
+// 32-bit numbers the header holds; one past 32 bits (checkHeaderNumbers
+// refuses it before anything is written) counts as the largest, for the
+// libavb version it needs.
+func (v *vbmetaFlags) flags32() (flags, location uint32) {
+	flags = uint32(min(v.flags.v, math.MaxUint32))
 	if *v.hashtreeDisabled {
 		flags |= avb.FlagHashtreeDisabled
 	}
-	return flags, uint32(v.rollbackIndexLocation.v), nil
+	return flags, uint32(min(v.rollbackIndexLocation.v, math.MaxUint32))
+}
+
+// checkHeaderNumbers refuses, as avbtool's packing of the vbmeta header
+// does once every other input is read, a rollback index, flags or
+// rollback index location that its field cannot hold (argparse took
+// negative ones, and numbers past 64 bits): the struct.error avbtool's
+// handlers quote, for the first in the header's order.
+func (v *vbmetaFlags) checkHeaderNumbers() error {
+	for _, f := range []struct {
+		name string
+		n    *number
+		max  uint64
+	}{{"rollback_index", &v.rollbackIndex, math.MaxUint64}, {"flags", &v.flags, math.MaxUint32},
+		{"rollback_index_location", &v.rollbackIndexLocation, math.MaxUint32}} {
+		var py string
+		switch {
+		case f.n.bad == "" && f.n.v <= f.max:
+			continue
+		case f.max == math.MaxUint64:
+			py = "int too large to convert" // Python's words for 'Q', negative or not
+		case strings.HasPrefix(strings.TrimSpace(f.n.bad), "-"):
+			py = "argument out of range"
+		default:
+			py = "'L' format requires 0 <= number <= 4294967295"
+		}
+		given := f.n.bad
+		if given == "" {
+			given = f.n.String()
+		}
+		return &pyErr{fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.name, given, f.max), py}
+	}
+	return nil
+}
+
+// pyLocation is --rollback_index_location as avbtool holds it (a negative
+// number too), for the check that a chained partition's differs.
+func (v *vbmetaFlags) pyLocation() string {
+	n := &v.rollbackIndexLocation
+	if n.bad == "" {
+		return n.String()
+	}
+	b, ok := new(big.Int).SetString(strings.ReplaceAll(strings.TrimSpace(asciiDigits(n.bad)), "_", ""), 0)
+	if !ok {
+		return n.bad
+	}
+	return b.String()
 }
 
 // chainPartitions checks and reads the chained partitions as avbtool's
@@ -109,8 +158,8 @@ func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
 // of --chain_partition, then of --chain_partition_do_not_use_ab; each is
 // split, its location read as Python's int(), checked unused and at least
 // 1, then its key file read.
-func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPartition, error) {
-	used := map[int64]bool{int64(location): true}
+func (t *tool) chainPartitions(v *vbmetaFlags) ([]avb.ChainPartition, error) {
+	used := map[string]bool{v.pyLocation(): true}
 	var out []avb.ChainPartition
 	for _, spec := range append(append([]string(nil), *v.chains...), *v.chainsNoAB...) {
 		tok := strings.Split(spec, ":")
@@ -122,10 +171,11 @@ func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPart
 			return nil, &pyErr{fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1]),
 				"invalid literal for int() with base 10: " + pyStr(tok[1])}
 		}
-		if used[n] {
+		loc := strconv.FormatInt(n, 10)
+		if used[loc] {
 			return nil, avbErr("Rollback Index Location %d is already in use.", n)
 		}
-		used[n] = true
+		used[loc] = true
 		if n < 1 {
 			return nil, avbErr("Rollback index location must be 1 or larger.")
 		}
@@ -344,10 +394,7 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 	if err := checkIncluded(*v.include); err != nil {
 		return nil, nil, err
 	}
-	_, location, err := v.flags32()
-	if err != nil {
-		return nil, nil, err
-	}
+	_, location := v.flags32()
 	if *v.printRequired {
 		o := &avb.VBMetaImageOptions{RollbackIndexLocation: location, IncludeDescriptorsFrom: *v.include}
 		// avbtool counts these before reading anything.
@@ -383,10 +430,7 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 // --setup_rootfs_from_kernel, the included images, the public key
 // metadata, then the key or the signing helper.
 func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigning, error) {
-	flags, location, err := v.flags32()
-	if err != nil {
-		return nil, nil, err
-	}
+	flags, location := v.flags32()
 	c := &avb.VBMetaCommonOptions{
 		Algorithm: *v.algorithm, RollbackIndex: v.rollbackIndex.v, RollbackIndexLocation: location, Flags: flags,
 		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
@@ -397,7 +441,7 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 		// (The library reads "" as NONE; avbtool knows no such name.)
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
 	}
-	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
+	if c.ChainPartitions, err = t.chainPartitions(v); err != nil {
 		return nil, nil, err
 	}
 	if v.unnamedDescriptor {
@@ -426,6 +470,9 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	}
 	s, err := t.signing(v, alg)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := v.checkHeaderNumbers(); err != nil {
 		return nil, nil, err
 	}
 	c.Key, c.Signer = s.key, s.signer
