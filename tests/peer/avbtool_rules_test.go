@@ -193,6 +193,10 @@ func sameMessage(a, b string) bool {
 	return norm(a) == norm(b)
 }
 
+// oddNumber matches the numbers in forms avbtool's parse_number (Python's
+// int(s, 0)) reads otherwise than a plain decimal.
+var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
+
 // deliberateGist reports whether a deliberate difference (an accepted rule
 // that covers the gist) explains the step's message: then it is no bug.
 func (r *avbResult) deliberateGist() bool {
@@ -203,10 +207,6 @@ func (r *avbResult) deliberateGist() bool {
 	}
 	return false
 }
-
-// oddNumber matches the numbers in forms avbtool's parse_number (Python's
-// int(s, 0)) reads otherwise than a plain decimal.
-var oddNumber = regexp.MustCompile(`^\s|\s$|^[+-]|_|^0[oObBxX]|^0[0-9]`)
 
 var avbKnownDivergences = []avbRule{
 	{

@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -177,9 +178,10 @@ func (t *tool) failed(err error) int {
 		fmt.Fprintf(t.stderr, "%s: error: %v\n%s: hint: name another file, or remove this one first\n", t.prog, err, t.prog)
 		return exitFailed
 	}
-	if errors.Is(err, avb.ErrNotAVB) {
-		// avbtool's words for it, which scripts match (a sparse image's
-		// expansion too, which notVBMeta cannot stat).
+	if errors.Is(err, avb.ErrNotAVB) && notAVBSize(err) < 0 {
+		// avbtool's words for it, which scripts match, where the file
+		// cannot be sized (one shorter than a vbmeta header is a
+		// traceback in avbtool, said in our words).
 		fmt.Fprintf(t.stderr, "%s: Given image does not look like a vbmeta image.\n", t.prog)
 		return exitFailed
 	}
@@ -189,15 +191,32 @@ func (t *tool) failed(err error) int {
 
 // notVBMeta says whether err is about a file with no AVB footer and no
 // vbmeta blob that avbtool reports in its own words, whichever file (the
-// image, an included one) it is: one of at least a vbmeta header's size
-// (avbtool dies of a traceback reading a shorter one).
+// image, an included one) it is: one of at least a vbmeta header's size,
+// a sparse image's expansion too (avbtool dies of a traceback reading a
+// shorter one).
 func notVBMeta(err error) bool {
+	return errors.Is(err, avb.ErrNotAVB) && notAVBSize(err) >= avb.HeaderSize
+}
+
+// notAVBSize returns the size (a sparse image's expanded size) of the file
+// an error names, or -1 when it names none or that cannot be opened.
+func notAVBSize(err error) int64 {
 	var ve *verity.Error
-	if !errors.Is(err, avb.ErrNotAVB) || !errors.As(err, &ve) || ve.Path == "" {
-		return false
+	if !errors.As(err, &ve) || ve.Path == "" {
+		return -1
 	}
-	fi, statErr := os.Stat(ve.Path)
-	return statErr == nil && fi.Size() >= avb.HeaderSize
+	return sourceSize(ve.Path)
+}
+
+// sourceSize returns the size of an image (a sparse image's expanded
+// size), or -1 if it cannot be opened.
+func sourceSize(path string) int64 {
+	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return -1
+	}
+	defer src.Close()
+	return src.Size()
 }
 
 // flagSet returns a flag set for subcommand cmd; parse parses args into it,
@@ -248,7 +267,7 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	}
 	var bad error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if n, ok := f.Value.(*number); ok && n.bad != "" && bad == nil {
+		if n, ok := f.Value.(*number); ok && n.bad != "" && !n.late && bad == nil {
 			bad = fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.Name, n.bad, uint64(math.MaxUint64))
 			if f.Name == "block_size" {
 				bad = blockSizeErr(n.bad) // as any other block size refused
@@ -330,6 +349,8 @@ var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
 type number struct {
 	v   uint64
 	bad string
+	// late: refused where avbtool fails on it, not by t.parse.
+	late bool
 }
 
 func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
@@ -468,10 +489,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 		DoNotUseAB:              *doNotUseAB, CheckAtMostOnce: *camo, UsePersistentDigest: *persistent, NoHashtree: *noHashtree,
 		OutputVBMeta: *outputVBMeta, DoNotAppendVBMeta: *noAppend,
 	}
-	var err error
-	if _, o.RollbackIndexLocation, err = v.flags32(); err != nil {
-		return t.failed(avbErr("Adding hashtree_footer failed: %v.", err))
-	}
+	o.ReleaseString, o.AppendToReleaseString = v.release()
+	o.Flags, o.RollbackIndexLocation = v.flags32()
 	// avbtool counts these before reading anything.
 	for _, spec := range *v.chainsNoAB {
 		o.ChainPartitions = append(o.ChainPartitions, avb.ChainPartition{DoNotUseAB: true, Spec: spec})
@@ -526,8 +545,35 @@ func (t *tool) readSmallFile(path, what string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
 	}
 	// The cause stays wrapped (see pathOSError).
-	return nil, causeErr{fmt.Sprintf("%s %s: %s", what, path, safefile.Message(err)), err}
+	ours := causeErr{fmt.Sprintf("%s %s: %s", what, path, safefile.Message(err)), err}
+	if errors.Is(err, safefile.ErrNotFile) && isDir(path) {
+		err = syscall.EISDIR // Python's open() of a directory
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		// Python's open() failing: an OSError
+		return nil, &pyErr{ours, pyOSError(errno, path)}
+	}
+	return nil, ours
 }
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// pyErr is an error avbtool meets as a Python exception other than its
+// AvbError (an OSError opening a file, a ValueError reading a number): py
+// is Python's str() of it, which avbtool's handlers quote ("Adding
+// hash_footer failed: [Errno 2] No such file or directory: 'x'."); where
+// avbtool dies of a traceback instead, the front says err, in its words.
+type pyErr struct {
+	err error
+	py  string
+}
+
+func (e *pyErr) Error() string { return e.err.Error() }
+func (e *pyErr) Unwrap() error { return e.err }
 
 // writeOutput writes b where a subcommand's --output goes: stdout for ""
 // or "-", else the file, which may replace an existing one only if ours

@@ -85,15 +85,20 @@ func probeImage(path, verb string) (*avb.FooterImage, error) {
 	return img, err
 }
 
-// wrapAVB words one of avbtool's own messages as the verb's exception
-// handler does (prefix, the message, a dot), and so Python's OSError of a
-// file avbtool opens itself there (a property file, the public key
-// metadata, a chained partition's key; not the signing key, which openssl
-// reads: keyPath); other errors stay ours.
+// wrapAVB words one of avbtool's own messages, or a Python exception
+// avbtool's handler catches, as the verb's exception handler does (prefix,
+// the message, a dot), and so Python's OSError of a file avbtool opens
+// itself there (a property file, the public key metadata, a chained
+// partition's key; not the signing key, which openssl reads: keyPath);
+// other errors stay ours.
 func wrapAVB(err error, prefix, keyPath string) error {
 	var m avbMessage
 	if errors.As(err, &m) {
 		return avbErr("%s%s.", prefix, m)
+	}
+	var pe *pyErr
+	if errors.As(err, &pe) && !isKeyError(err, keyPath) {
+		return avbErr("%s%s.", prefix, pe.py)
 	}
 	if msg := pathOSError(err); msg != "" && !isKeyError(err, keyPath) {
 		return avbErr("%s%s.", prefix, msg)
@@ -201,10 +206,7 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 	if *h.dynamic && *h.calcMax {
 		return nil, nil, false, avbErr("--calc_max_image_size not supported with --dynamic_partition_size")
 	}
-	_, location, err := v.flags32()
-	if err != nil {
-		return nil, nil, false, err
-	}
+	_, location := v.flags32()
 	o := &avb.HashFooterOptions{PartitionSize: psize, DynamicPartitionSize: *h.dynamic, PartitionName: *h.partitionName,
 		HashAlgorithm: *h.hashAlg, UsePersistentDigest: *h.persistent, DoNotUseAB: *h.doNotUseAB,
 		OutputVBMeta: *h.outputVBMeta, DoNotAppendVBMeta: *h.noAppend}
@@ -348,6 +350,13 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
 	}
+	// avbtool reads the vbmeta image first within its handler.
+	if _, err := readVBMetaOf(*vbmeta); err != nil {
+		return t.fail(wrapAVB(err, "Appending VBMeta image failed: ", ""), false)
+	}
+	if psize.v == 0 {
+		return t.fail(appendToNothing(*image), false)
+	}
 	if _, err := avb.AppendVBMetaImage(t.ctx, *image, *vbmeta, psize.v); err != nil {
 		if notVBMeta(err) {
 			// The vbmeta image's, within avbtool's handler.
@@ -356,6 +365,29 @@ func (t *tool) appendVBMetaImage(args []string) int {
 		return t.fail(err, false)
 	}
 	return exitOK
+}
+
+// appendToNothing is avbtool's failure appending to a partition of 0
+// bytes: it cuts a raw image to -4096 bytes (EINVAL), or packs a sparse
+// image's chunk of minus that many blocks (struct's "argument out of
+// range"); it puts the image back.
+func appendToNothing(image string) error {
+	if isSparseFile(image) {
+		return avbErr("Appending VBMeta image failed: argument out of range.")
+	}
+	return avbErr("Appending VBMeta image failed: [Errno 22] Invalid argument.")
+}
+
+// isSparseFile says whether path starts with the Android sparse magic.
+func isSparseFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	_, err = io.ReadFull(f, m[:])
+	return err == nil && binary.LittleEndian.Uint32(m[:]) == 0xed26ff3a
 }
 
 func (t *tool) resizeImage(args []string) int {

@@ -8,6 +8,9 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
+	"os"
 	"strconv"
 	"strings"
 
@@ -47,6 +50,9 @@ func addVBMetaFlags(fs *pflag.FlagSet) *vbmetaFlags {
 	metavar(fs, "signing_helper_with_files", "APP")
 	v.publicKeyMetadata = fs.String("public_key_metadata", "", "Path to public key metadata file")
 	metavar(fs, "public_key_metadata", "KEY_METADATA")
+	// Numbers argparse takes that the header cannot hold are refused
+	// late, where avbtool packs the header (checkHeaderNumbers).
+	v.rollbackIndex.late, v.rollbackIndexLocation.late, v.flags.late = true, true, true
 	fs.Var(&v.rollbackIndex, "rollback_index", "Rollback Index")
 	fs.Var(&v.rollbackIndexLocation, "rollback_index_location", "Location of main vbmeta Rollback Index")
 	v.internalRelease = fs.String("internal_release_string", "", "")
@@ -90,49 +96,138 @@ func (v *vbmetaFlags) release() (internal, appended *string) {
 	return internal, appended
 }
 
-// flags32 returns the vbmeta flags and the rollback index location as
-// the 32-bit numbers they are.
-func (v *vbmetaFlags) flags32() (flags, location uint32, err error) {
-	if v.rollbackIndexLocation.v > 1<<32-1 || v.flags.v > 1<<32-1 {
-		return 0, 0, fmt.Errorf("--rollback_index_location and --flags are 32-bit numbers")
-	}
-	flags = uint32(v.flags.v)
+// flags32 returns the vbmeta flags and the rollback index location as the
+// 32-bit numbers the header holds; one past 32 bits (checkHeaderNumbers
+// refuses it before anything is written) counts as the largest, for the
+// libavb version it needs.
+func (v *vbmetaFlags) flags32() (flags, location uint32) {
+	flags = uint32(min(v.flags.v, math.MaxUint32))
 	if *v.hashtreeDisabled {
 		flags |= avb.FlagHashtreeDisabled
 	}
-	return flags, uint32(v.rollbackIndexLocation.v), nil
+	return flags, uint32(min(v.rollbackIndexLocation.v, math.MaxUint32))
+}
+
+// checkHeaderNumbers refuses, as avbtool's packing of the vbmeta header
+// does once every other input is read, a rollback index, flags or
+// rollback index location that its field cannot hold (argparse took
+// negative ones, and numbers past 64 bits): the struct.error avbtool's
+// handlers quote, for the first in the header's order.
+func (v *vbmetaFlags) checkHeaderNumbers() error {
+	for _, f := range []struct {
+		name string
+		n    *number
+		max  uint64
+	}{{"rollback_index", &v.rollbackIndex, math.MaxUint64}, {"flags", &v.flags, math.MaxUint32},
+		{"rollback_index_location", &v.rollbackIndexLocation, math.MaxUint32}} {
+		var py string
+		switch {
+		case f.n.bad == "" && f.n.v <= f.max:
+			continue
+		case f.max == math.MaxUint64:
+			py = "int too large to convert" // Python's words for 'Q', negative or not
+		case strings.HasPrefix(strings.TrimSpace(f.n.bad), "-"):
+			py = "argument out of range"
+		default:
+			py = "'L' format requires 0 <= number <= 4294967295"
+		}
+		given := f.n.bad
+		if given == "" {
+			given = f.n.String()
+		}
+		return &pyErr{fmt.Errorf("--%s %s: a number from 0 to %d is needed", f.name, given, f.max), py}
+	}
+	return nil
+}
+
+// pyLocation is --rollback_index_location as avbtool holds it (a negative
+// number too), for the check that a chained partition's differs.
+func (v *vbmetaFlags) pyLocation() string {
+	n := &v.rollbackIndexLocation
+	if n.bad == "" {
+		return n.String()
+	}
+	b, ok := new(big.Int).SetString(strings.ReplaceAll(strings.TrimSpace(asciiDigits(n.bad)), "_", ""), 0)
+	if !ok {
+		return n.bad
+	}
+	return b.String()
 }
 
 // chainPartitions checks and reads the chained partitions as avbtool's
 // _generate_vbmeta_blob does, in its order and with its messages: those
-// of --chain_partition, then of --chain_partition_do_not_use_ab.
-func (t *tool) chainPartitions(v *vbmetaFlags, location uint32) ([]avb.ChainPartition, error) {
-	used := map[int64]bool{int64(location): true}
+// of --chain_partition, then of --chain_partition_do_not_use_ab; each is
+// split, its location read as Python's int(), checked unused and at least
+// 1, then its key file read.
+func (t *tool) chainPartitions(v *vbmetaFlags) ([]avb.ChainPartition, error) {
+	used := map[string]bool{v.pyLocation(): true}
 	var out []avb.ChainPartition
 	for _, spec := range append(append([]string(nil), *v.chains...), *v.chainsNoAB...) {
 		tok := strings.Split(spec, ":")
 		if len(tok) != 3 {
 			return nil, avbErr("Malformed chained partition \"%s\".", spec)
 		}
-		n, err := strconv.ParseInt(tok[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1])
+		n, ok := pyInt10(tok[1])
+		if !ok {
+			return nil, &pyErr{fmt.Errorf("chained partition %q: rollback index location %q is not a number", spec, tok[1]),
+				"invalid literal for int() with base 10: " + pyStr(tok[1])}
 		}
-		if used[n] {
+		loc := strconv.FormatInt(n, 10)
+		if used[loc] {
 			return nil, avbErr("Rollback Index Location %d is already in use.", n)
 		}
-		used[n] = true
+		used[loc] = true
 		if n < 1 {
 			return nil, avbErr("Rollback index location must be 1 or larger.")
 		}
-		// avbtool flags a partition given in both lists in both.
-		cp, err := avb.ParseChainPartition(t.ctx, spec, contains(*v.chainsNoAB, spec))
+		if n > math.MaxUint32 {
+			// avbtool fails packing it, once everything else is read.
+			return nil, fmt.Errorf("chained partition %q: rollback index location %d is past 32 bits", spec, n)
+		}
+		key, err := t.readSmallFile(tok[2], "public key", maxChainKey)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, cp)
+		// avbtool flags a partition given in both lists in both.
+		out = append(out, avb.ChainPartition{Name: tok[0], RollbackIndexLocation: uint32(n), PublicKey: key,
+			DoNotUseAB: contains(*v.chainsNoAB, spec), Spec: spec})
 	}
 	return out, nil
+}
+
+// pyInt10 reads s as Python's int(s) does (base 10): spaces around, a
+// sign, decimal digits (Unicode ones too; leading zeros taken) with single
+// underscores between them. A number past int64 is refused as if it were
+// not one (no location is that large).
+func pyInt10(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	s = asciiDigits(s)
+	prevDigit := false
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			prevDigit = true
+		case r == '_' && prevDigit && i+1 < len(s):
+			prevDigit = false
+		default:
+			return 0, false
+		}
+	}
+	if !prevDigit {
+		return 0, false // empty, or ending with '_'
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func contains(s []string, v string) bool {
@@ -144,29 +239,32 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// properties reads --prop and --prop_from_file, avbtool's message for
-// one without a colon.
+// maxPropertyFile bounds a property value read from a file (the avb
+// package's bound).
+const maxPropertyFile = 16 << 20
+
+// properties reads --prop and --prop_from_file as avbtool does: every
+// --prop (one without a colon refused), then every --prop_from_file, each
+// checked then its file read.
 func (t *tool) properties(v *vbmetaFlags) ([]avb.Property, error) {
 	var out []avb.Property
 	for _, p := range *v.props {
-		if !strings.Contains(p, ":") {
+		k, val, ok := strings.Cut(p, ":")
+		if !ok {
 			return nil, avbErr("Malformed property \"%s\".", p)
 		}
-		pr, err := avb.ParseProperty(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pr)
+		out = append(out, avb.Property{Key: k, Value: []byte(val)})
 	}
 	for _, p := range *v.propsFromFile {
-		if !strings.Contains(p, ":") {
+		k, path, ok := strings.Cut(p, ":")
+		if !ok {
 			return nil, avbErr("Malformed property \"%s\".", p)
 		}
-		pr, err := avb.ParsePropertyFromFile(t.ctx, p)
+		val, err := t.readSmallFile(path, "property file", maxPropertyFile)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pr)
+		out = append(out, avb.Property{Key: k, Value: val})
 	}
 	return out, nil
 }
@@ -292,10 +390,12 @@ func (t *tool) makeVBMetaImage(args []string) int {
 // avbtool's order; nil options (and no error) when it only printed the
 // required libavb version.
 func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaImageOptions, *avbSigning, error) {
-	_, location, err := v.flags32()
-	if err != nil {
+	// avbtool reads the included images first, for the libavb version
+	// they need (also when that is all it prints).
+	if err := checkIncluded(*v.include); err != nil {
 		return nil, nil, err
 	}
+	_, location := v.flags32()
 	if *v.printRequired {
 		o := &avb.VBMetaImageOptions{RollbackIndexLocation: location, IncludeDescriptorsFrom: *v.include}
 		// avbtool counts these before reading anything.
@@ -327,13 +427,11 @@ func (t *tool) vbmetaImageOptions(v *vbmetaFlags, output string) (*avb.VBMetaIma
 
 // vbmetaCommon reads the common vbmeta options as avbtool's
 // _generate_vbmeta_blob does, in its order and with its messages: the
-// algorithm, the chained partitions, the properties, the public key
+// algorithm, the chained partitions, the properties, the image of
+// --setup_rootfs_from_kernel, the included images, the public key
 // metadata, then the key or the signing helper.
 func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigning, error) {
-	flags, location, err := v.flags32()
-	if err != nil {
-		return nil, nil, err
-	}
+	flags, location := v.flags32()
 	c := &avb.VBMetaCommonOptions{
 		Algorithm: *v.algorithm, RollbackIndex: v.rollbackIndex.v, RollbackIndexLocation: location, Flags: flags,
 		SetupRootfsFromKernel: v.setupRootfs, KernelCmdlines: *v.kernelCmdlines, IncludeDescriptorsFrom: *v.include,
@@ -344,13 +442,26 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 		// (The library reads "" as NONE; avbtool knows no such name.)
 		return nil, nil, avbErr("Unknown algorithm with name %s", *v.algorithm)
 	}
-	if c.ChainPartitions, err = t.chainPartitions(v, location); err != nil {
+	if c.ChainPartitions, err = t.chainPartitions(v); err != nil {
 		return nil, nil, err
 	}
 	if v.unnamedDescriptor {
 		return nil, nil, avbErr("--partition_name is required")
 	}
 	if c.Properties, err = t.properties(v); err != nil {
+		return nil, nil, err
+	}
+	if v.setupRootfs != "" {
+		img, err := readVBMetaOf(v.setupRootfs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if img.VBMeta.FirstHashtree() == nil {
+			return nil, nil, avbErr("No hashtree descriptor in given image")
+		}
+	}
+	// (The kernel command lines come next: nothing to check.)
+	if err := checkIncluded(*v.include); err != nil {
 		return nil, nil, err
 	}
 	if *v.publicKeyMetadata != "" {
@@ -362,8 +473,58 @@ func (t *tool) vbmetaCommon(v *vbmetaFlags) (*avb.VBMetaCommonOptions, *avbSigni
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := v.checkHeaderNumbers(); err != nil {
+		return nil, nil, err
+	}
 	c.Key, c.Signer = s.key, s.signer
 	return c, s, nil
+}
+
+// checkIncluded reads the --include_descriptors_from_image images as
+// avbtool does before it copies their descriptors: one that holds no
+// vbmeta fails in avbtool's words.
+func checkIncluded(paths []string) error {
+	for _, p := range paths {
+		if _, err := readVBMetaOf(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readVBMetaOf reads the vbmeta of an image another names (included,
+// --setup_rootfs_from_kernel, append_vbmeta_image's): avbtool's words for
+// one that holds none, and for one too short to hold any the Python
+// exception its handlers quote.
+func readVBMetaOf(path string) (*avb.Image, error) {
+	img, err := avb.ReadImage(path)
+	if notVBMeta(err) {
+		return nil, avbErr("Given image does not look like a vbmeta image.")
+	}
+	if err != nil {
+		// (No vbmeta fits in fewer bytes than its header.)
+		if py := shortImageError(path, sourceSize(path)); py != "" {
+			return nil, &pyErr{err, py}
+		}
+	}
+	return img, err
+}
+
+// shortImageError is the Python exception avbtool's ImageHandler and
+// _parse_image meet in a file too short for a vbmeta (expanded: its size,
+// a sparse image's expansion): the sparse header's 28 bytes unpacked, the
+// footer's seek 64 bytes from the end, the header's 256 bytes unpacked.
+func shortImageError(path string, expanded int64) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil || expanded < 0 || expanded >= avb.HeaderSize:
+		return ""
+	case fi.Size() < 28:
+		return "unpack requires a buffer of 28 bytes"
+	case expanded < avb.FooterSize:
+		return fmt.Sprintf("Seeking with negative offset: %d", expanded-avb.FooterSize)
+	}
+	return fmt.Sprintf("unpack requires a buffer of %d bytes", avb.HeaderSize)
 }
 
 // writeVBMetaToStdout writes the image to stdout (--output -): the blob,
