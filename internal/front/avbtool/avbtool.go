@@ -620,6 +620,9 @@ func (t *tool) infoImage(args []string) int {
 	}
 	// Read as avbtool reads it: damaged fields are printed, not refused.
 	img, err := avb.ReadImageLenient(*image)
+	if err == nil {
+		err = releaseNotUTF8(*image, img)
+	}
 	if err != nil {
 		return t.failed(err)
 	}
@@ -799,6 +802,9 @@ func (t *tool) verify(path, keyPath string, chains map[string]expectedChain, fol
 	}
 	defer locked.Close()
 	img, err := readForVerify(path)
+	if err == nil {
+		err = releaseNotUTF8(path, img)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/veritytree/veritytree/avb"
@@ -23,6 +24,9 @@ func (t *tool) calculateVBMetaDigest(args []string) int {
 	fileType(fs, "output", "w", "output")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
+	}
+	if err := checkReleaseString(*image); err != nil {
+		return t.fail(err, false)
 	}
 	d, err := avb.CalculateVBMetaDigest(t.ctx, *image, *hashName)
 	if err != nil {
@@ -51,6 +55,9 @@ func (t *tool) printPartitionDigests(args []string) int {
 	asJSON := fs.Bool("json", false, "Print output as JSON")
 	if code, done := t.parse(cmd, fs, args, "image"); done {
 		return code
+	}
+	if err := checkReleaseString(*image); err != nil {
+		return t.fail(err, false)
 	}
 	if *output == "" || *output == "-" {
 		// The lines before a failure are printed, as avbtool prints them.
@@ -114,6 +121,9 @@ func (t *tool) extractVBMetaImage(args []string) int {
 	if *output == "" {
 		return t.tooFewArguments() // avbtool writes to None
 	}
+	if err := checkReleaseString(*image); err != nil {
+		return t.fail(err, false)
+	}
 	var err error
 	if *output == "-" {
 		var b []byte
@@ -130,4 +140,31 @@ func (t *tool) extractVBMetaImage(args []string) int {
 		return t.fail(err, false)
 	}
 	return exitOK
+}
+
+// releaseNotUTF8 refuses a vbmeta whose release string avbtool cannot
+// decode: its header parser decodes the field (trailing NULs cut) as UTF-8
+// and dies of a UnicodeDecodeError, whatever the subcommand. libavb never
+// reads the field, so the library does not refuse it; the front does, where
+// avbtool dies.
+func releaseNotUTF8(path string, img *avb.Image) error {
+	if img == nil || img.VBMeta == nil || len(img.VBMeta.Raw) < avb.HeaderSize {
+		return nil
+	}
+	field := bytes.TrimRight(img.VBMeta.Raw[128:128+47], "\x00")
+	if utf8.Valid(field) {
+		return nil
+	}
+	return fmt.Errorf("the release string of %s's vbmeta is not UTF-8 text, which avbtool cannot read (its header field, bytes 128 to 175, is damaged or not avbtool's)", path)
+}
+
+// checkReleaseString reads the image at path as avbtool would before a
+// subcommand that reads its vbmeta through the library, and refuses it if
+// avbtool could not decode its release string.
+func checkReleaseString(path string) error {
+	img, err := avb.ReadImageLenient(path)
+	if err != nil {
+		return nil // the subcommand reports it in its own words
+	}
+	return releaseNotUTF8(path, img)
 }
