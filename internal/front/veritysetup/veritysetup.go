@@ -490,7 +490,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 			return nil
 		},
 		afterHash: func(t *verity.TreeOptions) error {
-			if o.fecDevice == "" || skip {
+			if !o.withFEC() || skip {
 				return nil
 			}
 			fecOffset := numberOr0(o.fecOffset) // checked by tree
@@ -516,7 +516,7 @@ func (o *options) verifyHooks(dataPath, hashPath string) treeHooks {
 	h := o.overlapHooks(dataPath, hashPath, false)
 	overlaps := h.afterHash
 	h.afterHash = func(t *verity.TreeOptions) error {
-		if o.fecDevice != "" {
+		if o.withFEC() {
 			if err := checkDevice(o.fecDevice); err != nil {
 				// crypt_format fails its allocation with ENOMEM.
 				err.(*failure).code = exitENOMEM
@@ -594,7 +594,7 @@ func hashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
 
 // fec checks the FEC options against the tree's block sizes.
 func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, err error) {
-	if o.fecDevice == "" {
+	if !o.withFEC() {
 		return 0, 0, nil
 	}
 	offset = numberOr0(o.fecOffset) // checked by tree
@@ -684,7 +684,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err := creatable(hashPath, "hash"); err != nil {
 		return err
 	}
-	if o.fecDevice != "" {
+	if o.withFEC() {
 		if err := creatable(o.fecDevice, "FEC"); err != nil {
 			return err
 		}
@@ -728,9 +728,9 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	}
 	rootHashFile := o.rootHashFile
 	var rootFileErr error
-	if p := rootHashFile; p != "" {
+	if p := rootHashFile; o.withRootHashFile() {
 		info, err := os.Stat(p)
-		if dir, derr := os.Stat(filepath.Dir(p)); derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
+		if dir, derr := os.Stat(filepath.Dir(p)); p == "" || derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
 			// veritysetup writes the tree and prints it, then fails to
 			// create the file.
 			rootHashFile, rootFileErr = "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
@@ -778,7 +778,7 @@ func creatable(path, what string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return nil
 	}
-	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+	if dir, err := os.Stat(filepath.Dir(path)); path == "" || err != nil || !dir.IsDir() {
 		return fail(exitEINVAL, "Cannot create %s image %s for writing.", what, path)
 	}
 	return nil
@@ -905,7 +905,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return nil // only what veritysetup does not check (the superblock's reserved bytes)
 	}
 	rootFailed := lines[0] == msgRootFailed
-	if o.fecDevice == "" || code != exitEPERM && !rootFailed || v.g == nil {
+	if !o.withFEC() || code != exitEPERM && !rootFailed || v.g == nil {
 		// veritysetup tries the parity only on damage or a root hash
 		// that does not match (not on a read that fails).
 		return &failure{code: code, lines: lines}
@@ -917,7 +917,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 // hash given, the numbers, HASH then DATA opened (before it reads a
 // superblock or checks an option), DATA's size.
 func (o *options) verifyDevices(dataPath, hashPath, rootText string) error {
-	if rootText == "" && o.rootHashFile == "" {
+	if rootText == "" && !o.withRootHashFile() {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
 	if _, err := o.numbers(); err != nil {
@@ -988,7 +988,7 @@ func (o *options) verifyTarget(t verity.TreeOptions, hashPath string) (*verifyTa
 		w := walkTreeOf(g)
 		v.walker = &w
 	}
-	if o.fecDevice != "" {
+	if o.withFEC() {
 		if err := checkDevice(o.fecDevice); err != nil {
 			f := err.(*failure)
 			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
@@ -1004,7 +1004,7 @@ func (o *options) verifyTarget(t verity.TreeOptions, hashPath string) (*verifyTa
 func (o *options) verifyRoot(rootText string, t verity.TreeOptions, digestSize int) ([]byte, error) {
 	var root []byte
 	var err error
-	if o.rootHashFile != "" {
+	if o.withRootHashFile() {
 		if a, lerr := hashes.Lookup(t.Hash); lerr == nil && o.noSuperblock {
 			digestSize = a.Size()
 		}
