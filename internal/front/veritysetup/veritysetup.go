@@ -262,7 +262,7 @@ func (o *options) action(ctx context.Context, args []string, stdout, stderr io.W
 	if len(args) < 1 {
 		return usageFail("dump: requires <hash_device> as arguments")
 	}
-	return o.dumpAction(args[0], stdout)
+	return o.dumpAction(args[0], stdout, stderr)
 }
 
 // number parses a numeric option as veritysetup does (strtoull, base
@@ -822,7 +822,7 @@ func fromLibrary(err error) *failure {
 // and veritycheck spell the ones it shares with them.
 var flags = cli.NewSpelling(cli.SharedFlags...)
 
-func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
+func (o *options) dumpAction(hashPath string, stdout, stderr io.Writer) error {
 	offset, err := number(o.hashOffset)
 	if err != nil {
 		return err
@@ -833,20 +833,69 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	if err := superblockOffset(offset, hashPath); err != nil {
 		return err
 	}
-	g, err := verity.ReadSuperblock(hashPath, offset)
-	if err != nil {
+	var h *cli.Header
+	if g, err := verity.ReadSuperblock(hashPath, offset); err == nil {
+		h = cli.NewHeader(g, hashPath)
+		if g.HashOffset == 0 {
+			h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
+		}
+	} else {
 		sb, err := refusedSuperblock(err, hashPath, offset)
 		if err != nil {
 			return err
 		}
-		sb.header(hashPath).Print(stdout)
-		return nil
+		h = sb.header(hashPath)
 	}
-	h := cli.NewHeader(g, hashPath)
-	if g.HashOffset == 0 {
-		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
+	if o.withFEC() {
+		if err := o.dumpFEC(h, hashPath, offset, stderr); err != nil {
+			return err
+		}
 	}
 	h.Print(stdout)
+	return nil
+}
+
+// dumpFEC adds to h the parity --fec-device describes, as veritysetup's
+// dump loads and prints it (crypt_load, VERITY_FEC_blocks): the device
+// must open; block sizes that differ or roots out of range are reported
+// and the parity left out; the parity covers the data and HASH from the
+// tree on (to the parity's offset when it is in HASH, else to HASH's
+// end), whatever the device holds.
+func (o *options) dumpFEC(h *cli.Header, hashPath string, hashOffset uint64, stderr io.Writer) error {
+	if err := checkDevice(o.fecDevice); err != nil {
+		f := err.(*failure)
+		f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
+		return f
+	}
+	roots := numberOr0(o.fecRoots) // checked by the parse
+	if h.DataBlockSize != h.HashBlockSize {
+		fmt.Fprintln(stderr, "Block sizes must match for FEC.")
+		return nil
+	}
+	if roots < fec.MinRoots || roots > fec.MaxRoots {
+		fmt.Fprintln(stderr, "Invalid number of parity bytes.")
+		return nil
+	}
+	fecOffset := numberOr0(o.fecOffset)
+	dbs := uint64(h.DataBlockSize)
+	blocks := deviceSize(hashPath)
+	inHash := identical(hashPath, o.fecDevice)
+	if inHash {
+		blocks = fecOffset
+	}
+	// uint64 arithmetic, wrapping as veritysetup's does
+	if blocks /= dbs; blocks != 0 {
+		blocks -= hashOffset / dbs
+	}
+	p := fec.Params{Roots: int(roots), BlockSize: h.DataBlockSize, Blocks: blocks + h.DataBlocks}
+	h.FECRoots, h.FECBlocks = p.Roots, p.ParityBlocks()
+	switch {
+	case inHash && h.ShowHashDeviceSize:
+		// as format's: the parity counted right after the tree
+		h.HashDeviceSize += p.ParityBlocks() * uint64(h.HashBlockSize)
+	case !inHash && fecOffset == 0:
+		h.FECDeviceSize = p.ParitySize()
+	}
 	return nil
 }
 
