@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -1022,6 +1023,18 @@ func (g *gen) miscCase() {
 // option.
 func (g *gen) poptTweak() {
 	c := g.c
+	before := scanLine(c.args)
+	defer func() {
+		// A salt or UUID the line no longer gives (after a "--", or past
+		// where help or a mistake stops the parse) is random.
+		after := scanLine(c.args)
+		for _, o := range before.opts {
+			if !slices.ContainsFunc(after.opts, func(p option) bool { return p.name == o.name }) {
+				c.randomSalt = c.randomSalt || o.name == "--salt"
+				c.randomUUID = c.randomUUID || o.name == "--uuid"
+			}
+		}
+	}()
 	what := pick(g, "cluster", "cluster", "dashdash", "help", "option-value", "repeat", "repeat", "empty-value", "empty-value",
 		"abbreviation", "unknown-short")
 	c.tweaks = append(c.tweaks, "popt-"+what)
