@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -1023,17 +1022,19 @@ func (g *gen) miscCase() {
 // option.
 func (g *gen) poptTweak() {
 	c := g.c
-	before := scanLine(c.args)
 	defer func() {
-		// A salt or UUID the line no longer gives (after a "--", or past
-		// where help or a mistake stops the parse) is random.
-		after := scanLine(c.args)
-		for _, o := range before.opts {
-			if !slices.ContainsFunc(after.opts, func(p option) bool { return p.name == o.name }) {
-				c.randomSalt = c.randomSalt || o.name == "--salt"
-				c.randomUUID = c.randomUUID || o.name == "--uuid"
-			}
+		// A format whose line no longer gives the salt or the UUID (after
+		// a "--", or past where help or a mistake stops the parse) makes
+		// them at random; without --no-superblock it writes a UUID.
+		if c.kind != "format" {
+			return
 		}
+		has := map[string]bool{}
+		for _, o := range scanLine(c.args).opts {
+			has[o.name] = true
+		}
+		c.randomSalt = c.randomSalt || !has["--salt"]
+		c.randomUUID = c.randomUUID || !has["--uuid"] && !has["--no-superblock"]
 	}()
 	what := pick(g, "cluster", "cluster", "dashdash", "help", "option-value", "repeat", "repeat", "empty-value", "empty-value",
 		"abbreviation", "unknown-short")
