@@ -230,8 +230,11 @@ var acceptedRules = []rule{
 			off, ok := r.fecOnHash()
 			e := r.lineGeometry()
 			// ours writes it, or fails for another reason, which veritysetup
-			// would have reported had it got past the gap, leaving no file changed
-			return ok && off > treeEnd(&e) && r.real.says(`^Failed to read RS block`) && (r.ours.code == 0 || r.oursUntouched())
+			// would have reported had it got past the gap, leaving no file
+			// changed, or after the tree and parity are written (an
+			// unwritable --root-hash-file)
+			return ok && off > treeEnd(&e) && r.real.says(`^Failed to read RS block`) &&
+				(r.ours.code == 0 || r.oursUntouched() || strings.HasPrefix(r.ours.gist, "Cannot create root hash file "))
 		},
 	},
 	{
