@@ -362,14 +362,22 @@ var acceptedRules = []rule{
 	},
 	{
 		name:   "an FEC device shorter than the parity is refused",
-		covers: []string{"code", "gist"},
+		covers: []string{"code", "stdout", "gist"},
 		reason: "the kernel refuses to open such a device ('FEC device is too small'); veritysetup verifies, then " +
 			"decodes with the parity it has and fails on the first round it lacks ('Failed to repair parity for " +
-			"block N.', exit 2); the front verifies too, then says the FEC device is short (exit 1)",
+			"block N.', exit 2); the front verifies too, then says the FEC device is short (exit 1, and -v's " +
+			"result line says so)",
 		match: func(r *result) bool {
-			return r.real.code == 2 && r.ours.code == 1 && r.ours.says(`(?m)^FEC device .* but the parity of .* truncated file\?`)
+			return r.real.code == 2 && r.ours.code == 1 && r.ours.says(`(?m)^FEC device .* but the parity of .* truncated file\?`) &&
+				withoutResultLine(r.real.stdout) == withoutResultLine(r.ours.stdout)
 		},
 	},
+}
+
+// withoutResultLine is stdout without -v's 'Command failed with code'
+// line, which follows the exit code.
+func withoutResultLine(stdout string) string {
+	return regexp.MustCompile(`(?m)^Command failed with code .*\n`).ReplaceAllString(stdout, "")
 }
 
 // strtoull reads a number as veritysetup's options are read (a sign, a
