@@ -58,29 +58,138 @@ type peerCase struct {
 }
 
 // has reports whether the compared command line has option name (given
-// as "--name", in any spelling the generator uses).
+// as "--name", in any spelling popt reads).
 func (c *peerCase) has(name string) bool {
 	_, ok := c.opt(name)
 	return ok
 }
 
-// opt returns the value of option name on the compared command line.
+// opt returns the value of option name on the compared command line: the
+// last one given, as veritysetup keeps.
 func (c *peerCase) opt(name string) (string, bool) {
-	short := map[string]string{"--salt": "-s", "--hash": "-h", "--verbose": "-v"}[name]
-	for i, a := range c.args {
-		switch {
-		case a == name || short != "" && a == short:
-			if i+1 < len(c.args) {
-				return c.args[i+1], true
-			}
-			return "", true
-		case strings.HasPrefix(a, name+"="):
-			return a[len(name)+1:], true
-		case short != "" && strings.HasPrefix(a, short) && len(a) > 2:
-			return a[2:], true
+	v, ok := "", false
+	for _, o := range scanLine(c.args).opts {
+		if o.name == name {
+			v, ok = o.value, true
 		}
 	}
-	return "", false
+	return v, ok
+}
+
+// poptValued are veritysetup's options that take a value; poptKnown its
+// switches (popt 1.19 has no abbreviations: any other name is unknown).
+var (
+	poptValued = map[string]bool{"--data-block-size": true, "--data-blocks": true, "--fec-device": true, "--fec-offset": true,
+		"--fec-roots": true, "--format": true, "--hash": true, "--hash-block-size": true, "--hash-offset": true,
+		"--root-hash-file": true, "--root-hash-signature": true, "--salt": true, "--uuid": true}
+	poptKnown = map[string]bool{"--help": true, "--usage": true, "--version": true, "--cancel-deferred": true,
+		"--check-at-most-once": true, "--debug": true, "--deferred": true, "--ignore-corruption": true,
+		"--ignore-zero-blocks": true, "--no-superblock": true, "--panic-on-corruption": true,
+		"--restart-on-corruption": true, "--use-tasklets": true, "--verbose": true}
+	poptShort = map[byte]string{'s': "--salt", 'h': "--hash", 'v': "--verbose", 'V': "--version", '?': "--help"}
+)
+
+// scanned is a command line as popt reads it: the options up to where it
+// stops (a help option acted on, or a mistake), by their long names.
+type scanned struct {
+	opts       []option
+	positional []string
+	stop       string // "--help", "--usage" or "--version" when one is acted on
+	bad        bool   // an unknown option, a value where none is taken, a value missing
+}
+
+// scanLine reads words as popt does (the rules' view of a line; the
+// front's own parser is the thing under test, so this is written apart).
+func scanLine(words []string) scanned {
+	var s scanned
+	rest := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if rest || w == "-" || !strings.HasPrefix(w, "-") {
+			s.positional = append(s.positional, w)
+			continue
+		}
+		if w == "--" {
+			rest = true
+			continue
+		}
+		// take records one option; false stops the scan.
+		take := func(name string, value *string, attached string) bool {
+			switch {
+			case poptValued[name]:
+				v := attached
+				if value != nil {
+					v = *value
+				} else if attached == "" {
+					if i+1 >= len(words) {
+						s.bad = true
+						return false
+					}
+					i++
+					v = words[i]
+				}
+				s.opts = append(s.opts, option{name, v})
+			case poptKnown[name]:
+				if value != nil {
+					s.bad = true
+					return false
+				}
+				s.opts = append(s.opts, option{name, ""})
+				if name == "--help" || name == "--usage" || name == "--version" {
+					s.stop = name
+					return false
+				}
+			default:
+				s.bad = true
+				return false
+			}
+			return true
+		}
+		if strings.HasPrefix(w, "--") {
+			name, v, eq := strings.Cut(w, "=")
+			var value *string
+			if eq {
+				value = &v
+			}
+			if !take(name, value, "") {
+				return s
+			}
+			continue
+		}
+		// a cluster of short options; a value option takes the rest of
+		// the word (after an '=') or, when none is left, the next word
+		chars := w[1:]
+		for chars != "" {
+			name, ok := poptShort[chars[0]]
+			chars = chars[1:]
+			if !ok {
+				s.bad = true
+				return s
+			}
+			if poptValued[name] {
+				attached := strings.TrimPrefix(chars, "=")
+				if chars != "" && attached == "" {
+					// "-s=": an empty value
+					e := ""
+					if !take(name, &e, "") {
+						return s
+					}
+				} else if !take(name, nil, attached) {
+					return s
+				}
+				chars = ""
+				break
+			}
+			var value *string
+			if strings.HasPrefix(chars, "=") {
+				value = &chars
+			}
+			if !take(name, value, "") {
+				return s
+			}
+		}
+	}
+	return s
 }
 
 func (c *peerCase) tweaked(name string) bool {
@@ -166,6 +275,11 @@ func generate(seed uint64, index int) *peerCase {
 		g.dumpCase()
 	default:
 		g.miscCase()
+	}
+	// Drawn last, so that every case is otherwise what it was before
+	// these were drawn.
+	if g.chance(0.1) {
+		g.poptTweak()
 	}
 	return g.c
 }
@@ -899,6 +1013,136 @@ func (g *gen) miscCase() {
 		[]string{"-v"}, []string{"--version"}, []string{"-V"}, []string{"--usage"}, []string{"format", "data", "hash", "extra", "--salt=00", "--uuid=" + fixedUUID},
 		[]string{"--salt"}, []string{"format", "--hash"}, []string{"verify", "data", "data", "00", "--no-superblock", "-s", "-"},
 		[]string{"-v", "dump", "missing"}, []string{"--debug", "format", "missing", "hash"}, []string{"-s", "00", "--format=1", "verify", "data", "hash", "00"})
+}
+
+// poptTweak writes the line in one more way popt reads (or refuses):
+// short options in a cluster, "--" ending the options, --help, --usage or
+// -? among them, a value that looks like an option, an option given twice,
+// "--x=" with no value, an abbreviation (popt takes none), an unknown short
+// option.
+func (g *gen) poptTweak() {
+	c := g.c
+	defer func() {
+		// A format whose line no longer gives the salt or the UUID (after
+		// a "--", or past where help or a mistake stops the parse) makes
+		// them at random; without --no-superblock it writes a UUID.
+		if c.kind != "format" {
+			return
+		}
+		has := map[string]bool{}
+		for _, o := range scanLine(c.args).opts {
+			has[o.name] = true
+		}
+		c.randomSalt = c.randomSalt || !has["--salt"]
+		c.randomUUID = c.randomUUID || !has["--uuid"] && !has["--no-superblock"]
+	}()
+	what := pick(g, "cluster", "cluster", "dashdash", "help", "option-value", "repeat", "repeat", "empty-value", "empty-value",
+		"abbreviation", "unknown-short")
+	c.tweaks = append(c.tweaks, "popt-"+what)
+	// insert puts words between two others, not between an option and
+	// its value (what "option-value" does on purpose).
+	insert := func(words ...string) {
+		var at []int
+		for k := 0; k <= len(c.args); k++ {
+			if k == 0 || !(poptValued[c.args[k-1]] || c.args[k-1] == "-s" || c.args[k-1] == "-h") {
+				at = append(at, k)
+			}
+		}
+		k := at[g.n(len(at))]
+		c.args = append(c.args[:k], append(words, c.args[k:]...)...)
+	}
+	switch what {
+	case "cluster":
+		g.cluster()
+	case "dashdash":
+		insert("--")
+	case "help":
+		insert(pick(g, "--help", "--usage", "-?", "-v?", "-?v", "-vV", "--usage", "-h?"))
+	case "option-value":
+		name := pick(g, "--salt", "-s", "--hash", "-h", "--uuid", "--format", "--data-blocks", "--hash-offset", "--fec-device",
+			"--root-hash-file", "--fec-roots")
+		insert(name, pick(g, "-v", "--verbose", "--salt=00", "--", "-", "--help", "-s", "-?", "--no-superblock", "-V", "--bogus"))
+	case "repeat":
+		sc := scanLine(c.args)
+		if len(sc.opts) == 0 {
+			insert("-v", "--verbose")
+			break
+		}
+		o := sc.opts[g.n(len(sc.opts))]
+		if o.name == "--help" || o.name == "--usage" || o.name == "--version" {
+			insert(o.name, o.name)
+			break
+		}
+		v := o.value
+		if poptValued[o.name] {
+			v = pick(g, o.value, "0", "1", "x", "", "00", "sha1", "512", "4096", fixedUUID, "fec", "rh")
+		}
+		words := []string{o.name}
+		if poptValued[o.name] {
+			words = []string{o.name + "=" + v}
+		}
+		insert(words...)
+	case "empty-value":
+		insert(pick(g, "--salt=", "--hash=", "--uuid=", "--format=", "--data-block-size=", "--hash-block-size=",
+			"--data-blocks=", "--hash-offset=", "--fec-device=", "--fec-offset=", "--fec-roots=", "--root-hash-file=",
+			"--root-hash-signature=", "-s=", "-h=", "--verbose=", "--no-superblock=", "--debug=", "--help=", "--usage=",
+			"--version=", "-v=", "--salt=", "--fec-device=", "--root-hash-file="))
+	case "abbreviation":
+		insert(pick(g, "--sa=00", "--sal", "--has=sha1", "--hash-o=0", "--verb", "--no-super", "--data-block=4096",
+			"--fec=fec", "--root=rh", "--vers", "--hel", "--salt-=00", "--usag", "--form=1"))
+	default:
+		insert(pick(g, "-q", "-x", "-d", "-S", "-H", "-vq", "-F", "-y", "-vx", "-?x", "-u"))
+	}
+}
+
+// cluster writes -s or -h (or another switch) in a cluster of short
+// options: -vs00, -vh sha1, -sv (v is then the salt), -vv.
+func (g *gen) cluster() {
+	c := g.c
+	sc := scanLine(c.args)
+	valued := ""
+	for _, o := range sc.opts {
+		if o.name == "--salt" || o.name == "--hash" {
+			valued = o.name
+		}
+	}
+	// drop the word(s) of the option (each spelling) and of -v
+	var words []string
+	var value string
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		long, short := valued, map[string]string{"--salt": "-s", "--hash": "-h"}[valued]
+		switch {
+		case valued != "" && (a == long || a == short) && i+1 < len(c.args):
+			value = c.args[i+1]
+			i++
+			continue
+		case valued != "" && strings.HasPrefix(a, long+"="):
+			value = a[len(long)+1:]
+			continue
+		case valued != "" && a != short && strings.HasPrefix(a, short) && !strings.HasPrefix(a, "--"):
+			value = strings.TrimPrefix(a[2:], "=")
+			continue
+		case a == "-v" || a == "--verbose":
+			continue
+		}
+		words = append(words, a)
+	}
+	prefix := pick(g, "-v", "-v", "-vv", "-")
+	var add []string
+	switch {
+	case valued == "":
+		add = []string{pick(g, "-vv", "-vs", "-vh", "-sv", "-hv")}
+	case g.chance(0.2):
+		// the letters the other way: the switch's letter is the value
+		add = []string{"-" + valued[2:3] + "v"}
+	case g.chance(0.5):
+		add = []string{prefix + valued[2:3] + value}
+	default:
+		add = []string{prefix + valued[2:3], value}
+	}
+	k := g.n(len(words) + 1)
+	c.args = append(words[:k], append(add, words[k:]...)...)
 }
 
 // optionWords writes opts as --name=value words, in order.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ var (
 	flagShow     = flag.Int("peer.show", 15, "unaccepted differences shown in full (the rest are counted)")
 	flagExamples = flag.Bool("peer.examples", false, "show the first case each rule matched")
 	flagRule     = flag.String("peer.rule", "", "show every case whose verdict names a rule containing this text")
+	flagTweak    = flag.String("peer.tweak", "", "run only the cases (of the first -peer.cases) with a tweak containing this text")
 )
 
 const (
@@ -94,7 +96,11 @@ func TestVeritysetupPeer(t *testing.T) {
 		indexes = append(indexes, *flagCase)
 	} else {
 		for i := range cases {
-			indexes = append(indexes, i)
+			if *flagTweak == "" || slices.ContainsFunc(generate(seed, i).tweaks, func(tw string) bool {
+				return strings.Contains(tw, *flagTweak)
+			}) {
+				indexes = append(indexes, i)
+			}
 		}
 	}
 	jobs := *flagJobs

@@ -204,3 +204,9 @@ func (o *options) take(opt *optSpec, value *string) (done bool, err error) {
 
 // changed reports whether the line gave the option.
 func (o *options) changed(name string) bool { return o.set[name] }
+
+// withFEC and withRootHashFile report whether the line names the file,
+// even as "" (--fec-device=): veritysetup then fails to open or create a
+// file of no name, where it would use the file.
+func (o *options) withFEC() bool          { return o.changed("fec-device") }
+func (o *options) withRootHashFile() bool { return o.changed("root-hash-file") }

@@ -36,7 +36,7 @@ type activation struct {
 // the devices (FEC, then HASH, then DATA), the superblock or, without
 // one, the salt, then the root hash (from the line or --root-hash-file).
 func (o *options) activation(dataPath, hashPath, rootText string) (*activation, error) {
-	if rootText == "" && o.rootHashFile == "" {
+	if rootText == "" && !o.withRootHashFile() {
 		return nil, fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
 	t, err := o.tree(hashPath, o.verifyHooks(dataPath, hashPath), !o.noSuperblock)
@@ -47,7 +47,7 @@ func (o *options) activation(dataPath, hashPath, rootText string) (*activation, 
 	if a.fecOffset, a.fecRoots, err = o.fecOptions(&t); err != nil {
 		return nil, err
 	}
-	if o.fecDevice != "" {
+	if o.withFEC() {
 		if err := checkDevice(o.fecDevice); err != nil {
 			f := err.(*failure)
 			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
@@ -79,7 +79,7 @@ func (o *options) activation(dataPath, hashPath, rootText string) (*activation, 
 		}
 		digestSize = a.g.DigestSize
 	}
-	if o.rootHashFile != "" {
+	if o.withRootHashFile() {
 		// veritysetup takes the file's root hash, even with one on the
 		// line.
 		a.root, err = readRootHashFile(o.rootHashFile, digestSize)

@@ -262,7 +262,7 @@ func (o *options) action(ctx context.Context, args []string, stdout, stderr io.W
 	if len(args) < 1 {
 		return usageFail("dump: requires <hash_device> as arguments")
 	}
-	return o.dumpAction(args[0], stdout)
+	return o.dumpAction(args[0], stdout, stderr)
 }
 
 // number parses a numeric option as veritysetup does (strtoull, base
@@ -490,7 +490,7 @@ func (o *options) overlapHooks(dataPath, hashPath string, mustExist bool) treeHo
 			return nil
 		},
 		afterHash: func(t *verity.TreeOptions) error {
-			if o.fecDevice == "" || skip {
+			if !o.withFEC() || skip {
 				return nil
 			}
 			fecOffset := numberOr0(o.fecOffset) // checked by tree
@@ -516,7 +516,7 @@ func (o *options) verifyHooks(dataPath, hashPath string) treeHooks {
 	h := o.overlapHooks(dataPath, hashPath, false)
 	overlaps := h.afterHash
 	h.afterHash = func(t *verity.TreeOptions) error {
-		if o.fecDevice != "" {
+		if o.withFEC() {
 			if err := checkDevice(o.fecDevice); err != nil {
 				// crypt_format fails its allocation with ENOMEM.
 				err.(*failure).code = exitENOMEM
@@ -594,7 +594,7 @@ func hashBlocks(hashBlockSize, digestSize int, blocks uint64) uint64 {
 
 // fec checks the FEC options against the tree's block sizes.
 func (o *options) fecOptions(t *verity.TreeOptions) (offset uint64, roots int, err error) {
-	if o.fecDevice == "" {
+	if !o.withFEC() {
 		return 0, 0, nil
 	}
 	offset = numberOr0(o.fecOffset) // checked by tree
@@ -684,7 +684,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err := creatable(hashPath, "hash"); err != nil {
 		return err
 	}
-	if o.fecDevice != "" {
+	if o.withFEC() {
 		if err := creatable(o.fecDevice, "FEC"); err != nil {
 			return err
 		}
@@ -728,9 +728,9 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	}
 	rootHashFile := o.rootHashFile
 	var rootFileErr error
-	if p := rootHashFile; p != "" {
+	if p := rootHashFile; o.withRootHashFile() {
 		info, err := os.Stat(p)
-		if dir, derr := os.Stat(filepath.Dir(p)); derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
+		if dir, derr := os.Stat(filepath.Dir(p)); p == "" || derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
 			// veritysetup writes the tree and prints it, then fails to
 			// create the file.
 			rootHashFile, rootFileErr = "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
@@ -778,7 +778,7 @@ func creatable(path, what string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return nil
 	}
-	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+	if dir, err := os.Stat(filepath.Dir(path)); path == "" || err != nil || !dir.IsDir() {
 		return fail(exitEINVAL, "Cannot create %s image %s for writing.", what, path)
 	}
 	return nil
@@ -822,7 +822,7 @@ func fromLibrary(err error) *failure {
 // and veritycheck spell the ones it shares with them.
 var flags = cli.NewSpelling(cli.SharedFlags...)
 
-func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
+func (o *options) dumpAction(hashPath string, stdout, stderr io.Writer) error {
 	offset, err := number(o.hashOffset)
 	if err != nil {
 		return err
@@ -833,20 +833,69 @@ func (o *options) dumpAction(hashPath string, stdout io.Writer) error {
 	if err := superblockOffset(offset, hashPath); err != nil {
 		return err
 	}
-	g, err := verity.ReadSuperblock(hashPath, offset)
-	if err != nil {
+	var h *cli.Header
+	if g, err := verity.ReadSuperblock(hashPath, offset); err == nil {
+		h = cli.NewHeader(g, hashPath)
+		if g.HashOffset == 0 {
+			h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
+		}
+	} else {
 		sb, err := refusedSuperblock(err, hashPath, offset)
 		if err != nil {
 			return err
 		}
-		sb.header(hashPath).Print(stdout)
-		return nil
+		h = sb.header(hashPath)
 	}
-	h := cli.NewHeader(g, hashPath)
-	if g.HashOffset == 0 {
-		h.HashDeviceSize, h.ShowHashDeviceSize = g.HashEnd(), true
+	if o.withFEC() {
+		if err := o.dumpFEC(h, hashPath, offset, stderr); err != nil {
+			return err
+		}
 	}
 	h.Print(stdout)
+	return nil
+}
+
+// dumpFEC adds to h the parity --fec-device describes, as veritysetup's
+// dump loads and prints it (crypt_load, VERITY_FEC_blocks): the device
+// must open; block sizes that differ or roots out of range are reported
+// and the parity left out; the parity covers the data and HASH from the
+// tree on (to the parity's offset when it is in HASH, else to HASH's
+// end), whatever the device holds.
+func (o *options) dumpFEC(h *cli.Header, hashPath string, hashOffset uint64, stderr io.Writer) error {
+	if err := checkDevice(o.fecDevice); err != nil {
+		f := err.(*failure)
+		f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
+		return f
+	}
+	roots := numberOr0(o.fecRoots) // checked by the parse
+	if h.DataBlockSize != h.HashBlockSize {
+		fmt.Fprintln(stderr, "Block sizes must match for FEC.")
+		return nil
+	}
+	if roots < fec.MinRoots || roots > fec.MaxRoots {
+		fmt.Fprintln(stderr, "Invalid number of parity bytes.")
+		return nil
+	}
+	fecOffset := numberOr0(o.fecOffset)
+	dbs := uint64(h.DataBlockSize)
+	blocks := deviceSize(hashPath)
+	inHash := identical(hashPath, o.fecDevice)
+	if inHash {
+		blocks = fecOffset
+	}
+	// uint64 arithmetic, wrapping as veritysetup's does
+	if blocks /= dbs; blocks != 0 {
+		blocks -= hashOffset / dbs
+	}
+	p := fec.Params{Roots: int(roots), BlockSize: h.DataBlockSize, Blocks: blocks + h.DataBlocks}
+	h.FECRoots, h.FECBlocks = p.Roots, p.ParityBlocks()
+	switch {
+	case inHash && h.ShowHashDeviceSize:
+		// as format's: the parity counted right after the tree
+		h.HashDeviceSize += p.ParityBlocks() * uint64(h.HashBlockSize)
+	case !inHash && fecOffset == 0:
+		h.FECDeviceSize = p.ParitySize()
+	}
 	return nil
 }
 
@@ -905,7 +954,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 		return nil // only what veritysetup does not check (the superblock's reserved bytes)
 	}
 	rootFailed := lines[0] == msgRootFailed
-	if o.fecDevice == "" || code != exitEPERM && !rootFailed || v.g == nil {
+	if !o.withFEC() || code != exitEPERM && !rootFailed || v.g == nil {
 		// veritysetup tries the parity only on damage or a root hash
 		// that does not match (not on a read that fails).
 		return &failure{code: code, lines: lines}
@@ -917,7 +966,7 @@ func (o *options) verifyAction(ctx context.Context, dataPath, hashPath, rootText
 // hash given, the numbers, HASH then DATA opened (before it reads a
 // superblock or checks an option), DATA's size.
 func (o *options) verifyDevices(dataPath, hashPath, rootText string) error {
-	if rootText == "" && o.rootHashFile == "" {
+	if rootText == "" && !o.withRootHashFile() {
 		return fail(exitEINVAL, "Command requires <root_hash> or --root-hash-file option as argument.")
 	}
 	if _, err := o.numbers(); err != nil {
@@ -988,7 +1037,7 @@ func (o *options) verifyTarget(t verity.TreeOptions, hashPath string) (*verifyTa
 		w := walkTreeOf(g)
 		v.walker = &w
 	}
-	if o.fecDevice != "" {
+	if o.withFEC() {
 		if err := checkDevice(o.fecDevice); err != nil {
 			f := err.(*failure)
 			f.lines = append(f.lines, fmt.Sprintf("Device %s is not a valid VERITY device.", hashPath))
@@ -1004,7 +1053,7 @@ func (o *options) verifyTarget(t verity.TreeOptions, hashPath string) (*verifyTa
 func (o *options) verifyRoot(rootText string, t verity.TreeOptions, digestSize int) ([]byte, error) {
 	var root []byte
 	var err error
-	if o.rootHashFile != "" {
+	if o.withRootHashFile() {
 		if a, lerr := hashes.Lookup(t.Hash); lerr == nil && o.noSuperblock {
 			digestSize = a.Size()
 		}
