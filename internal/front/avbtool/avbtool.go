@@ -23,7 +23,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -216,18 +215,14 @@ func (t *tool) flagSet(cmd string) *pflag.FlagSet {
 
 func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
 	t.required = required
-	args, err := expandAbbrev(fs, args)
-	if err != nil {
-		return t.usageErr(cmd, "%v", err), true
-	}
-	if err := fs.Parse(args); err != nil {
-		return t.usageErr(cmd, "%s", argparseMessage(err)), true
-	}
-	if h, _ := fs.GetBool("help"); h {
-		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, cli.FlagLines(fs))
+	p := newArgParser(fs)
+	p.onValue = checkFileTypeFlag
+	p.onHelp = func() { fmt.Fprint(t.stdout, t.argparseHelp(cmd, fs, required)) }
+	extras, err := p.parse(args)
+	if errors.Is(err, errHelp) {
 		return exitOK, true
 	}
-	if err := checkFileTypes(fs); err != nil {
+	if err != nil {
 		return t.usageErr(cmd, "%v", err), true
 	}
 	var missing []string
@@ -239,11 +234,11 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	if len(missing) > 0 {
 		return t.usageErr(cmd, "the following arguments are required: %s", strings.Join(missing, ", ")), true
 	}
-	if fs.NArg() > 0 {
+	if len(extras) > 0 {
 		// The subcommand's parser hands them back to avbtool's, which
 		// reports them with its own usage.
 		fmt.Fprint(t.stderr, t.mainUsage())
-		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(fs.Args(), " "))
+		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(extras, " "))
 		return exitUsage, true
 	}
 	var bad error
@@ -257,68 +252,6 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	}
 	return 0, false
 }
-
-// expandAbbrev spells out the long options abbreviated to a prefix of
-// one option, as argparse (allow_abbrev) takes them: --partition_s is
-// --partition_size. A prefix of several options is an error, as there.
-func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
-	out := append([]string(nil), args...)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, value, hasValue := strings.Cut(a[2:], "=")
-		f := fs.Lookup(name)
-		if f == nil {
-			var matches []*pflag.Flag
-			fs.VisitAll(func(c *pflag.Flag) {
-				if strings.HasPrefix(c.Name, name) {
-					matches = append(matches, c)
-				}
-			})
-			switch len(matches) {
-			case 0:
-				continue // pflag reports it
-			case 1:
-				f = matches[0]
-			default:
-				names := make([]string, len(matches))
-				for j, m := range matches {
-					names[j] = "--" + m.Name
-				}
-				return nil, fmt.Errorf("ambiguous option: --%s could match %s", name, strings.Join(names, ", "))
-			}
-			out[i] = "--" + f.Name
-			if hasValue {
-				out[i] += "=" + value
-			}
-		}
-		if f.Value.Type() != "bool" && !hasValue {
-			i++ // its value
-			if i < len(out) && looksLikeOption(out[i]) {
-				return nil, fmt.Errorf("argument --%s: expected one argument", f.Name)
-			}
-		}
-	}
-	return out, nil
-}
-
-// looksLikeOption says whether argparse takes arg for an option, not the
-// value of the option before it: it starts with '-', is not "-" alone
-// nor a negative number (-5, -.5) and has no space.
-func looksLikeOption(arg string) bool {
-	if len(arg) < 2 || arg[0] != '-' || strings.Contains(arg, " ") {
-		return false
-	}
-	return !negativeNumber.MatchString(arg)
-}
-
-// negativeNumber is argparse's _negative_number_matcher.
-var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
 
 // number is avbtool's parse_number: Python's int(s, 0). A number Python
 // reads but this front cannot take (negative, or past 2^64-1) is kept in
@@ -406,6 +339,15 @@ func asciiDigits(s string) string {
 	}, s)
 }
 
+// The help of the options both add_*_footer take, as avbtool's --help
+// prints it.
+const (
+	usePersistentDigestHelp = "Use a persistent digest on device instead of storing the digest in the descriptor. This " +
+		"cannot be used with A/B so must be combined with --do_not_use_ab when an A/B suffix is expected at runtime."
+	doNotUseABHelp = "The partition does not use A/B even when an A/B suffix is present. This must not be used " +
+		"for vbmeta or chained partitions."
+)
+
 func (t *tool) addHashtreeFooter(args []string) int {
 	const cmd = "add_hashtree_footer"
 	fs := t.flagSet(cmd)
@@ -430,8 +372,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	noHashtree := fs.Bool("no_hashtree", false, "Do not append hashtree")
 	camo := fs.Bool("check_at_most_once", false, "Set to verify data block only once")
 	v := addVBMetaFlags(fs)
-	persistent := fs.Bool("use_persistent_digest", false, "Use a persistent digest on device instead of storing the digest in the descriptor.")
-	doNotUseAB := fs.Bool("do_not_use_ab", false, "The partition does not use A/B even when an A/B suffix is present.")
+	persistent := fs.Bool("use_persistent_digest", false, usePersistentDigestHelp)
+	doNotUseAB := fs.Bool("do_not_use_ab", false, doNotUseABHelp)
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}
