@@ -20,12 +20,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
@@ -251,92 +249,6 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 		return t.failed(bad), true
 	}
 	return 0, false
-}
-
-// number is avbtool's parse_number: Python's int(s, 0). A number Python
-// reads but this front cannot take (negative, or past 2^64-1) is kept in
-// bad: argparse takes it, and avbtool fails on it later (exit 1) or uses
-// it, so t.parse refuses it after argparse's own checks, exit 1.
-type number struct {
-	v   uint64
-	bad string
-}
-
-func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
-func (n *number) Type() string   { return "NUMBER" }
-func (n *number) Set(s string) error {
-	v, ok := pyInt(s)
-	switch {
-	case ok:
-		n.v, n.bad = v, ""
-	case pyIntOutOfRange(s):
-		n.v, n.bad = 0, s
-	default:
-		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
-	}
-	return nil
-}
-
-// pyIntOutOfRange says whether Python's int(s, 0) reads s as a number
-// pyInt does not take: a negative one, or one past 2^64-1.
-func pyIntOutOfRange(s string) bool {
-	t := strings.TrimSpace(s)
-	neg := t != "" && t[0] == '-'
-	if t != "" && (t[0] == '+' || t[0] == '-') {
-		t = t[1:]
-	}
-	if t == "" || t[0] == '+' || t[0] == '-' {
-		return false
-	}
-	if v, ok := pyInt(t); ok {
-		return neg && v != 0
-	}
-	if len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t[1:2], "xXoObB") && strings.Trim(t, "0_") != "" {
-		return false // not Python's
-	}
-	_, ok := new(big.Int).SetString(t, 0)
-	return ok
-}
-
-// pyInt reads s as Python's int(s, 0) does, for the numbers that are not
-// negative (-0 is 0): spaces around, a sign, decimal digits without a
-// leading zero (but for zero itself), or 0x/0o/0b and digits, underscores
-// between digits.
-func pyInt(s string) (uint64, bool) {
-	s = strings.TrimSpace(s)
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	if len(s) > 1 && s[0] == '0' && !strings.ContainsAny(s[1:2], "xXoObB") && strings.Trim(s, "0_") != "" {
-		return 0, false // Go would read it as octal; Python refuses it
-	}
-	// Go's base 0 takes the same prefixes and underscores.
-	v, err := strconv.ParseUint(asciiDigits(s), 0, 64)
-	if err != nil || neg && v != 0 {
-		return 0, false
-	}
-	return v, true
-}
-
-// asciiDigits writes the Unicode decimal digits of s (Arabic-Indic,
-// Devanagari, fullwidth...) as ASCII ones, as Python's int reads them. Each
-// block of decimal digits is whole runs of ten from its zero, so a digit's
-// value is its distance from the block's start, modulo 10.
-func asciiDigits(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf || !unicode.Is(unicode.Nd, r) {
-			return r
-		}
-		start := r
-		for unicode.Is(unicode.Nd, start-1) {
-			start--
-		}
-		return '0' + (r-start)%10
-	}, s)
 }
 
 // The help of the options both add_*_footer take, as avbtool's --help
