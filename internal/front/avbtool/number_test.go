@@ -2,7 +2,6 @@ package avbtool
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +98,7 @@ func TestPyIntRecorded(t *testing.T) {
 		want := "refused"
 		if py != nil {
 			want = *py
-			if v, err := strconv.ParseUint(want, 10, 64); err != nil || v > math.MaxUint64 {
+			if _, err := strconv.ParseUint(want, 10, 64); err != nil {
 				want = "out of range" // negative, or past 2^64-1
 			}
 		}
