@@ -94,17 +94,21 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 	case "zero_hashtree":
 		return t.zeroHashtree(args[1:])
 	case "version":
-		if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
-			fmt.Fprint(stderr, t.mainUsage())
-			fmt.Fprintf(stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(argv0), strings.Join(args[1:], " "))
-			return exitUsage
-		}
-		fmt.Fprintln(stdout, avb.ReleaseString)
-		return exitOK
+		return t.version(args[1:])
 	}
 	fmt.Fprintf(stderr, "%s: error: %s is not one of veritygen's avbtool subcommands (%s); run the real avbtool for it\n",
 		argv0, args[0], strings.Join(commands, ", "))
 	return exitUsage
+}
+
+// version is avbtool's version: its parser takes -h alone.
+func (t *tool) version(args []string) int {
+	fs := t.flagSet("version")
+	if code, done := t.parse("version", fs, args); done {
+		return code
+	}
+	fmt.Fprintln(t.stdout, avb.ReleaseString)
+	return exitOK
 }
 
 type tool struct {

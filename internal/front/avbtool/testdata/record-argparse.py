@@ -62,6 +62,7 @@ ORDER = [
     ['-'],
 ]
 CASES = [[s] + l for s in SUBS for l in HELP + ORDER]
+CASES += [['version'] + l for l in HELP + [[], ['x'], ['--'], ['x', '--help'], ['--bogus'], ['-5']]]
 
 work = tempfile.mkdtemp()
 try:
