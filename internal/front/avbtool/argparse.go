@@ -138,19 +138,6 @@ func wrapUsage(parts []string, indent string, prefixLen int) []string {
 	return lines
 }
 
-// argparseMessage words a pflag parse error as argparse words its own.
-func argparseMessage(err error) string {
-	var iv *pflag.InvalidValueError
-	if errors.As(err, &iv) {
-		return fmt.Sprintf("argument --%s: %v", iv.GetFlag().Name, errors.Unwrap(iv))
-	}
-	var vr *pflag.ValueRequiredError
-	if errors.As(err, &vr) {
-		return fmt.Sprintf("argument --%s: expected one argument", vr.GetFlag().Name)
-	}
-	return err.Error()
-}
-
 // fileType marks a flag as one argparse opens while it parses (its type
 // is FileType): mode "r" (rb, rt), "rw" (rb+) or "w" (wb, wt); name is the
 // option argparse names in its error (an alias's first name).
@@ -158,30 +145,21 @@ func fileType(fs *pflag.FlagSet, flag, mode, name string) {
 	_ = fs.SetAnnotation(flag, "filetype", []string{mode, name})
 }
 
-// checkFileTypes opens, as argparse does while it parses, the files of
-// the options marked by fileType, in the order the options were added:
-// one that cannot be opened is a usage error naming it. Nothing is
-// created or changed, and nothing waits (a FIFO is opened non-blocking);
-// an output that does not exist yet only needs its directory.
-func checkFileTypes(fs *pflag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(f *pflag.Flag) {
-		ft := f.Annotations["filetype"]
-		if err != nil || !f.Changed || len(ft) != 2 {
-			return
-		}
-		vals := []string{f.Value.String()}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			vals = sv.GetSlice()
-		}
-		for _, v := range vals {
-			if e := checkFileType(v, ft[0]); e != nil {
-				err = fmt.Errorf("argument --%s: can't open %s: %s", ft[1], pyStr(v), pyOSError(e, v))
-				return
-			}
-		}
-	})
-	return err
+// checkFileTypeFlag opens, as argparse's FileType does while it parses,
+// the file v of an option marked by fileType: one that cannot be opened
+// is a usage error naming it. Nothing is created or changed, and nothing
+// waits (a FIFO is opened non-blocking); an output that does not exist
+// yet only needs its directory.
+func checkFileTypeFlag(f *pflag.Flag, v string) error {
+	ft := f.Annotations["filetype"]
+	if len(ft) != 2 {
+		return nil
+	}
+	if e := checkFileType(v, ft[0]); e != nil {
+		// FileType quotes the name as given, not as repr does.
+		return fmt.Errorf("argument --%s: can't open '%s': %s", ft[1], v, pyOSError(e, v))
+	}
+	return nil
 }
 
 func checkFileType(path, mode string) error {

@@ -20,14 +20,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
@@ -98,17 +95,21 @@ func Main(ctx context.Context, argv0 string, args []string, stdout, stderr io.Wr
 	case "zero_hashtree":
 		return t.zeroHashtree(args[1:])
 	case "version":
-		if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
-			fmt.Fprint(stderr, t.mainUsage())
-			fmt.Fprintf(stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(argv0), strings.Join(args[1:], " "))
-			return exitUsage
-		}
-		fmt.Fprintln(stdout, avb.ReleaseString)
-		return exitOK
+		return t.version(args[1:])
 	}
 	fmt.Fprintf(stderr, "%s: error: %s is not one of veritygen's avbtool subcommands (%s); run the real avbtool for it\n",
 		argv0, args[0], strings.Join(commands, ", "))
 	return exitUsage
+}
+
+// version is avbtool's version: its parser takes -h alone.
+func (t *tool) version(args []string) int {
+	fs := t.flagSet("version")
+	if code, done := t.parse("version", fs, args); done {
+		return code
+	}
+	fmt.Fprintln(t.stdout, avb.ReleaseString)
+	return exitOK
 }
 
 type tool struct {
@@ -235,18 +236,14 @@ func (t *tool) flagSet(cmd string) *pflag.FlagSet {
 
 func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...string) (int, bool) {
 	t.required = required
-	args, err := expandAbbrev(fs, args)
-	if err != nil {
-		return t.usageErr(cmd, "%v", err), true
-	}
-	if err := fs.Parse(args); err != nil {
-		return t.usageErr(cmd, "%s", argparseMessage(err)), true
-	}
-	if h, _ := fs.GetBool("help"); h {
-		fmt.Fprintf(t.stdout, "usage: %s %s [options]\n\noptions:\n%s", t.prog, cmd, cli.FlagLines(fs))
+	p := newArgParser(fs)
+	p.onValue = checkFileTypeFlag
+	p.onHelp = func() { fmt.Fprint(t.stdout, t.argparseHelp(cmd, fs, required)) }
+	extras, err := p.parse(args)
+	if errors.Is(err, errHelp) {
 		return exitOK, true
 	}
-	if err := checkFileTypes(fs); err != nil {
+	if err != nil {
 		return t.usageErr(cmd, "%v", err), true
 	}
 	var missing []string
@@ -258,11 +255,11 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	if len(missing) > 0 {
 		return t.usageErr(cmd, "the following arguments are required: %s", strings.Join(missing, ", ")), true
 	}
-	if fs.NArg() > 0 {
+	if len(extras) > 0 {
 		// The subcommand's parser hands them back to avbtool's, which
 		// reports them with its own usage.
 		fmt.Fprint(t.stderr, t.mainUsage())
-		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(fs.Args(), " "))
+		fmt.Fprintf(t.stderr, "%s: error: unrecognized arguments: %s\n", filepath.Base(t.prog), strings.Join(extras, " "))
 		return exitUsage, true
 	}
 	var bad error
@@ -280,155 +277,14 @@ func (t *tool) parse(cmd string, fs *pflag.FlagSet, args []string, required ...s
 	return 0, false
 }
 
-// expandAbbrev spells out the long options abbreviated to a prefix of
-// one option, as argparse (allow_abbrev) takes them: --partition_s is
-// --partition_size. A prefix of several options is an error, as there.
-func expandAbbrev(fs *pflag.FlagSet, args []string) ([]string, error) {
-	out := append([]string(nil), args...)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, value, hasValue := strings.Cut(a[2:], "=")
-		f := fs.Lookup(name)
-		if f == nil {
-			var matches []*pflag.Flag
-			fs.VisitAll(func(c *pflag.Flag) {
-				if strings.HasPrefix(c.Name, name) {
-					matches = append(matches, c)
-				}
-			})
-			switch len(matches) {
-			case 0:
-				continue // pflag reports it
-			case 1:
-				f = matches[0]
-			default:
-				names := make([]string, len(matches))
-				for j, m := range matches {
-					names[j] = "--" + m.Name
-				}
-				return nil, fmt.Errorf("ambiguous option: --%s could match %s", name, strings.Join(names, ", "))
-			}
-			out[i] = "--" + f.Name
-			if hasValue {
-				out[i] += "=" + value
-			}
-		}
-		if f.Value.Type() != "bool" && !hasValue {
-			i++ // its value
-			if i < len(out) && looksLikeOption(out[i]) {
-				return nil, fmt.Errorf("argument --%s: expected one argument", f.Name)
-			}
-		}
-	}
-	return out, nil
-}
-
-// looksLikeOption says whether argparse takes arg for an option, not the
-// value of the option before it: it starts with '-', is not "-" alone
-// nor a negative number (-5, -.5) and has no space.
-func looksLikeOption(arg string) bool {
-	if len(arg) < 2 || arg[0] != '-' || strings.Contains(arg, " ") {
-		return false
-	}
-	return !negativeNumber.MatchString(arg)
-}
-
-// negativeNumber is argparse's _negative_number_matcher.
-var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
-
-// number is avbtool's parse_number: Python's int(s, 0). A number Python
-// reads but this front cannot take (negative, or past 2^64-1) is kept in
-// bad: argparse takes it, and avbtool fails on it later (exit 1) or uses
-// it, so t.parse refuses it after argparse's own checks, exit 1.
-type number struct {
-	v   uint64
-	bad string
-	// late: refused where avbtool fails on it, not by t.parse.
-	late bool
-}
-
-func (n *number) String() string { return strconv.FormatUint(n.v, 10) }
-func (n *number) Type() string   { return "NUMBER" }
-func (n *number) Set(s string) error {
-	v, ok := pyInt(s)
-	switch {
-	case ok:
-		n.v, n.bad = v, ""
-	case pyIntOutOfRange(s):
-		n.v, n.bad = 0, s
-	default:
-		return fmt.Errorf("invalid parse_number value: %s", pyStr(s))
-	}
-	return nil
-}
-
-// pyIntOutOfRange says whether Python's int(s, 0) reads s as a number
-// pyInt does not take: a negative one, or one past 2^64-1.
-func pyIntOutOfRange(s string) bool {
-	t := strings.TrimSpace(s)
-	neg := t != "" && t[0] == '-'
-	if t != "" && (t[0] == '+' || t[0] == '-') {
-		t = t[1:]
-	}
-	if t == "" || t[0] == '+' || t[0] == '-' {
-		return false
-	}
-	if v, ok := pyInt(t); ok {
-		return neg && v != 0
-	}
-	if len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t[1:2], "xXoObB") && strings.Trim(t, "0_") != "" {
-		return false // not Python's
-	}
-	_, ok := new(big.Int).SetString(t, 0)
-	return ok
-}
-
-// pyInt reads s as Python's int(s, 0) does, for the numbers that are not
-// negative (-0 is 0): spaces around, a sign, decimal digits without a
-// leading zero (but for zero itself), or 0x/0o/0b and digits, underscores
-// between digits.
-func pyInt(s string) (uint64, bool) {
-	s = strings.TrimSpace(s)
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	if len(s) > 1 && s[0] == '0' && !strings.ContainsAny(s[1:2], "xXoObB") && strings.Trim(s, "0_") != "" {
-		return 0, false // Go would read it as octal; Python refuses it
-	}
-	// Go's base 0 takes the same prefixes and underscores.
-	v, err := strconv.ParseUint(asciiDigits(s), 0, 64)
-	if err != nil || neg && v != 0 {
-		return 0, false
-	}
-	return v, true
-}
-
-// asciiDigits writes the Unicode decimal digits of s (Arabic-Indic,
-// Devanagari, fullwidth...) as ASCII ones, as Python's int reads them. Each
-// block of decimal digits is whole runs of ten from its zero, so a digit's
-// value is its distance from the block's start, modulo 10.
-func asciiDigits(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf || !unicode.Is(unicode.Nd, r) {
-			return r
-		}
-		start := r
-		for unicode.Is(unicode.Nd, start-1) {
-			start--
-		}
-		return '0' + (r-start)%10
-	}, s)
-}
+// The help of the options both add_*_footer take, as avbtool's --help
+// prints it.
+const (
+	usePersistentDigestHelp = "Use a persistent digest on device instead of storing the digest in the descriptor. This " +
+		"cannot be used with A/B so must be combined with --do_not_use_ab when an A/B suffix is expected at runtime."
+	doNotUseABHelp = "The partition does not use A/B even when an A/B suffix is present. This must not be used " +
+		"for vbmeta or chained partitions."
+)
 
 // blockSizeErr refuses a --block_size (given as n) the front does not
 // take.
@@ -460,8 +316,8 @@ func (t *tool) addHashtreeFooter(args []string) int {
 	noHashtree := fs.Bool("no_hashtree", false, "Do not append hashtree")
 	camo := fs.Bool("check_at_most_once", false, "Set to verify data block only once")
 	v := addVBMetaFlags(fs)
-	persistent := fs.Bool("use_persistent_digest", false, "Use a persistent digest on device instead of storing the digest in the descriptor.")
-	doNotUseAB := fs.Bool("do_not_use_ab", false, "The partition does not use A/B even when an A/B suffix is present.")
+	persistent := fs.Bool("use_persistent_digest", false, usePersistentDigestHelp)
+	doNotUseAB := fs.Bool("do_not_use_ab", false, doNotUseABHelp)
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}

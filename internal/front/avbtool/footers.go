@@ -167,8 +167,8 @@ func (t *tool) addHashFooter(args []string) int {
 	fileType(fs, "output_vbmeta_image", "w", "output_vbmeta_image")
 	h.noAppend = fs.Bool("do_not_append_vbmeta_image", false, "Do not append vbmeta struct or footer to the image")
 	v := addVBMetaFlags(fs)
-	h.persistent = fs.Bool("use_persistent_digest", false, "Use a persistent digest on device instead of storing the digest in the descriptor.")
-	h.doNotUseAB = fs.Bool("do_not_use_ab", false, "The partition does not use A/B even when an A/B suffix is present.")
+	h.persistent = fs.Bool("use_persistent_digest", false, usePersistentDigestHelp)
+	h.doNotUseAB = fs.Bool("do_not_use_ab", false, doNotUseABHelp)
 	if code, done := t.parse(cmd, fs, args); done {
 		return code
 	}

@@ -1,7 +1,10 @@
 package avbtool
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,5 +60,55 @@ func TestPyIntPython(t *testing.T) {
 		if ok != c.ok || ok && v != c.want {
 			t.Errorf("Python reads %q as %s; the table says %d, %v", c.in, lines[i], c.want, c.ok)
 		}
+	}
+}
+
+// TestPyIntRecorded: the number type reads every string of
+// testdata/pyint.jsonl (recorded by record-pyint.py from Python 3.11's
+// int(s, 0)) as Python does: the number when it is one from 0 to 2^64-1,
+// kept as bad (refused later, exit 1) when Python reads it but it is
+// negative or larger, a usage error when Python refuses it.
+func TestPyIntRecorded(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "pyint.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) < 10000 {
+		t.Fatalf("%d lines in pyint.jsonl", len(lines))
+	}
+	wrong := 0
+	for _, l := range lines {
+		var c []*string
+		if err := json.Unmarshal([]byte(l), &c); err != nil || len(c) != 2 || c[0] == nil {
+			t.Fatalf("pyint.jsonl: %q", l)
+		}
+		s, py := *c[0], c[1]
+		var n number
+		setErr := n.Set(s)
+		var got string
+		switch {
+		case setErr != nil:
+			got = "refused"
+		case n.bad != "":
+			got = "out of range"
+		default:
+			got = strconv.FormatUint(n.v, 10)
+		}
+		want := "refused"
+		if py != nil {
+			want = *py
+			if _, err := strconv.ParseUint(want, 10, 64); err != nil {
+				want = "out of range" // negative, or past 2^64-1
+			}
+		}
+		if got != want {
+			if wrong++; wrong <= 20 {
+				t.Errorf("%q: ours %s, Python's int(s, 0) %s", s, got, want)
+			}
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of %d strings read otherwise than Python reads them", wrong, len(lines))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -147,9 +146,12 @@ func (v *vbmetaFlags) pyLocation() string {
 	if n.bad == "" {
 		return n.String()
 	}
-	b, ok := new(big.Int).SetString(strings.ReplaceAll(strings.TrimSpace(asciiDigits(n.bad)), "_", ""), 0)
+	b, neg, ok := pyParseInt(n.bad)
 	if !ok {
 		return n.bad
+	}
+	if neg {
+		return "-" + b.String()
 	}
 	return b.String()
 }
@@ -200,12 +202,11 @@ func (t *tool) chainPartitions(v *vbmetaFlags) ([]avb.ChainPartition, error) {
 // underscores between them. A number past int64 is refused as if it were
 // not one (no location is that large).
 func pyInt10(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(pyASCII(s)) // Unicode spaces and digits as Python reads them
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg, s = s[0] == '-', s[1:]
 	}
-	s = asciiDigits(s)
 	prevDigit := false
 	for i, r := range s {
 		switch {
