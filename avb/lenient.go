@@ -3,8 +3,6 @@ package avb
 import (
 	"errors"
 	"io"
-
-	"github.com/veritytree/veritytree/verity"
 )
 
 // ParseImageLenient reads the AVB metadata of an image of size bytes as
@@ -86,7 +84,7 @@ func ParseImageLenient(r io.ReaderAt, size int64) (*Image, error) {
 
 // ReadImageLenient is ReadImage with ParseImageLenient.
 func ReadImageLenient(path string) (*Image, error) {
-	src, err := verity.OpenSource(path, &verity.SourceOptions{Role: "image"})
+	src, err := openImageSource(path)
 	if err != nil {
 		return nil, err
 	}

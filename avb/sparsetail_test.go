@@ -243,8 +243,9 @@ func TestSparseTrailingBytesRefused(t *testing.T) {
 	}
 	f.Close()
 	for name, read := range map[string]func() error{
-		"ReadImage":     func() error { _, err := ReadImage(image); return err },
-		"ExtractVBMeta": func() error { _, err := ExtractVBMeta(image); return err },
+		"ReadImage":        func() error { _, err := ReadImage(image); return err },
+		"ExtractVBMeta":    func() error { _, err := ExtractVBMeta(image); return err },
+		"ReadImageLenient": func() error { _, err := ReadImageLenient(image); return err },
 	} {
 		err := read()
 		var ve *verity.Error
