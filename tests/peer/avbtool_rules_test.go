@@ -168,6 +168,17 @@ var avbAcceptedRules = []avbRule{
 			return r.sub() == "zero_hashtree" && r.real.code == 0 && strings.Contains(r.ours.gist, "the tree is 0 bytes")
 		},
 	},
+	{
+		name:   "no vbmeta digest of a footer that points outside the image",
+		covers: all,
+		reason: "a damaged footer's vbmeta offset past the image: avbtool hashes what its reader gives there (nothing, " +
+			"or a default header's sizes), a digest no device computes (libavb refuses the image), exit 0; the front " +
+			"refuses, exit 1, nothing written",
+		match: func(r *avbResult) bool {
+			return r.sub() == "calculate_vbmeta_digest" && r.real.code == 0 && r.ours.code == 1 &&
+				strings.Contains(r.ours.gist, "malformed AVB data: AVB footer: vbmeta at")
+		},
+	},
 }
 
 // frontTakes are the subcommands of the avbtool front.
