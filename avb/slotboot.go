@@ -139,16 +139,7 @@ func (s *slotCheck) libavbLoads(v *SlotVBMeta, locked bool) bool {
 func (s *slotCheck) libavbResult(locked, disabled bool) (SlotVerifyResult, []libavbPart, map[*SlotVBMeta]int) {
 	var seen []libavbPart
 	stops := map[*SlotVBMeta]int{}
-	parts := map[*SlotVBMeta][]*SlotPartition{}
-	byName := map[string]*SlotVBMeta{}
-	for _, v := range s.res.VBMetas {
-		byName[v.Partition] = v
-	}
-	for _, p := range s.res.Partitions {
-		if v := byName[p.VBMeta]; v != nil {
-			parts[v] = append(parts[v], p)
-		}
-	}
+	parts := s.partitionsByVBMeta()
 	chained := s.res.VBMetas[1:]
 	var run func(v *SlotVBMeta) SlotVerifyResult
 	run = func(v *SlotVBMeta) SlotVerifyResult {
@@ -176,13 +167,7 @@ func (s *slotCheck) libavbResult(locked, disabled bool) (SlotVerifyResult, []lib
 				if p == nil || p.NotRequested {
 					continue
 				}
-				r := p.Libavb
-				switch {
-				case locked && p.PersistentInit != nil:
-					r = SlotOK
-				case locked && p.short:
-					r = SlotErrorIO // the read past the image's end fails
-				}
+				r := libavbHashResult(p, locked)
 				seen = append(seen, libavbPart{p, r})
 				if r != SlotOK {
 					ret = r
@@ -209,19 +194,45 @@ func (s *slotCheck) libavbResult(locked, disabled bool) (SlotVerifyResult, []lib
 				if p == nil {
 					continue
 				}
-				if len(d.RootDigest) == 0 {
+				if len(d.RootDigest) == 0 || p.Libavb != SlotOK {
+					// A persistent root digest's result is ret, OK
+					// included; any failure ends the walk.
 					ret = p.Libavb
 					if ret != SlotOK {
 						return ret
 					}
-				} else if p.Libavb != SlotOK {
-					return p.Libavb
 				}
 			}
 		}
 		return ret
 	}
 	return run(s.res.VBMetas[0]), seen, stops
+}
+
+// partitionsByVBMeta lists the partitions of each vbmeta, in order.
+func (s *slotCheck) partitionsByVBMeta() map[*SlotVBMeta][]*SlotPartition {
+	parts := map[*SlotVBMeta][]*SlotPartition{}
+	byName := map[string]*SlotVBMeta{}
+	for _, v := range s.res.VBMetas {
+		byName[v.Partition] = v
+	}
+	for _, p := range s.res.Partitions {
+		if v := byName[p.VBMeta]; v != nil {
+			parts[v] = append(parts[v], p)
+		}
+	}
+	return parts
+}
+
+// libavbHashResult is what libavb's load of the hash partition p gives.
+func libavbHashResult(p *SlotPartition, locked bool) SlotVerifyResult {
+	switch {
+	case locked && p.PersistentInit != nil:
+		return SlotOK
+	case locked && p.short:
+		return SlotErrorIO // the read past the image's end fails
+	}
+	return p.Libavb
 }
 
 // libavbPart is a hash partition libavb takes, and its result there.
@@ -300,105 +311,125 @@ func (s *slotCheck) boot(locked bool) *SlotBoot {
 // cmdline builds the kernel command line as avb_slot_verify does, or
 // fails as it does (b.Result set).
 func (s *slotCheck) cmdline(b *SlotBoot, top *SlotVBMeta, disabled bool, stops map[*SlotVBMeta]int) error {
-	suffix := s.opts.ABSuffix
 	var line cline
 	if disabled {
 		// No descriptor taken, no option added: root= is the system
 		// partition, if there is one.
-		if s.hasPartition("system" + suffix) {
+		if s.hasPartition("system" + s.opts.ABSuffix) {
 			line.setTo("root=PARTUUID=$(ANDROID_SYSTEM_PARTUUID)")
 		}
 	} else {
 		hashtreeDisabled := top.Image.VBMeta.Header.Flags&FlagHashtreeDisabled != 0
-		chained := s.res.VBMetas[1:]
-		var walk func(v *SlotVBMeta)
-		walk = func(v *SlotVBMeta) {
-			i := 0
-			for d := range v.Image.VBMeta.Descriptors() {
-				i++
-				if stops[v] != 0 && i > stops[v] {
-					return
-				}
-				switch d := d.(type) {
-				case *KernelCmdlineDescriptor:
-					if hashtreeDisabled && d.Flags&1 != 0 || !hashtreeDisabled && d.Flags&2 != 0 {
-						continue // for the other dm-verity state
-					}
-					line.snippet(d.Cmdline)
-				case *ChainPartitionDescriptor:
-					if len(chained) == 0 {
-						continue
-					}
-					c := chained[0]
-					chained = chained[1:]
-					if s.libavbLoads(c, b.Locked) {
-						walk(c)
-					}
-				}
-			}
-		}
-		walk(top)
-		mode := s.opts.HashtreeErrorMode
-		if mode == HashtreeManagedRestartAndEIO {
-			var err error
-			if mode, err = s.managedMode(b); err != nil {
-				b.Result = SlotErrorIO
-				return err
-			}
-		}
-		b.HashtreeErrorMode = mode
-		line.option("androidboot.vbmeta.device", "PARTUUID=$(ANDROID_VBMETA_PARTUUID)")
-		line.option("androidboot.vbmeta.avb_version", "1.3")
-		state := "unlocked"
-		if b.Locked {
-			state = "locked"
-		}
-		line.option("androidboot.vbmeta.device_state", state)
-		// libavb takes the top-level vbmeta's algorithm when it is done
-		// with it; returned early (a refused persistent root digest), it
-		// has none, and sha256 is used.
-		alg := "sha256"
-		if top.libavbStop == 0 && strings.HasPrefix(top.Image.VBMeta.Algorithm.Name, "SHA512") {
-			alg = "sha512"
-		}
-		digest, size := s.vbmetaDigest(alg, b.Locked)
-		line.option("androidboot.vbmeta.hash_alg", alg)
-		line.option("androidboot.vbmeta.size", strconv.FormatUint(size, 10))
-		line.option("androidboot.vbmeta.digest", hex.EncodeToString(digest))
-		verityMode := "disabled"
-		if !hashtreeDisabled {
-			var dm string
-			switch mode {
-			case HashtreeRestartAndInvalidate:
-				line.option("androidboot.vbmeta.invalidate_on_error", "yes")
-				verityMode, dm = "enforcing", "restart_on_corruption"
-			case HashtreeRestart:
-				verityMode, dm = "enforcing", "restart_on_corruption"
-			case HashtreeEIO:
-				// libavb has no dm-verity option for EIO; this one is
-				// set already and may be given twice.
-				verityMode, dm = "eio", "ignore_zero_blocks"
-			case HashtreeLogging:
-				verityMode, dm = "logging", "ignore_corruption"
-			case HashtreePanic:
-				verityMode, dm = "panicking", "panic_on_corruption"
-			default:
-				b.Result = SlotErrorInvalidArgument
-				return inputErr("", "hashtree error mode %d: libavb knows 0 to 5", int(mode))
-			}
-			line.replace("$(ANDROID_VERITY_MODE)", dm)
-		}
-		line.option("androidboot.veritymode", verityMode)
-		if s.opts.HashtreeErrorMode == HashtreeManagedRestartAndEIO {
-			line.option("androidboot.veritymode.managed", "yes")
+		s.cmdlineSnippets(&line, b, top, hashtreeDisabled, stops)
+		if err := s.cmdlineOptions(&line, b, top, hashtreeDisabled); err != nil {
+			return err
 		}
 	}
 	b.Cmdline = line.String()
 	if b.Cmdline == "" {
 		return nil
 	}
-	// avb_sub_cmdline: each GUID looked for in the line as it was, then
-	// the top-level vbmeta's persistent root digests.
+	return s.substitute(b, top)
+}
+
+// cmdlineSnippets adds the kernel command line descriptors of the
+// vbmetas libavb walks, in its order (chained ones where their chain
+// descriptor stands), those for the other dm-verity state left out.
+func (s *slotCheck) cmdlineSnippets(line *cline, b *SlotBoot, top *SlotVBMeta, hashtreeDisabled bool, stops map[*SlotVBMeta]int) {
+	chained := s.res.VBMetas[1:]
+	var walk func(v *SlotVBMeta)
+	walk = func(v *SlotVBMeta) {
+		i := 0
+		for d := range v.Image.VBMeta.Descriptors() {
+			i++
+			if stops[v] != 0 && i > stops[v] {
+				return
+			}
+			switch d := d.(type) {
+			case *KernelCmdlineDescriptor:
+				if hashtreeDisabled && d.Flags&1 != 0 || !hashtreeDisabled && d.Flags&2 != 0 {
+					continue // for the other dm-verity state
+				}
+				line.snippet(d.Cmdline)
+			case *ChainPartitionDescriptor:
+				if len(chained) == 0 {
+					continue
+				}
+				c := chained[0]
+				chained = chained[1:]
+				if s.libavbLoads(c, b.Locked) {
+					walk(c)
+				}
+			}
+		}
+	}
+	walk(top)
+}
+
+// cmdlineOptions adds the options avb_append_options adds: the vbmeta's
+// device, version, state, digest, and the hashtree error mode's.
+func (s *slotCheck) cmdlineOptions(line *cline, b *SlotBoot, top *SlotVBMeta, hashtreeDisabled bool) error {
+	mode := s.opts.HashtreeErrorMode
+	if mode == HashtreeManagedRestartAndEIO {
+		var err error
+		if mode, err = s.managedMode(b); err != nil {
+			b.Result = SlotErrorIO
+			return err
+		}
+	}
+	b.HashtreeErrorMode = mode
+	line.option("androidboot.vbmeta.device", "PARTUUID=$(ANDROID_VBMETA_PARTUUID)")
+	line.option("androidboot.vbmeta.avb_version", "1.3")
+	state := "unlocked"
+	if b.Locked {
+		state = "locked"
+	}
+	line.option("androidboot.vbmeta.device_state", state)
+	// libavb takes the top-level vbmeta's algorithm when it is done
+	// with it; returned early (a refused persistent root digest), it
+	// has none, and sha256 is used.
+	alg := "sha256"
+	if top.libavbStop == 0 && strings.HasPrefix(top.Image.VBMeta.Algorithm.Name, "SHA512") {
+		alg = "sha512"
+	}
+	digest, size := s.vbmetaDigest(alg, b.Locked)
+	line.option("androidboot.vbmeta.hash_alg", alg)
+	line.option("androidboot.vbmeta.size", strconv.FormatUint(size, 10))
+	line.option("androidboot.vbmeta.digest", hex.EncodeToString(digest))
+	verityMode := "disabled"
+	if !hashtreeDisabled {
+		var dm string
+		switch mode {
+		case HashtreeRestartAndInvalidate:
+			line.option("androidboot.vbmeta.invalidate_on_error", "yes")
+			verityMode, dm = "enforcing", "restart_on_corruption"
+		case HashtreeRestart:
+			verityMode, dm = "enforcing", "restart_on_corruption"
+		case HashtreeEIO:
+			// libavb has no dm-verity option for EIO; this one is
+			// set already and may be given twice.
+			verityMode, dm = "eio", "ignore_zero_blocks"
+		case HashtreeLogging:
+			verityMode, dm = "logging", "ignore_corruption"
+		case HashtreePanic:
+			verityMode, dm = "panicking", "panic_on_corruption"
+		default:
+			b.Result = SlotErrorInvalidArgument
+			return inputErr("", "hashtree error mode %d: libavb knows 0 to 5", int(mode))
+		}
+		line.replace("$(ANDROID_VERITY_MODE)", dm)
+	}
+	line.option("androidboot.veritymode", verityMode)
+	if s.opts.HashtreeErrorMode == HashtreeManagedRestartAndEIO {
+		line.option("androidboot.veritymode.managed", "yes")
+	}
+	return nil
+}
+
+// substitute is avb_sub_cmdline: each GUID looked for in the line as it
+// was, then the top-level vbmeta's persistent root digests.
+func (s *slotCheck) substitute(b *SlotBoot, top *SlotVBMeta) error {
+	suffix := s.opts.ABSuffix
 	orig := b.Cmdline
 	vbmetaPart := "vbmeta"
 	if top.Image.Footer != nil {
