@@ -166,15 +166,8 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		}
 		images.Dir = args[1]
 	}
-	for _, spec := range o.slot.partitions {
-		name, path, ok := strings.Cut(spec, "=")
-		if !ok || name == "" || path == "" {
-			return "", nil, nil, cli.Errorf("e.g. --partition system=out/system.img", "--partition %q is not NAME=PATH", spec)
-		}
-		if _, dup := images.Files[name]; dup {
-			return "", nil, nil, cli.Errorf("keep one of them", "--partition names partition %q twice", name)
-		}
-		images.Files[name] = path
+	if err := partitionFiles(images, o.slot.partitions); err != nil {
+		return "", nil, nil, err
 	}
 	so := &avb.SlotOptions{AllowMissing: o.slot.allowMissing, Jobs: o.jobs, MaxProblems: o.maxProblems, Repair: o.repair}
 	if o.maxProblems == 0 {
@@ -198,32 +191,11 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		return "", nil, nil, cli.Errorf("e.g. --hashtree-error-mode=restart", "--hashtree-error-mode %q is not one of libavb's modes: %s", o.slot.errorMode,
 			"restart_and_invalidate, restart, eio, logging, managed_restart_and_eio, panic")
 	}
-	if o.slot.request != nil {
-		so.Requested = []string{}
-		for _, spec := range o.slot.request {
-			for _, name := range strings.Split(spec, ",") {
-				if name == "" {
-					return "", nil, nil, cli.Errorf("e.g. --request boot --request vendor_boot", "--request %q names an empty partition", spec)
-				}
-				so.Requested = append(so.Requested, name)
-			}
-		}
+	if so.Requested, err = requestedPartitions(o.slot.request); err != nil {
+		return "", nil, nil, err
 	}
-	for _, spec := range o.slot.partuuids {
-		name, guid, ok := strings.Cut(spec, "=")
-		if !ok || name == "" || guid == "" || strings.ContainsRune(guid, 0) {
-			return "", nil, nil, cli.Errorf("e.g. --partuuid system_a=1f5b1c0e-...", "--partuuid %q is not NAME=GUID", spec)
-		}
-		if len(guid) > 36 {
-			return "", nil, nil, cli.Errorf("a GUID is 36 characters", "--partuuid %q: libavb takes at most 36 characters", spec)
-		}
-		if so.PartUUIDs == nil {
-			so.PartUUIDs = map[string]string{}
-		}
-		if _, dup := so.PartUUIDs[name]; dup {
-			return "", nil, nil, cli.Errorf("keep one of them", "--partuuid gives partition %q twice", name)
-		}
-		so.PartUUIDs[name] = guid
+	if so.PartUUIDs, err = partUUIDs(o.slot.partuuids); err != nil {
+		return "", nil, nil, err
 	}
 	if o.avbKey != "" {
 		key, err := readAVBKey(ctx, o.avbKey)
@@ -233,6 +205,61 @@ func slotArgs(ctx context.Context, o *options, args []string) (string, *avb.Slot
 		so.Key = key
 	}
 	return top, images, so, nil
+}
+
+// partitionFiles reads --partition NAME=PATH options into images.Files.
+func partitionFiles(images *avb.SlotImages, specs []string) error {
+	for _, spec := range specs {
+		name, path, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || path == "" {
+			return cli.Errorf("e.g. --partition system=out/system.img", "--partition %q is not NAME=PATH", spec)
+		}
+		if _, dup := images.Files[name]; dup {
+			return cli.Errorf("keep one of them", "--partition names partition %q twice", name)
+		}
+		images.Files[name] = path
+	}
+	return nil
+}
+
+// requestedPartitions reads --request NAME[,NAME...] options (nil: none
+// given, every hash partition requested).
+func requestedPartitions(specs []string) ([]string, error) {
+	if specs == nil {
+		return nil, nil
+	}
+	names := []string{}
+	for _, spec := range specs {
+		for _, name := range strings.Split(spec, ",") {
+			if name == "" {
+				return nil, cli.Errorf("e.g. --request boot --request vendor_boot", "--request %q names an empty partition", spec)
+			}
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// partUUIDs reads --partuuid NAME=GUID options (nil: none given).
+func partUUIDs(specs []string) (map[string]string, error) {
+	var guids map[string]string
+	for _, spec := range specs {
+		name, guid, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || guid == "" || strings.ContainsRune(guid, 0) {
+			return nil, cli.Errorf("e.g. --partuuid system_a=1f5b1c0e-...", "--partuuid %q is not NAME=GUID", spec)
+		}
+		if len(guid) > 36 {
+			return nil, cli.Errorf("a GUID is 36 characters", "--partuuid %q: libavb takes at most 36 characters", spec)
+		}
+		if guids == nil {
+			guids = map[string]string{}
+		}
+		if _, dup := guids[name]; dup {
+			return nil, cli.Errorf("keep one of them", "--partuuid gives partition %q twice", name)
+		}
+		guids[name] = guid
+	}
+	return guids, nil
 }
 
 // rollbackIndexes reads --rollback-index LOCATION=INDEX options: the

@@ -674,13 +674,11 @@ func checkDataSize(path string) error {
 	return nil
 }
 
-func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
-	if _, err := o.numbers(); err != nil {
-		return err
-	}
-	// veritysetup creates HASH and the FEC device (if missing) and opens
-	// HASH before it looks at any option; the front checks that it could
-	// and writes nothing yet.
+// formatOutputsOpenable checks what veritysetup format opens first:
+// it creates HASH and the FEC device (if missing) and opens HASH before
+// it looks at any option; the front checks that it could and writes
+// nothing yet.
+func (o *options) formatOutputsOpenable(hashPath string) error {
 	if err := creatable(hashPath, "hash"); err != nil {
 		return err
 	}
@@ -690,9 +688,32 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 		}
 	}
 	if _, err := os.Stat(hashPath); err == nil {
-		if err := checkDevice(hashPath); err != nil {
-			return err
-		}
+		return checkDevice(hashPath)
+	}
+	return nil
+}
+
+// formatRootHashFile is the --root-hash-file format writes, or "" and
+// the failure veritysetup reports after it has written the tree and
+// printed it, when the file cannot be created.
+func (o *options) formatRootHashFile() (string, error) {
+	p := o.rootHashFile
+	if !o.withRootHashFile() {
+		return p, nil
+	}
+	info, err := os.Stat(p)
+	if dir, derr := os.Stat(filepath.Dir(p)); p == "" || derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
+		return "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
+	}
+	return p, nil
+}
+
+func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, stdout, stderr io.Writer) error {
+	if _, err := o.numbers(); err != nil {
+		return err
+	}
+	if err := o.formatOutputsOpenable(hashPath); err != nil {
+		return err
 	}
 	hooks := o.overlapHooks(dataPath, hashPath, true)
 	var fecOffset uint64
@@ -726,16 +747,7 @@ func (o *options) formatAction(ctx context.Context, dataPath, hashPath string, s
 	if err != nil {
 		return err
 	}
-	rootHashFile := o.rootHashFile
-	var rootFileErr error
-	if p := rootHashFile; o.withRootHashFile() {
-		info, err := os.Stat(p)
-		if dir, derr := os.Stat(filepath.Dir(p)); p == "" || derr != nil || !dir.IsDir() || err == nil && info.IsDir() {
-			// veritysetup writes the tree and prints it, then fails to
-			// create the file.
-			rootHashFile, rootFileErr = "", fail(exitEINVAL, "Cannot create root hash file %s for writing.", p)
-		}
-	}
+	rootHashFile, rootFileErr := o.formatRootHashFile()
 	// Raw: veritysetup reads an Android sparse image as the bytes it is;
 	// InPlace: it writes its outputs in place.
 	// No Warn: veritysetup warns of none of the library's cases (a
