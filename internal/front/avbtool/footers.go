@@ -158,6 +158,7 @@ func (t *tool) addHashFooter(args []string) int {
 	h.image = fs.String("image", "", "Image to add hashes to")
 	fileType(fs, "image", "rw", "image")
 	fs.Var(&h.partitionSize, "partition_size", "Partition size")
+	h.partitionSize.late = true // a negative one is too small (hashFooterOptions)
 	h.dynamic = fs.Bool("dynamic_partition_size", false, "Calculate partition size based on image size")
 	h.partitionName = fs.String("partition_name", "", "Partition name")
 	h.hashAlg = fs.String("hash_algorithm", "sha256", "Hash algorithm to use (default: sha256)")
@@ -200,7 +201,10 @@ func (t *tool) addHashFooter(args []string) int {
 // only printed (the required libavb version, the maximum image size).
 func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashFooterOptions, *avbSigning, bool, error) {
 	psize := h.partitionSize.v
-	if psize == 0 && !*h.dynamic {
+	if h.partitionSize.bad != "" && !h.partitionSize.negative() {
+		return nil, nil, false, h.partitionSize.outOfRange("partition_size")
+	}
+	if psize == 0 && h.partitionSize.bad == "" && !*h.dynamic {
 		return nil, nil, false, avbErr("--dynamic_partition_size required when not specifying a partition size")
 	}
 	if *h.dynamic && *h.calcMax {
@@ -218,8 +222,8 @@ func (t *tool) hashFooterOptions(h *hashFooterFlags, v *vbmetaFlags) (*avb.HashF
 		fmt.Fprintf(t.stdout, "1.%d\n", o.RequiredLibavbMinor())
 		return nil, nil, true, nil
 	}
-	if !*h.dynamic && psize < hashFooterReserve {
-		return nil, nil, false, avbErr("Parition size of %d is too small. Needs to be at least %d", psize, hashFooterReserve)
+	if !*h.dynamic && (h.partitionSize.negative() || psize < hashFooterReserve) {
+		return nil, nil, false, avbErr("Parition size of %s is too small. Needs to be at least %d", h.partitionSize.signed(), hashFooterReserve)
 	}
 	if *h.calcMax {
 		fmt.Fprintf(t.stdout, "%d\n", psize-hashFooterReserve)

@@ -2,6 +2,7 @@ package avbtool
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -33,6 +34,37 @@ func (n *number) Set(s string) error {
 		n.v, n.bad = v.Uint64(), ""
 	}
 	return nil
+}
+
+// negative reports whether the number given is one Python reads as below
+// zero (avbtool goes on with it).
+func (n *number) negative() bool {
+	if n.bad == "" {
+		return false
+	}
+	_, neg, ok := pyParseInt(n.bad)
+	return ok && neg
+}
+
+// signed is the number given as Python holds it (a negative one too), for
+// avbtool's messages.
+func (n *number) signed() string {
+	if n.bad == "" {
+		return n.String()
+	}
+	b, neg, ok := pyParseInt(n.bad)
+	switch {
+	case !ok:
+		return n.bad
+	case neg:
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// outOfRange is the refusal of a number given that the front cannot hold.
+func (n *number) outOfRange(name string) error {
+	return fmt.Errorf("--%s %s: a number from 0 to %d is needed", name, n.bad, uint64(math.MaxUint64))
 }
 
 // pyInt reads s as Python's int(s, 0) does, for the numbers from 0 to

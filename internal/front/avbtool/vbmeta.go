@@ -142,18 +142,7 @@ func (v *vbmetaFlags) checkHeaderNumbers() error {
 // pyLocation is --rollback_index_location as avbtool holds it (a negative
 // number too), for the check that a chained partition's differs.
 func (v *vbmetaFlags) pyLocation() string {
-	n := &v.rollbackIndexLocation
-	if n.bad == "" {
-		return n.String()
-	}
-	b, neg, ok := pyParseInt(n.bad)
-	if !ok {
-		return n.bad
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return v.rollbackIndexLocation.signed()
 }
 
 // chainPartitions checks and reads the chained partitions as avbtool's
