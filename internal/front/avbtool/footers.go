@@ -343,6 +343,7 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	fileType(fs, "image", "rw", "image")
 	var psize number
 	fs.Var(&psize, "partition_size", "Partition size")
+	psize.late = true // after the files avbtool needs first (below)
 	vbmeta := fs.String("vbmeta_image", "", "Image with vbmeta blob to append")
 	fileType(fs, "vbmeta_image", "r", "vbmeta_image")
 	if code, done := t.parse(cmd, fs, args, "partition_size"); done {
@@ -350,6 +351,9 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	}
 	if *image == "" || *vbmeta == "" {
 		return t.tooFewArguments()
+	}
+	if psize.bad != "" {
+		return t.failed(psize.outOfRange("partition_size"))
 	}
 	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
