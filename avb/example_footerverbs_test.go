@@ -213,3 +213,37 @@ func ExampleExtractPublicKey() {
 	// Output:
 	// 520 bytes, the same as avbtool's: true
 }
+
+// Print the kernel command line an image's descriptors give, as `avbtool
+// calculate_kernel_cmdline` does (the same line for the same input, with
+// --do_not_generate_fec): here the dm-verity table
+// --setup_as_rootfs_from_kernel stores, with the tokens a bootloader fills
+// in ($(ANDROID_SYSTEM_PARTUUID), $(ANDROID_VERITY_MODE)).
+func ExampleCalculateKernelCmdline() {
+	dir, err := os.MkdirTemp("", "avb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	image := filepath.Join(dir, "system.img")
+	if err := os.WriteFile(image, bytes.Repeat([]byte{7}, 64<<10), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	_, err = avb.AddHashtreeFooter(context.Background(), image, &avb.HashtreeFooterOptions{
+		PartitionSize:           1 << 20,
+		PartitionName:           "system",
+		HashAlgorithm:           "sha256",
+		Salt:                    bytes.Repeat([]byte{0x5e}, 32),
+		SetupAsRootfsFromKernel: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	line, err := avb.CalculateKernelCmdline(context.Background(), image, false)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(line)
+	// Output:
+	// dm="1 vroot none ro 1,0 128 verity 1 PARTUUID=$(ANDROID_SYSTEM_PARTUUID) PARTUUID=$(ANDROID_SYSTEM_PARTUUID) 4096 4096 16 16 sha256 c0a3961124b4cfe63c0e1cb2ca8e29b0fbfbc0ff835d80c6ab948f5fcfdcf136 5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e 2 $(ANDROID_VERITY_MODE) ignore_zero_blocks" root=/dev/dm-0
+}

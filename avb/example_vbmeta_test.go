@@ -97,3 +97,44 @@ func ExampleCalculateVBMetaDigest() {
 	// Output:
 	// d2919191c7b0ed0ed19588821f54af3e2888247f57b522eaede3376d3fad6eba
 }
+
+// Sign with a program, as avbtool's --signing_helper does: the key stays
+// where the program keeps it (an HSM, a KMS); the program is given the
+// algorithm and the key's name, the block to sign on its stdin, and writes
+// the signature on its stdout. Here the program is openssl's raw RSA on a
+// key file (rsautl: OpenSSL 3's pkeyutl refuses a block this long), and the signature is checked against the public key.
+func ExampleHelperSigner() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "avb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	helper := filepath.Join(dir, "sign.sh")
+	// $1 is SHA256_RSA2048, $2 the key as given; the block on stdin is
+	// padded already: raw RSA signs it.
+	script := "#!/bin/sh\nexec openssl rsautl -sign -raw -inkey \"$2\" 2>/dev/null\n"
+	if err := os.WriteFile(helper, []byte(script), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	keyPath := "testdata/vectors/keys/rsa2048.pem"
+	public, err := avb.LoadPublicKey(ctx, keyPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := filepath.Join(dir, "vbmeta.img")
+	err = avb.MakeVBMetaImage(ctx, out, &avb.VBMetaImageOptions{
+		Algorithm: "SHA256_RSA2048",
+		Signer:    &avb.HelperSigner{Program: helper, KeyPath: keyPath, Public: public},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	img, err := avb.ReadImage(out)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(img.VBMeta.Algorithm.Name, "signature:", img.VBMeta.Verify())
+	// Output:
+	// SHA256_RSA2048 signature: <nil>
+}
