@@ -102,7 +102,8 @@ func ExampleCalculateVBMetaDigest() {
 // where the program keeps it (an HSM, a KMS); the program is given the
 // algorithm and the key's name, the block to sign on its stdin, and writes
 // the signature on its stdout. Here the program is openssl's raw RSA on a
-// key file (rsautl: OpenSSL 3's pkeyutl refuses a block this long), and the signature is checked against the public key.
+// key file (rsautl: OpenSSL 3's pkeyutl refuses a block this long), and
+// the signature is checked against the public key.
 func ExampleHelperSigner() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "avb-example")
