@@ -16,6 +16,9 @@ import (
 	"syscall"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/safefile"
+	"github.com/veritytree/veritytree/sparse"
+	"github.com/veritytree/veritytree/verity"
 )
 
 // hashFooterReserve is what avbtool's add_hash_footer keeps for the
@@ -47,7 +50,35 @@ func checkPartitionBlocks(image string, size uint64) error {
 	if err != nil {
 		return err
 	}
+	if err := sparseReadable(image); err != nil {
+		return err
+	}
 	return checkPartitionUnit(size, bs)
+}
+
+// sparseReadable refuses, before the partition size is checked, the
+// sparse images avbtool's ImageHandler dies on as it opens them: malformed
+// ones, and those with bytes after their last chunk (unless the bytes end
+// in the record of an interrupted run of ours, which the verb finishes).
+func sparseReadable(image string) error {
+	f, err := os.Open(image)
+	if err != nil {
+		return nil // the verb reports it
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || !sparse.IsSparse(f) || safefile.ReadResumeRecord(f, fi.Size()) != nil {
+		return nil
+	}
+	src, err := verity.OpenSource(image, &verity.SourceOptions{Role: "image"})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if n := src.Trailing(); n > 0 {
+		return fmt.Errorf("%s is an Android sparse image with %d bytes after its last chunk", image, n)
+	}
+	return nil
 }
 
 // avbtool's messages on the footer paths. Those it raises within the
@@ -76,13 +107,27 @@ func imageTooLarge(size uint64, max int64, partitionSize uint64) error {
 }
 
 // probeImage opens the image as avbtool's ImageHandler does, before any
-// other input is read; avbtool dies of a traceback on an empty one.
+// other input is read; avbtool dies of a traceback on a raw one shorter
+// than a sparse header (an empty sparse image it takes).
 func probeImage(path, verb string) (*avb.FooterImage, error) {
 	img, err := avb.ProbeFooterImage(path, verb)
-	if err == nil && img.FoundSize == 0 {
-		err = fmt.Errorf("image %s is empty", path)
+	if err == nil && !img.Sparse && img.FoundSize < sparseHeaderSize {
+		err = imageTooShort(path, img.FoundSize)
 	}
 	return img, err
+}
+
+// sparseHeaderSize is what avbtool's ImageHandler reads of every image
+// first, to tell a sparse one.
+const sparseHeaderSize = 28
+
+// imageTooShort refuses an image avbtool's ImageHandler dies on ("unpack
+// requires a buffer of 28 bytes").
+func imageTooShort(path string, size uint64) error {
+	if size == 0 {
+		return fmt.Errorf("image %s is empty", path)
+	}
+	return fmt.Errorf("image %s is %d bytes: too short for an image (avbtool dies reading its first %d)", path, size, sparseHeaderSize)
 }
 
 // wrapAVB words one of avbtool's own messages, or a Python exception
@@ -354,6 +399,10 @@ func (t *tool) appendVBMetaImage(args []string) int {
 	}
 	if psize.bad != "" {
 		return t.failed(psize.outOfRange("partition_size"))
+	}
+	// avbtool opens the image first (ImageHandler).
+	if fi, err := os.Stat(*image); err == nil && fi.Mode().IsRegular() && fi.Size() < sparseHeaderSize {
+		return t.fail(imageTooShort(*image, uint64(fi.Size())), false)
 	}
 	if err := checkPartitionBlocks(*image, psize.v); err != nil {
 		return t.fail(err, false)
