@@ -114,10 +114,13 @@ var avbAcceptedRules = []avbRule{
 		covers: []string{"gist"},
 		reason: "add_hash_footer without --partition_name: avbtool fails encoding a descriptor without a name ('Adding " +
 			"hash_footer failed: 'NoneType' object has no attribute 'encode'.'); the front fails at the same point, " +
-			"exit 1, nothing written, and says 'Adding hash_footer failed: --partition_name is required.'",
+			"exit 1, nothing written, and says 'Adding hash_footer failed: --partition_name is required.'; and " +
+			"add_hashtree_footer of an Android sparse image of no blocks, where avbtool's tree code fails ('cannot access " +
+			"local variable 'level_output''): the front says the image is empty",
 		match: func(r *avbResult) bool {
-			return r.real.code == 1 && r.ours.code == 1 && r.real.says(`'NoneType' object has no attribute`) &&
-				r.ours.gist == "Adding hash_footer failed: --partition_name is required."
+			return r.real.code == 1 && r.ours.code == 1 && (r.real.says(`'NoneType' object has no attribute`) &&
+				r.ours.gist == "Adding hash_footer failed: --partition_name is required." ||
+				r.real.says(`cannot access local variable 'level_output'`) && strings.HasSuffix(r.ours.gist, " is empty"))
 		},
 	},
 	{
