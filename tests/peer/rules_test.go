@@ -413,12 +413,3 @@ func helpBody(out string) string {
 	}
 	return rest
 }
-
-func slicesHas(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
-}
