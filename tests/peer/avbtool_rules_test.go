@@ -182,6 +182,16 @@ var avbAcceptedRules = []avbRule{
 				strings.Contains(r.ours.gist, "malformed AVB data: AVB footer: vbmeta at")
 		},
 	},
+	{
+		name:   "a partition too small for any image is said in our words",
+		covers: []string{"gist"},
+		reason: "avbtool says the image 'exceeds maximum image size of -N' (its room less than nothing); the front says " +
+			"the partition size leaves no room for any image and what the tree, FEC and metadata take, exit 1 as avbtool",
+		match: func(r *avbResult) bool {
+			return r.real.code == 1 && r.ours.code == 1 && r.real.says(`exceeds maximum image size of -`) &&
+				r.ours.says(`leaves no room for any image`)
+		},
+	},
 }
 
 // frontTakes are the subcommands of the avbtool front.

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/veritytree/veritytree/avb"
+	"github.com/veritytree/veritytree/internal/cli"
 	"github.com/veritytree/veritytree/internal/safefile"
 	"github.com/veritytree/veritytree/sparse"
 	"github.com/veritytree/veritytree/verity"
@@ -358,6 +359,14 @@ func (t *tool) hashtreeFooterOptions(o *avb.HashtreeFooterOptions, image string,
 // room, the salt, then the vbmeta's inputs.
 func (t *tool) hashtreeFooterInputs(o *avb.HashtreeFooterOptions, img *avb.FooterImage, maxSize int64, saltSet bool, salt string, v *vbmetaFlags) (withFiles bool, err error) {
 	if o.PartitionSize > 0 {
+		if maxSize < 0 {
+			// avbtool says the image "exceeds maximum image size of -N", a
+			// size no image has (a deliberate difference: the trust issue's
+			// messages in our words).
+			return false, cli.Errorf("give a larger partition size",
+				"a partition size of %d leaves no room for any image: the tree, FEC and metadata reserved for it take %d bytes or more",
+				o.PartitionSize, int64(o.PartitionSize)-maxSize)
+		}
 		bs := uint64(o.BlockSize)
 		if size := (img.OriginalSize + bs - 1) / bs * bs; int64(size) > maxSize {
 			return false, imageTooLarge(size, maxSize, o.PartitionSize)
