@@ -6,12 +6,7 @@ package avbtool
 // which the arguments are taken.
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,43 +16,16 @@ import (
 // TestAvbtoolFrontArgparse: each recorded command line gives avbtool's
 // exit code, stdout and stderr byte for byte, with nothing written.
 func TestAvbtoolFrontArgparse(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "argparse.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	type argCase struct {
-		Args           []string `json:"args"`
-		Exit           int      `json:"exit"`
-		Stdout, Stderr string
-	}
-	var cases []argCase
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var c argCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
-		cases = append(cases, c)
-	}
-	if len(cases) < 500 {
-		t.Fatalf("%d cases in argparse.jsonl", len(cases))
-	}
+	cases := readRecordedLines(t, "argparse.jsonl", 500)
 	dir := t.TempDir()
 	t.Chdir(dir)
 	if err := os.WriteFile("present.img", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := fronttest.Listing(t, dir)
+	replayRecordedLines(t, cases)
 	helps := 0
 	for _, c := range cases {
-		var stdout, stderr bytes.Buffer
-		code := Main(context.Background(), "avbtool.py", c.Args, &stdout, &stderr)
-		if code != c.Exit || stdout.String() != c.Stdout || stderr.String() != c.Stderr {
-			t.Errorf("%s: exit %d, stdout:\n%s\nstderr:\n%s\navbtool: exit %d, stdout:\n%s\nstderr:\n%s",
-				strings.Join(c.Args, " "), code, stdout.String(), stderr.String(), c.Exit, c.Stdout, c.Stderr)
-		}
 		if c.Exit == 0 && strings.HasPrefix(c.Stdout, "usage: ") && strings.Contains(c.Stdout, "\noptions:\n") {
 			helps++
 		}
